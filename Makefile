@@ -13,6 +13,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d
 PYTEST_WORKERS ?= 2
 
 .PHONY: install lab test unit notebooks learner clean
+# nbmake's per-cell timeout (seconds); notebooks on CPU are designed to take well under it
+NB_TIMEOUT ?= 300
 
 install: $(STAMP)
 
@@ -23,12 +25,19 @@ $(STAMP): pyproject.toml Makefile
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-lab: install
+lab: install learner
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
 
 # Every test: helpers' unit tests and every notebook (full and learner copies) under nbmake.
-test: install
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests
+test: install learner
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) tests notebooks
+
+# Learner copies (solutions replaced by prompts) in notebooks/learner/, regenerated every time.
+learner: install
+	$(BIN)/python -m helpers.learner
+
+notebooks: install learner
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks
 
 unit: install
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests

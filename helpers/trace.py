@@ -284,11 +284,13 @@ class Trace:
 
         return timeline_figure(self, **kwargs)
 
-    def save(self, path: str | os.PathLike | None = None, overwrite: bool = True) -> Path:
+    def save(self, path: str | os.PathLike | None = None, overwrite: bool = True,
+             allow_reference: bool = False) -> Path:
         """Write the trace as a gzipped Chrome trace that Perfetto (ui.perfetto.dev) opens; returns the path.
 
-        Default location: ``traces/local/<label>.json.gz`` (git-ignored). Refuses to write over the
-        shipped reference traces. The write is atomic.
+        Default location: ``traces/local/<label>.json.gz`` (git-ignored). Refuses to write into the
+        shipped reference traces folder unless `allow_reference` (meant for
+        scripts/record_reference_traces.py only). The write is atomic.
         """
         if path is None:
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.info.label).strip("_") or "trace"
@@ -298,7 +300,7 @@ class Trace:
         target = Path(path)
         if not target.name.endswith(".json.gz"):
             raise ValueError(f"save writes gzipped Chrome traces: give a file name ending in .json.gz, got {target.name!r}")
-        if paths.is_reference_location(target):
+        if paths.is_reference_location(target) and not allow_reference:
             raise ValueError(
                 f"{target} is inside the reference traces folder {paths.TRACES_DIR}: reference traces are read-only. "
                 f"Save your own traces under {paths.LOCAL_TRACES_DIR} (the default)."

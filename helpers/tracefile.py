@@ -98,6 +98,7 @@ def write_gzip_atomic(data: bytes, path: str | os.PathLike) -> Path:
             gz.write(data)
         with open(tmp_name, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp_name, 0o644)  # mkstemp makes files private; traces are meant to be shared
         os.replace(tmp_name, target)
     except BaseException:
         try:

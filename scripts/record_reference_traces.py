@@ -1,0 +1,149 @@
+"""Record every reference trace the course ships, in one run on a GPU.
+
+    python scripts/record_reference_traces.py --out traces            # on a CUDA machine
+    python scripts/record_reference_traces.py --device cpu --out /tmp/x --only linear_bias
+
+Each recipe below builds a workload from helpers.workloads, profiles a few steps with
+helpers.profile (no Python stacks, so files stay small) and saves ``<prefix>_<name>.json.gz``
+with its provenance (GPU, driver, torch, triton, date, shapes, command) embedded in the file and
+listed in ``PROVENANCE.md`` beside the traces. Recipes whose optional dependency is missing
+(e.g. liger-kernel) are skipped with a message, never faked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import helpers  # noqa: E402
+from helpers import workloads as wl  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    build: Callable[[torch.device], wl.Built]
+    what: str
+    steps: int = 3
+    warmup: int = 3
+    setup: Callable[[], None] | None = None  # e.g. switch on the inductor C++ kernel profile
+
+
+def _inductor_cpu_profile() -> None:
+    import torch._inductor.config as inductor_config
+
+    inductor_config.cpp.enable_kernel_profile = True
+
+
+RECIPES: list[Recipe] = [
+    Recipe("linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebook 02)"),
+    Recipe("matmul_add", lambda d: wl.matmul_then_add(d), "x @ W.T + b on [1024, 32] (notebook 02)"),
+    Recipe("linear_bias_compiled", lambda d: wl.compiled(wl.linear_layer(d)),
+           "torch.compile(nn.Linear(32, 64)) (notebook 02)", setup=_inductor_cpu_profile),
+    Recipe("mlp_eager", lambda d: wl.geglu_mlp(d), "SimpleGeGLUMLP, eager (notebook 03)"),
+    Recipe("mlp_compiled", lambda d: wl.compiled(wl.geglu_mlp(d)), "SimpleGeGLUMLP under torch.compile (notebook 04)",
+           setup=_inductor_cpu_profile),
+]
+
+
+def _gpu_prefix(device: torch.device) -> str:
+    if device.type != "cuda":
+        return "cpu"
+    name = torch.cuda.get_device_name(device).lower()
+    for short in ("h200", "h100", "a100", "l4", "a10g", "t4"):
+        if short in name:
+            return short
+    return "gpu"
+
+
+def _provenance(device: torch.device) -> dict:
+    prov = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "recorded_on": dt.date.today().isoformat(),
+        "host": platform.node(),
+        "command": " ".join(shlex.quote(a) for a in sys.argv),
+    }
+    try:
+        import triton
+
+        prov["triton"] = triton.__version__
+    except ImportError:
+        prov["triton"] = "not installed"
+    if device.type == "cuda":
+        prov["device"] = torch.cuda.get_device_name(device)
+        prov["cuda"] = torch.version.cuda
+        try:
+            prov["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                            capture_output=True, text=True, timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            prov["driver"] = "unknown"
+    else:
+        prov["device"] = f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
+    return prov
+
+
+def record(recipe: Recipe, device: torch.device, out_dir: Path, prefix: str, base_prov: dict) -> dict:
+    """Profile one recipe and save it; returns its provenance row."""
+    if recipe.setup:
+        recipe.setup()
+    torch._dynamo.reset()
+    built = recipe.build(device)
+    trace = helpers.profile(built.fn, *built.inputs, steps=recipe.steps, warmup=recipe.warmup,
+                            label=f"{prefix}_{recipe.name}")
+    shapes = {k: v for k, v in built.details.items()}
+    extra = {**base_prov, "what": recipe.what, "dtype": str(built.dtype).replace("torch.", ""), "shapes": shapes,
+             "steps": recipe.steps, "warmup": recipe.warmup}
+    trace.info.extra.update({k: v for k, v in extra.items() if k not in {"device", "torch", "recorded_on"}})
+    target = out_dir / f"{prefix}_{recipe.name}.json.gz"
+    # The recording script is the one writer allowed to (re)write reference traces.
+    trace.save(target, allow_reference=True)
+    kernels = trace.kernels(allow_empty=True)
+    return {"file": target.name, "what": recipe.what, "bytes": target.stat().st_size,
+            "kernels_per_step": round(len(kernels) / max(len(trace.steps), 1), 2), **extra}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=helpers.TRACES_DIR)
+    parser.add_argument("--device", default=None, help="cuda (default when present) or cpu")
+    parser.add_argument("--only", nargs="*", default=None, help="recipe names to record (default: all)")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device) if args.device else wl.default_device()
+    args.out.mkdir(parents=True, exist_ok=True)
+    prefix = _gpu_prefix(device)
+    base = _provenance(device)
+    chosen = [r for r in RECIPES if args.only is None or r.name in args.only]
+    rows = []
+    for i, recipe in enumerate(chosen, 1):
+        t0 = time.perf_counter()
+        print(f"[{i}/{len(chosen)}] {recipe.name}: {recipe.what} ...", flush=True)
+        try:
+            rows.append(record(recipe, device, args.out, prefix, base))
+        except ImportError as err:
+            print(f"    skipped: {err}", flush=True)
+            continue
+        print(f"    saved {rows[-1]['file']} ({rows[-1]['bytes'] / 1e3:.0f} kB, "
+              f"{rows[-1]['kernels_per_step']} kernels/step) in {time.perf_counter() - t0:.1f}s", flush=True)
+    index = args.out / f"{prefix}_provenance.json"
+    old = json.loads(index.read_text()) if index.exists() else {}
+    old.update({r["file"]: r for r in rows})
+    index.write_text(json.dumps(old, indent=1, sort_keys=True, default=str) + "\n")
+    print(f"provenance of {len(old)} traces in {index}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
