@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import inspect
 import platform
 import tempfile
 from pathlib import Path
@@ -146,13 +147,11 @@ def profile(
                 prof.export_chrome_trace(str(trace_file))
                 captured["table"] = _key_averages_frame(prof)
 
-            with torch.profiler.profile(
-                activities=activities,
-                schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
-                on_trace_ready=on_ready,
-                record_shapes=record_shapes,
-                with_stack=with_stack,
-            ) as prof:
+            options = dict(activities=activities, schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                           on_trace_ready=on_ready, record_shapes=record_shapes, with_stack=with_stack)
+            if "acc_events" in inspect.signature(torch.profiler.profile.__init__).parameters:
+                options["acc_events"] = True  # keep every active step in key_averages() (torch >= 2.4)
+            with torch.profiler.profile(**options) as prof:
                 for i in range(steps + 1):  # one profiler warm-up step, then the active steps
                     with record_function(label):
                         call("profiled", i)
