@@ -1,6 +1,6 @@
 # The course's two commands (see README.md):
 #   make lab    install everything into .venv, then open JupyterLab on notebooks/
-#   make test   install everything into .venv, then run every test (unit tests and notebooks)
+#   make test   install everything into .venv, then run every test (unit tests, notebooks, browser)
 # Only Python 3.11 (or newer) with pip is needed beforehand.
 
 PYTHON ?= python3
@@ -11,8 +11,12 @@ BIN := $(VENV)/bin
 # Reinstall when the dependency files change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
+SITE_DIR ?= site
+SITE_NOTEBOOKS ?=
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install lab test unit notebooks learner clean
+.PHONY: install lab test unit notebooks learner browser browser-deps site clean
 # nbmake's per-cell timeout (seconds); notebooks on CPU are designed to take well under it
 NB_TIMEOUT ?= 300
 
@@ -28,9 +32,15 @@ $(STAMP): pyproject.toml Makefile
 lab: install learner
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
 
-# Every test: helpers' unit tests and every notebook (full and learner copies) under nbmake.
+# Every test: helpers' unit tests and every notebook (full and learner copies) under nbmake, in
+# parallel; then the course in JupyterLab in headless Chromium (tests/browser), on its own: one
+# server and one browser at a time, not competing with nbmake for the CPU. Both always run; the
+# target fails if either failed. Screenshots go to test-output/.
 test: install learner
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) tests notebooks
+	status=0; \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" --nbmake --nbmake-timeout=$(NB_TIMEOUT) tests notebooks || status=1; \
+	$(BIN)/python -m pytest -m browser tests/browser || status=1; \
+	exit $$status
 
 # Learner copies (solutions replaced by prompts) in notebooks/learner/, regenerated every time.
 learner: install
@@ -40,7 +50,22 @@ notebooks: install learner
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks
 
 unit: install
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" tests
+
+# Only the browser tests (JupyterLab and the rendered site in headless Chromium).
+browser: install learner
+	$(BIN)/python -m pytest -m browser tests/browser
+
+# Debian's Chromium for the browser tests (the tests drive it with Playwright; no browser download).
+browser-deps:
+	@command -v $(CHROMIUM) >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+	$(CHROMIUM) --version
+
+# The whole course executed and rendered to static HTML in $(SITE_DIR)/ (index.html links every lesson);
+# `make site SITE_NOTEBOOKS=notebooks/00_*.ipynb` renders only some.
+site: install
+	$(BIN)/python -m helpers.site --out $(SITE_DIR) --timeout $(NB_TIMEOUT) $(SITE_NOTEBOOKS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache notebooks/learner site test-output
