@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
+# `import helpers` comes before anything imports triton (helpers/_triton_env.py says why).
 import helpers
-
-DATA = Path(__file__).parent / "data"
-requires_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(),
-    reason="needs a CUDA GPU: this machine has none (CI never has one); the CUDA parsing path is tested on "
-    "the committed H200 traces in tests/data instead",
-)
 
 
 @pytest.fixture(scope="session")
@@ -30,10 +22,3 @@ def mlp_trace() -> helpers.Trace:
     """A live CPU profile of the GeGLU MLP at a small shape."""
     built = helpers.workloads.geglu_mlp("cpu", shape=helpers.MLPShape(batch=2, seq=16, dim=64, hidden=128))
     return helpers.profile(built.fn, *built.inputs, steps=2, label="mlp")
-
-
-def data_file(name: str) -> Path:
-    path = DATA / name
-    if not path.exists():
-        pytest.fail(f"committed test trace {path} is missing: record it with scripts/record_reference_traces.py")
-    return path

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import helpers
-from conftest import data_file
+from support import data_file
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import helpers
-from conftest import requires_cuda
+from support import requires_cuda
 
 pytestmark = requires_cuda
 

@@ -22,17 +22,20 @@ import os
 
 import torch
 
-_ENV = "TRITON_INTERPRET"
+# Must happen before any @triton.jit in this package runs (see the module docstring); the
+# decision lives in helpers/_triton_env.py so that `import helpers` makes it before torch
+# imports triton.
+from .._triton_env import ENV as _ENV
+
+if _ENV not in os.environ and not torch.cuda.is_available():
+    # helpers/_triton_env.py could not decide early (torch not imported, a driver node present)
+    os.environ[_ENV] = "1"
+
 _TRUE = {"1", "true", "yes", "on"}
 
 
 def _interpret_requested() -> bool:
     return os.environ.get(_ENV, "").strip().lower() in _TRUE
-
-
-if _ENV not in os.environ and not torch.cuda.is_available():
-    # Must happen before any @triton.jit in this package runs (see the module docstring).
-    os.environ[_ENV] = "1"
 
 
 # Fixed at import: triton.jit reads TRITON_INTERPRET when each kernel is *defined*, so changing
