@@ -98,3 +98,63 @@ def compiled(built: Built, mode: str | None = None, dynamic: bool | None = None,
     fn = torch.compile(built.fn, mode=mode, dynamic=dynamic)
     return Built(name or f"{built.name}_compiled", fn, built.inputs, built.device, built.dtype, built.shape,
                  {**built.details, "compile_mode": mode or "default", "dynamic": dynamic})
+
+
+def views_then_copies(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Read a 2-D tensor through five metadata-only views, then make two real copies.
+
+    Views (no data moves): ``t``, ``transpose``, ``view``, ``reshape`` of a contiguous tensor,
+    ``as_strided``. Copies: ``contiguous()`` of the transpose, and ``flatten()`` of the transpose
+    (a transposed tensor cannot be flattened by changing strides alone, so ``reshape`` copies).
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or not x.is_contiguous():
+        raise ValueError("views_then_copies needs a contiguous 2-D tensor")
+    rows, cols = x.shape
+    x.t()
+    x.transpose(0, 1)
+    x.view(-1)
+    x.reshape(cols, rows)
+    xt = x.as_strided((cols, rows), (1, cols))
+    return xt.contiguous(), xt.flatten()
+
+
+def views_and_copies(device=None, dtype=None, rows: int | None = None, cols: int | None = None,
+                     seed: int = 0) -> Built:
+    """:func:`views_then_copies` on a [rows, cols] tensor (notebook 01).
+
+    Default size: the MLP's activations ``[batch * seq, dim]`` (the blog's [8192, 768] in bf16 on a
+    GPU); on a CPU a [1024, 1024] float32 tensor, large enough that a copy clearly costs more than
+    a view.
+    """
+    dev = _resolve(device)
+    dt = dtype or default_dtype(dev)
+    if rows is None or cols is None:
+        shp = default_shape(dev)
+        default_rows, default_cols = (shp.tokens, shp.dim) if dev.type == "cuda" else (1024, 1024)
+        rows = default_rows if rows is None else rows
+        cols = default_cols if cols is None else cols
+    for name, value in (("rows", rows), ("cols", cols)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    torch.manual_seed(seed)
+    x = torch.randn(rows, cols, device=dev, dtype=dt)
+    return Built("views_copy", views_then_copies, (x,), dev, dt, None, {"rows": rows, "cols": cols})
+
+
+def geglu_mlp_hand_tuned(device=None, dtype=None, shape: MLPShape | None = None, seed: int = 0,
+                         sources: tuple[str, ...] = ("hub", "cache", "package", "local")) -> Built:
+    """:func:`geglu_mlp`'s model (same weights, same input) with a hand-tuned GeGLU kernel (notebook 05).
+
+    The layer comes from :func:`helpers.hub_kernels.load_geglu_mlp`, trying `sources` in order:
+    Liger's ``LigerGEGLUMLP`` from the Hub, the Hub cache or the liger-kernel package, or the
+    course's own kernel repository (``("local",)``). Raises :class:`helpers.hub_kernels.KernelLoadError`
+    (an ImportError) when none of them works here.
+    """
+    from .hub_kernels import load_geglu_mlp
+
+    eager = geglu_mlp(device, dtype, shape, seed)
+    loaded = load_geglu_mlp(sources=sources, device=eager.device)
+    layer = loaded.from_mlp(eager.fn)
+    name = "mlp_course_kernel" if loaded.source == "local" else "mlp_liger"
+    return Built(name, layer, eager.inputs, eager.device, eager.dtype, eager.shape,
+                 {**eager.details, "kernel_source": loaded.source, "kernel_origin": loaded.origin})

@@ -28,6 +28,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import helpers  # noqa: E402
+# Before anything imports triton (_provenance does, so does Inductor): on a CPU-only machine this
+# switches on Triton's interpreter, which the course-kernel recipe needs (helpers/fused/_backend.py).
+import helpers.fused  # noqa: E402,F401
 from helpers import workloads as wl  # noqa: E402
 
 
@@ -47,6 +50,17 @@ def _inductor_cpu_profile() -> None:
     inductor_config.cpp.enable_kernel_profile = True
 
 
+def _gpu_only(build: Callable[[torch.device], wl.Built], why: str) -> Callable[[torch.device], wl.Built]:
+    """A recipe recorded on a GPU only: elsewhere it is skipped with `why` (the script skips on ImportError)."""
+
+    def wrapped(device: torch.device) -> wl.Built:
+        if device.type != "cuda":
+            raise ImportError(f"recorded on a GPU only: {why}")
+        return build(device)
+
+    return wrapped
+
+
 RECIPES: list[Recipe] = [
     Recipe("linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebook 02)"),
     Recipe("matmul_add", lambda d: wl.matmul_then_add(d), "x @ W.T + b on [1024, 32] (notebook 02)"),
@@ -55,6 +69,19 @@ RECIPES: list[Recipe] = [
     Recipe("mlp_eager", lambda d: wl.geglu_mlp(d), "SimpleGeGLUMLP, eager (notebook 03)"),
     Recipe("mlp_compiled", lambda d: wl.compiled(wl.geglu_mlp(d)), "SimpleGeGLUMLP under torch.compile (notebook 04)",
            setup=_inductor_cpu_profile),
+    Recipe("mlp_compiled_max_autotune",
+           _gpu_only(lambda d: wl.compiled(wl.geglu_mlp(d), mode="max-autotune-no-cudagraphs"),
+                     "max-autotune benchmarks Triton GEMM templates on the GPU"),
+           "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs') (notebook 04)"),
+    Recipe("mlp_liger", lambda d: wl.geglu_mlp_hand_tuned(d, sources=("hub", "cache", "package")),
+           "SimpleGeGLUMLP's weights in Liger's LigerGEGLUMLP (kernels-community/liger-kernels v1 from the Hub "
+           "or its cache, else the liger-kernel package) (notebook 05)"),
+    Recipe("mlp_course_kernel", lambda d: wl.geglu_mlp_hand_tuned(d, sources=("local",)),
+           "SimpleGeGLUMLP's weights in CourseGeGLUMLP: the course's Triton GeGLU kernel loaded from "
+           "local_kernels/course-geglu with kernels.get_local_kernel (notebook 05)"),
+    Recipe("views_copy", lambda d: wl.views_and_copies(d),
+           "five views (t, transpose, view, reshape, as_strided) and two copies (contiguous, flatten) "
+           "of the MLP's [tokens, dim] activations (notebook 01)"),
 ]
 
 
