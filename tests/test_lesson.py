@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import helpers
-from conftest import data_file
+from support import data_file
 from helpers import lesson
 
 matplotlib.use("Agg")

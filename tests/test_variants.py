@@ -23,7 +23,7 @@ from helpers.exercises import MISSING, RIGHT, WRONG
 from helpers.models import BLOG_SHAPE, MLPShape, SimpleGeGLUMLP
 from helpers.roofline import H200_REFERENCE, geglu_bytes, geglu_mlp_flops
 
-from conftest import data_file
+from support import data_file
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = MLPShape(batch=2, seq=9, dim=48, hidden=80)  # M=18: no multiple of any tile; 80 and 48 no powers of two
