@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 
 from .kernel_names import decode_kernel
+from .roofline import cpu_name
 from .trace import CPU_GENERATED_KERNEL, NoKernelsError, Trace
 
 GPU_PATH = "GPU: profiles run live on this GPU and are compared with the H200 reference traces"
@@ -72,17 +73,6 @@ def lesson_path() -> str:
     return GPU_PATH if on_gpu() else CPU_PATH
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
 def environment_report() -> pd.DataFrame:
     """Hardware and versions on this machine, one row per item (columns ``item``, ``value``).
 
@@ -94,7 +84,7 @@ def environment_report() -> pd.DataFrame:
         ("date", _dt.date.today().isoformat()),
         ("python", platform.python_version()),
         ("platform", platform.platform(terse=True)),
-        ("CPU", _cpu_model()),
+        ("CPU", cpu_name()),
         ("torch CPU threads", str(torch.get_num_threads())),
         ("torch", torch.__version__),
         ("torch built with CUDA", str(torch.version.cuda or "no (CPU-only build)")),

@@ -262,9 +262,9 @@ def provenance(device: torch.device, command: str | None = None) -> dict[str, An
         name, extra = props.name, {"sms": props.multi_processor_count, "cuda": torch.version.cuda,
                                    "driver": _driver(), "memory_gib": round(props.total_memory / 2**30)}
     else:
-        from .roofline import _cpu_name  # the same CPU name the ceilings report
+        from .roofline import cpu_name  # the same CPU name the ceilings report
 
-        name, extra = f"CPU: {_cpu_name()}", {"threads": torch.get_num_threads()}
+        name, extra = f"CPU: {cpu_name()}", {"threads": torch.get_num_threads()}
     return {
         "device": name, "device_type": device.type, **extra,
         "torch": torch.__version__, "triton": _version("triton"), "liger_kernel": _version("liger-kernel"),

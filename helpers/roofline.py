@@ -272,7 +272,8 @@ def _resolve_device(device: torch.device | str | None) -> torch.device:
     raise ValueError(f"measure_ceilings supports cpu and cuda devices, got {device}")
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for line in fh:
@@ -323,7 +324,7 @@ def _measure_cpu() -> Ceilings:
     mm_s = _time_cpu(lambda: torch.mm(a, b), repeats)
     threads = torch.get_num_threads()
     return Ceilings(
-        device=f"CPU: {_cpu_name()} ({threads} threads)",
+        device=f"CPU: {cpu_name()} ({threads} threads)",
         device_type="cpu",
         copy_bytes_per_s=copy_bytes / copy_s,
         matmul_flop_per_s=gemm_flops(n, n, n) / mm_s,
