@@ -1,24 +1,50 @@
-"""Turn a Chrome/Kineto trace document into tables: one row per event, plus the links between them.
+"""Turn a Chrome/Kineto trace into tables: one row per event, plus the links between them.
 
 Everything here reads fields defensively: torch versions differ in which fields they write
 (torch 2.11 on the GPU machine, 2.13 here), ``pid``/``tid`` can be strings, ``dur`` can be
-missing, and CPU-only traces may still declare ``GPU 0..15`` processes in their metadata.
+missing, and CPU-only traces may still declare ``GPU 0..15`` processes in their metadata (lanes
+are made from events, never from metadata).
 
-Vocabulary used in the columns:
+Vocabulary used in the columns of :attr:`TraceTables.events`:
 
+* ``name``, ``cat``, ``ts`` (us), ``dur`` (us), ``pid``, ``tid`` (as text), ``external_id``,
+  ``correlation``, ``stream``, ``device`` (nullable integers), ``input_dims``, ``input_types``,
+  ``grid``, ``block`` (text, empty when not recorded).
+* ``on_device``: the event ran on a GPU stream.
 * ``lane``: where an event is drawn: ``"CPU <pid>/<tid>"`` for a host thread, ``"GPU <dev> stream <s>"``.
 * ``parent``: row index of the innermost host event that encloses this one on the same thread (-1 if none).
-* ``launch``: for a device event, the row index of the runtime/driver call that launched it.
+* ``depth``: nesting depth on its thread (0 = outermost).
+* ``launch``: for a device event, the row index of the runtime/driver call that launched it
+  (matched through ``correlation``; ``cudaLaunchKernel`` and ``cuLaunchKernelEx`` alike).
 * ``launched_by``: for a device event, the row index of the innermost ``cpu_op`` around that launch.
+* ``annotation``: row index of the innermost ``user_annotation`` (``record_function``) around the
+  event, profiler steps excluded; for a device event, around its launch (-1 if none).
+* ``step``: the ``ProfilerStep#N`` number (-1 outside steps).
+
+Speed matters: a trace can hold a million events. Columns are built slice by slice with list
+comprehensions (no dict per row is kept), strings are shared through lookup tables, and the
+links above are computed with numpy over whole columns, not per event in Python.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from . import tracefile
+
+try:  # msgspec decodes straight into small typed records, skipping the fields not used here
+    import msgspec
+except ImportError:  # pragma: no cover - depends on the environment; orjson dicts are the fallback
+    msgspec = None
 
 # Categories of events that run on the device (drawn on GPU stream lanes).
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy", "gpu_user_annotation"})
@@ -28,11 +54,24 @@ HOST_TREE_CATEGORIES = frozenset({"cpu_op", "user_annotation", "cuda_runtime", "
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "privateuse1_runtime"})
 # Host events that are not part of a program's work (the profiler's own spans).
 IGNORED_CATEGORIES = frozenset({"Trace", "trace"})
+STEP_PREFIX = "ProfilerStep#"
+# A child may overhang its parent by a fraction of a microsecond (clock rounding in the profiler).
+NESTING_TOLERANCE_US = 0.5
 
 EVENT_COLUMNS = [
     "name", "cat", "ts", "dur", "pid", "tid", "external_id", "correlation",
     "input_dims", "input_types", "stream", "device", "grid", "block",
 ]
+DERIVED_COLUMNS = ["on_device", "lane", "parent", "depth", "launch", "launched_by", "annotation", "step"]
+# Integer args read from each event, with their column names.
+_INT_ARGS = {"external_id": "External id", "correlation": "correlation", "stream": "stream", "device": "device"}
+# Args shown as text (shapes, launch configuration).
+_TEXT_ARGS = {"input_dims": "Input Dims", "input_types": "Input type", "grid": "grid", "block": "block"}
+_FLOW_PHASES = ("s", "f", "t")
+_BEGIN_END = "begin/end ('B'/'E') events (torch writes complete 'X' events; pair them first)"
+# Marks a missing integer while columns are built (Kineto ids are never this negative).
+_MISSING = -(1 << 62)
+_EMPTY: dict = {}
 
 
 @dataclass
@@ -46,174 +85,680 @@ class TraceTables:
     unmatched_flows: int = 0
     device_properties: list[dict[str, Any]] = field(default_factory=list)
     dropped_without_dur: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def notes(self) -> list[str]:
+        """What was left out or could not be linked while reading, in words (empty when nothing was)."""
+        out = []
+        if self.dropped_without_dur:
+            out.append(f"{self.dropped_without_dur:,} complete events had no 'dur' and were left out "
+                       "(they cannot be placed on a timeline)")
+        # One-ended flow arrows are common (launches at the window's edges) and change nothing here:
+        # kernels are linked through 'correlation' and 'External id', not through flows. What
+        # matters is a kernel that could not be linked at all.
+        ev = self.events
+        if len(ev) and "launched_by" in ev:
+            kernels = ev["on_device"].to_numpy() & (ev["cat"] != "gpu_user_annotation").to_numpy()
+            unlinked = int((kernels & (ev["launched_by"].to_numpy() < 0)).sum())
+            if unlinked:
+                out.append(f"{unlinked:,} of {int(kernels.sum()):,} device events could not be linked to the op "
+                           "that launched them (no launch call with their 'correlation' id and no unique "
+                           "'External id'): their launched_by is empty")
+        for what, count in sorted(self.skipped.items()):
+            out.append(f"{count:,} {what} skipped")
+        return out
 
 
-def _shape_text(value: Any) -> str:
-    if value is None or value == "":
+# --------------------------------------------------------------------------- typed decoding
+if msgspec is not None:
+    class _Args(msgspec.Struct, gc=False):
+        """The args this module reads; every other key of an event's args is skipped unparsed."""
+
+        external_id: int = msgspec.field(default=_MISSING, name="External id")
+        correlation: int = _MISSING
+        stream: int = _MISSING
+        device: int = _MISSING
+        # shapes and launch configurations stay raw JSON text: a hashable key, parsed once per distinct value
+        # (msgspec.Raw cannot sit in a union with None: an empty Raw means "absent")
+        input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
+        input_types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
+        grid: msgspec.Raw = msgspec.Raw()
+        block: msgspec.Raw = msgspec.Raw()
+        name: Any = None  # process/thread names of metadata events
+
+    class _Event(msgspec.Struct, gc=False):
+        ph: str = ""
+        cat: str = ""
+        name: str = ""
+        ts: float = 0.0
+        dur: float | None = None
+        pid: int | str = ""
+        tid: int | str = ""
+        id: int | str | None = None
+        args: _Args | None = None
+
+    _EMPTY_ARGS = _Args()
+    _typed_decoder = msgspec.json.Decoder(list[_Event])
+
+    def decode_slice(data: bytes) -> list:
+        """Parse one slice of events: typed records when the fields have the usual types, else dicts.
+
+        Raises ValueError on invalid JSON (the stream then knows a cut was not an event boundary).
+        """
+        try:
+            return _typed_decoder.decode(data)
+        except msgspec.ValidationError:
+            # valid JSON with unusual types somewhere (a string pid, a null id ...): the dict path
+            # reads those defensively
+            return tracefile.loads(data)
+else:  # pragma: no cover - depends on the environment
+    _Event = None
+    decode_slice = None
+
+
+# --------------------------------------------------------------------------- building columns
+def _int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, missing mask) from a list of ints with _MISSING holes; tolerates strings/floats."""
+    try:
+        arr = np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        # Unusual input (None, strings such as "12", floats): convert one by one, NaN when impossible.
+        num = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=np.float64,
+                                                                                       na_value=np.nan)
+        bad = ~np.isfinite(num) | (np.abs(np.nan_to_num(num)) >= 2.0 ** 62)  # beyond int64: missing
+        arr = np.where(bad, _MISSING, np.nan_to_num(num)).astype(np.int64)
+        return arr, bad | (arr == _MISSING)
+    return arr, arr == _MISSING
+
+
+def _float_array(values: list) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=np.float64,
+                                                                                       na_value=np.nan)
+
+
+class _Codes:
+    """A lookup table that gives each distinct value a small integer code (strings are kept once)."""
+
+    def __init__(self) -> None:
+        self.table: dict[Any, int] = {}
+
+    def encode(self, values: Iterable[Any]) -> np.ndarray:
+        vals = values if isinstance(values, list) else list(values)
+        table = self.table
+        if vals and type(vals[0]) is int:
+            try:  # all integers (pids, tids): sort-based unique in C, a dict lookup per distinct value
+                arr = np.array(vals, dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                arr = None
+            if arr is not None:
+                uniques, inverse = np.unique(arr, return_inverse=True)
+                remap = np.array([table.setdefault(int(u), len(table)) for u in uniques], dtype=np.int64)
+                return remap[inverse.reshape(-1)]
+        setdefault = table.setdefault
+        try:
+            # Values repeat a lot (op names, categories, thread ids): a dict lookup per value is the
+            # cheapest way to share them (measured faster than pandas.factorize on object arrays).
+            codes = [setdefault(v, len(table)) for v in vals]
+        except TypeError:  # an unhashable value (a list where a name should be): use its text
+            codes = [setdefault(v if isinstance(v, (str, int, float, bytes, type(None))) else str(v), len(table))
+                     for v in vals]
+        return np.array(codes, dtype=np.int64)
+
+    def encode_present(self, values: Iterable[Any]) -> np.ndarray:
+        """Like :meth:`encode`, with -1 for None (no dict lookup for the many absent values)."""
+        table = self.table
+        setdefault = table.setdefault
+        return np.array([-1 if v is None else setdefault(v, len(table)) for v in values], dtype=np.int64)
+
+    def values(self) -> list[Any]:
+        return list(self.table)
+
+
+class _Builder:
+    """Accumulates columns from slices of events (typed records or dicts); keeps no per-event object."""
+
+    def __init__(self) -> None:
+        self.names = _Codes()
+        self.cats = _Codes()
+        self.pids = _Codes()
+        self.tids = _Codes()
+        self.texts = {col: _Codes() for col in _TEXT_ARGS}
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.process_names: dict[str, str] = {}
+        self.thread_names: dict[tuple[str, str], str] = {}
+        # flow arrows, slice by slice: (is start, category code, id) arrays. Kept as arrays, not as
+        # a set of tuples: a few hundred thousand small long-lived objects scattered among the
+        # parser's short-lived ones keep its freed memory from returning to the system.
+        self.flow_cats = _Codes()
+        self.flows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.dropped_without_dur = 0
+        self.skipped: dict[str, int] = {}
+
+    def _skip(self, what: str, count: int = 1) -> None:
+        if count:
+            self.skipped[what] = self.skipped.get(what, 0) + count
+
+    def add(self, events: list) -> None:
+        """Add a slice of events: typed records (from :func:`decode_slice`) or dicts."""
+        if _Event is not None and events and type(events[0]) is _Event:
+            self._add_typed(events)
+            return
+        try:
+            complete = [e for e in events if e.get("ph") == "X"]
+            rest = [e for e in events if e.get("ph") != "X"]
+        except AttributeError:  # something that is not an object in the list
+            dicts = [e for e in events if isinstance(e, dict)]
+            self._skip("entries of traceEvents that are not JSON objects", len(events) - len(dicts))
+            complete = [e for e in dicts if e.get("ph") == "X"]
+            rest = [e for e in dicts if e.get("ph") != "X"]
+        flows = []
+        for e in rest:
+            ph = e.get("ph")
+            if ph == "M":
+                self._metadata(e)
+            elif ph in _FLOW_PHASES:
+                flows.append((ph, e.get("cat"), e.get("id", e.get("id2"))))
+            elif ph in ("B", "E"):
+                # Begin/end pairs are legal Chrome trace events but torch never writes them.
+                self._skip(_BEGIN_END)
+        self._add_flows(flows)
+        if complete:
+            self._complete(complete)
+
+    def _add_typed(self, events: list) -> None:
+        complete = [e for e in events if e.ph == "X"]
+        if len(complete) != len(events):
+            rest = [e for e in events if e.ph != "X"]
+            self._add_flows([(e.ph, e.cat, e.id) for e in rest if e.ph in _FLOW_PHASES])
+            for e in rest:
+                if e.ph == "M":
+                    args = e.args
+                    if args is not None and e.name in ("process_name", "thread_name"):
+                        self._metadata({"name": e.name, "pid": e.pid, "tid": e.tid, "args": {"name": args.name}})
+                elif e.ph in ("B", "E"):
+                    self._skip(_BEGIN_END)
+        if not complete:
+            return
+        X = complete
+        dur_list = [e.dur for e in X]
+        if None in dur_list:
+            keep = [d is not None for d in dur_list]
+            self.dropped_without_dur += len(X) - sum(keep)
+            X = [e for e, k in zip(X, keep) if k]
+            dur_list = [d for d in dur_list if d is not None]
+            if not X:
+                return
+        part: dict[str, np.ndarray] = {
+            "name": self.names.encode(map(attrgetter("name"), X)),
+            "cat": self.cats.encode(map(attrgetter("cat"), X)),
+            # fromiter over the attribute getter: no intermediate list (measured ~35% faster)
+            "ts": np.fromiter(map(attrgetter("ts"), X), dtype=np.float64, count=len(X)),
+            "dur": np.array(dur_list, dtype=np.float64),
+            "pid": self.pids.encode(map(attrgetter("pid"), X)),
+            "tid": self.tids.encode(map(attrgetter("tid"), X)),
+        }
+        empty = _EMPTY_ARGS
+        args = [e.args or empty for e in X]
+        for col in _INT_ARGS:
+            try:
+                values = np.fromiter(map(attrgetter(col), args), dtype=np.int64, count=len(args))
+                part[col], part[col + "_na"] = values, values == _MISSING
+            except OverflowError:  # an id beyond 64 bits: such values become missing
+                part[col], part[col + "_na"] = _int_array(list(map(attrgetter(col), args)))
+        for col in _TEXT_ARGS:
+            table = self.texts[col].table
+            setdefault = table.setdefault
+            # an empty Raw is an absent value: code -1, which the table turns into ""
+            part[col] = np.array([setdefault(bytes(r), len(table)) if r else -1 for r in map(attrgetter(col), args)],
+                                 dtype=np.int64)
+        self.parts.append(part)
+
+    def _add_flows(self, flows: list[tuple[str, Any, Any]]) -> None:
+        if not flows:
+            return
+        starts = np.array([f[0] == "s" for f in flows], dtype=bool)
+        cats = self.flow_cats.encode([f[1] for f in flows])
+        ids = [f[2] for f in flows]
+        try:
+            id_arr = np.array(ids, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):  # string ids ("0x1f"), objects: compare as text
+            id_arr = np.array([str(v) for v in ids], dtype=object)
+        self.flows.append((starts, cats, id_arr))
+
+    def flow_counts(self) -> tuple[int, int]:
+        """(flow arrows, arrows with only one end): an arrow is a (category, id) pair."""
+        if not self.flows:
+            return 0, 0
+        table = pd.DataFrame({
+            "start": np.concatenate([f[0] for f in self.flows]),
+            "cat": np.concatenate([f[1] for f in self.flows]),
+            # one dtype for all slices: text when any slice had non-integer ids
+            "id": (np.concatenate([f[2] for f in self.flows])
+                   if all(f[2].dtype != object for f in self.flows)
+                   else np.concatenate([f[2].astype(str).astype(object) for f in self.flows])),
+        })
+        ends = table.groupby(["cat", "id"], sort=False)["start"].agg(["min", "max"])
+        return len(ends), int((ends["min"] == ends["max"]).sum())
+
+    def _metadata(self, e: dict) -> None:
+        args = e.get("args")
+        if not isinstance(args, dict):
+            return
+        if e.get("name") == "process_name":
+            self.process_names[str(e.get("pid", ""))] = str(args.get("name", ""))
+        elif e.get("name") == "thread_name":
+            self.thread_names[(str(e.get("pid", "")), str(e.get("tid", "")))] = str(args.get("name", ""))
+
+    def _complete(self, X: list) -> None:
+        dur_list = [e.get("dur") for e in X]
+        if None in dur_list:
+            # A complete event without a duration cannot be placed on a timeline: documented drop.
+            keep = [d is not None for d in dur_list]
+            self.dropped_without_dur += len(X) - sum(keep)
+            X = [e for e, k in zip(X, keep) if k]
+            dur_list = [d for d in dur_list if d is not None]
+            if not X:
+                return
+        part: dict[str, np.ndarray] = {
+            "name": self.names.encode([e.get("name", "") for e in X]),
+            "cat": self.cats.encode([e.get("cat") or "" for e in X]),
+            "ts": _float_array([e.get("ts", 0.0) for e in X]),
+            "dur": _float_array(dur_list),
+            "pid": self.pids.encode([e.get("pid", "") for e in X]),
+            "tid": self.tids.encode([e.get("tid", "") for e in X]),
+        }
+        args = [e.get("args") or _EMPTY for e in X]
+        if not all(type(a) is dict for a in args):
+            args = [a if isinstance(a, dict) else _EMPTY for a in args]
+        for col, key in _INT_ARGS.items():
+            part[col], part[col + "_na"] = _int_array([a.get(key, _MISSING) for a in args])
+        for col, key in _TEXT_ARGS.items():
+            values = [a.get(key) for a in args]
+            part[col] = self.texts[col].encode_present(_text_keys(values))
+        self.parts.append(part)
+
+    def frame(self) -> pd.DataFrame:
+        """The events table (unsorted slices joined, filtered and sorted by start time)."""
+        parts, self.parts = self.parts, []
+
+        def joined(key: str, dtype=np.int64) -> np.ndarray:
+            # pop as we go: each slice's array is freed once its column is joined (caps peak memory)
+            arrays = [p.pop(key) for p in parts]
+            return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+
+        ts, dur, cat = joined("ts", np.float64), joined("dur", np.float64), joined("cat")
+        cat_values = np.array([str(v) for v in self.cats.values()] or [""], dtype=object)
+        keep = ~np.isin(cat_values[cat], list(IGNORED_CATEGORIES)) if len(cat) else np.zeros(0, dtype=bool)
+        bad_time = ~(np.isfinite(ts) & np.isfinite(dur))
+        if bad_time[keep].any():
+            self._skip("complete events with a non-numeric 'ts' or 'dur'", int(bad_time[keep].sum()))
+        keep &= ~bad_time
+        # Sort by start, longest first: a parent comes before the children it encloses.
+        order = np.flatnonzero(keep)
+        order = order[np.lexsort((-dur[order], ts[order]))]
+
+        def lookup(codes: _Codes, key: str, convert=str) -> np.ndarray:
+            table = np.array([convert(v) for v in codes.values()] or [""], dtype=object)
+            sorted_codes = joined(key)[order]
+            # _annotate reuses the codes: factorizing a million strings again would cost a second
+            self.codes[key] = (sorted_codes, table)
+            return table[sorted_codes]
+
+        self.codes: dict[str, tuple[np.ndarray, np.ndarray]] = {"cat": (cat[order], cat_values)}
+        cols: dict[str, Any] = {"name": lookup(self.names, "name"), "cat": cat_values[cat[order]],
+                                "ts": ts[order], "dur": dur[order]}
+        del ts, dur, cat
+        cols["pid"] = lookup(self.pids, "pid")
+        cols["tid"] = lookup(self.tids, "tid")
+        for col in _INT_ARGS:
+            values = joined(col)[order]
+            cols[col] = pd.arrays.IntegerArray(values, joined(col + "_na", bool)[order])
+        for col in _TEXT_ARGS:
+            # code -1 (absent) picks the "" appended at the end of the table
+            table = np.array([_text_of_key(v) for v in self.texts[col].values()] + [""], dtype=object)
+            cols[col] = table[joined(col)[order]]
+        return pd.DataFrame({c: cols.pop(c) for c in EVENT_COLUMNS}, copy=False)
+
+
+def _text_keys(values: list) -> list:
+    """Hashable keys for shape-like args (lists): their compact JSON; None stays None."""
+    if all(v is None for v in values):
+        return values
+    dumps = tracefile.dumps_compact
+    return [None if v is None or v == "" else dumps(v) for v in values]
+
+
+def _text_of_key(key: Any) -> str:
+    """The text shown for a shape-like arg: Python's str() of the value, as before ('[128, 32]')."""
+    if not isinstance(key, (bytes, str)):  # None (pandas may hand it back as NaN)
         return ""
-    return str(value)
+    return str(tracefile.loads(key))
+
+
+# --------------------------------------------------------------------------- public entry points
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while millions of small dicts are made and dropped.
+
+    Parsed JSON holds no reference cycles, yet every few thousand new dicts the collector walks
+    all live objects (torch alone brings hundreds of thousands): on a million-event trace that
+    walking cost more than the parsing. Reference counting still frees everything as usual.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def events_from_document(doc: dict[str, Any]) -> TraceTables:
     """Build :class:`TraceTables` from a parsed trace document (see :mod:`helpers.tracefile`)."""
-    raw = doc.get("traceEvents")
+    raw = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(raw, list):
         raise ValueError("trace document has no 'traceEvents' list")
+    builder = _Builder()
+    step = 200_000  # slices keep the temporary lists small on big documents
+    with _no_cyclic_gc():
+        for start in range(0, len(raw), step):
+            builder.add(raw[start:start + step])
+        return _finish(builder, doc)
 
-    cols: dict[str, list] = {c: [] for c in EVENT_COLUMNS}
-    process_names: dict[str, str] = {}
-    thread_names: dict[tuple[str, str], str] = {}
-    flow_starts: dict[Any, int] = {}
-    flow_ends: dict[Any, int] = {}
-    dropped = 0
-    # Local names for speed: this loop runs once per event (a million on big traces).
-    append = {c: cols[c].append for c in EVENT_COLUMNS}
-    for e in raw:
-        if not isinstance(e, dict):
-            continue
-        ph = e.get("ph")
-        if ph == "X":
-            dur = e.get("dur")
-            if dur is None:
-                # A complete event without a duration cannot be placed on a timeline.
-                dropped += 1
-                continue
-            cat = e.get("cat") or ""
-            if cat in IGNORED_CATEGORIES:
-                continue
-            args = e.get("args") or {}
-            append["name"](str(e.get("name", "")))
-            append["cat"](cat)
-            append["ts"](float(e.get("ts", 0.0)))
-            append["dur"](float(dur))
-            append["pid"](str(e.get("pid", "")))
-            append["tid"](str(e.get("tid", "")))
-            append["external_id"](args.get("External id"))
-            append["correlation"](args.get("correlation"))
-            append["input_dims"](_shape_text(args.get("Input Dims")))
-            append["input_types"](_shape_text(args.get("Input type")))
-            append["stream"](args.get("stream"))
-            append["device"](args.get("device"))
-            append["grid"](_shape_text(args.get("grid")))
-            append["block"](_shape_text(args.get("block")))
-        elif ph == "M":
-            args = e.get("args") or {}
-            if e.get("name") == "process_name":
-                process_names[str(e.get("pid", ""))] = str(args.get("name", ""))
-            elif e.get("name") == "thread_name":
-                thread_names[(str(e.get("pid", "")), str(e.get("tid", "")))] = str(args.get("name", ""))
-        elif ph in ("s", "f"):
-            key = (e.get("cat"), e.get("id"))
-            target = flow_starts if ph == "s" else flow_ends
-            target[key] = target.get(key, 0) + 1
 
-    events = pd.DataFrame(cols)
-    for col in ("external_id", "correlation", "stream", "device"):
-        events[col] = pd.to_numeric(events[col], errors="coerce").astype("Int64")
-    events = events.sort_values(["ts", "dur"], ascending=[True, False], kind="stable").reset_index(drop=True)
-    flows = set(flow_starts) | set(flow_ends)
-    unmatched = sum(1 for k in flows if (k in flow_starts) != (k in flow_ends))
-    _annotate(events)
+def events_from_file(path: str | os.PathLike, block_bytes: int = tracefile.STREAM_BLOCK_BYTES
+                     ) -> tuple[TraceTables, dict[str, Any]]:
+    """Build :class:`TraceTables` from a trace file, streaming its events (see :class:`tracefile.EventStream`).
+
+    Returns the tables and the document's other top-level keys (``traceEvents`` left empty).
+    """
+    stream = tracefile.stream_events(path, block_bytes, decode=decode_slice)
+    builder = _Builder()
+    with _no_cyclic_gc():
+        for chunk in stream:
+            builder.add(chunk)
+            del chunk
+        doc = stream.document or {"traceEvents": []}
+        return _finish(builder, doc), doc
+
+
+def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
+    events = builder.frame()
+    _annotate(events, codes=builder.codes)
+    flow_count, unmatched = builder.flow_counts()
+    props = doc.get("deviceProperties") if isinstance(doc, dict) else None
     return TraceTables(
         events=events,
-        process_names=process_names,
-        thread_names=thread_names,
-        flow_count=len(flows),
+        process_names=builder.process_names,
+        thread_names=builder.thread_names,
+        flow_count=flow_count,
         unmatched_flows=unmatched,
-        device_properties=list(doc.get("deviceProperties") or []),
-        dropped_without_dur=dropped,
+        device_properties=[p for p in props if isinstance(p, dict)] if isinstance(props, list) else [],
+        dropped_without_dur=builder.dropped_without_dur,
+        skipped=builder.skipped,
     )
 
 
-def _annotate(events: pd.DataFrame) -> None:
-    """Add the derived columns: on_device, lane, parent, depth, launch, launched_by, step."""
-    n = len(events)
-    on_device = events["cat"].isin(DEVICE_CATEGORIES).to_numpy()
-    events["on_device"] = on_device
-    stream = events["stream"].astype("string").fillna(events["tid"])
-    device = events["device"].astype("string").fillna(events["pid"])
-    events["lane"] = np.where(on_device, "GPU " + device + " stream " + stream, "CPU " + events["pid"] + "/" + events["tid"])
+# --------------------------------------------------------------------------- derived columns
+def _factorize_strings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
 
+
+def _lanes(events: pd.DataFrame, on_device: np.ndarray, codes: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Lane names and lane codes, made once per distinct (pid, tid, device, stream), not per event."""
+    n = len(events)
+    if n == 0:
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
+    pid_c, pid_u = codes["pid"]
+    tid_c, tid_u = codes["tid"]
+    parts = [on_device.astype(np.int64), pid_c, tid_c]
+    for col in ("device", "stream"):
+        arr = events[col].array
+        codes, _ = pd.factorize(arr.to_numpy(dtype=np.int64, na_value=_MISSING))
+        parts.append(codes.astype(np.int64))
+    # one integer per row from the five small codes (mixed radix), then the distinct combinations
+    key = np.zeros(n, dtype=np.int64)
+    for part in parts:
+        key = key * (int(part.max()) + 1) + part
+    _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    dev_val = events["device"].array
+    str_val = events["stream"].array
+    names = []
+    for i in first:
+        if on_device[i]:
+            d = pid_u[pid_c[i]] if dev_val.isna()[i] else dev_val[i]
+            s = tid_u[tid_c[i]] if str_val.isna()[i] else str_val[i]
+            names.append(f"GPU {d} stream {s}")
+        else:
+            names.append(f"CPU {pid_u[pid_c[i]]}/{tid_u[tid_c[i]]}")
+    # Rows of one thread can differ in args (a launch call may carry a stream): code by lane name.
+    name_codes, lane_names = pd.factorize(np.array(names, dtype=object))
+    codes = name_codes[codes.reshape(-1)].astype(np.int64)
+    return np.asarray(lane_names, dtype=object)[codes], codes
+
+
+def _nest_lane_stack(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parents and depths of one thread's events by a stack walk (the reference algorithm).
+
+    Events are in (start, longest first) order. Used when the vectorised pass finds events that
+    do not nest cleanly (partial overlaps beyond the tolerance).
+    """
+    n = len(ts)
+    parent = [-1] * n
+    depth = [0] * n
+    stack: list[int] = []
+    ts_l, end_l = ts.tolist(), end.tolist()
+    tol = NESTING_TOLERANCE_US
+    for i in range(n):
+        start, stop = ts_l[i], end_l[i]
+        while stack and end_l[stack[-1]] <= start:
+            stack.pop()
+        while stack and stop > end_l[stack[-1]] + tol:
+            stack.pop()
+        if stack:
+            top = stack[-1]
+            parent[i] = top
+            depth[i] = depth[top] + 1
+        stack.append(i)
+    return np.array(parent, dtype=np.int64), np.array(depth, dtype=np.int64)
+
+
+def _nest_lane_vectorised(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Parents and depths of one thread's events without a Python loop; the bool says whether it verified.
+
+    With events in (start, longest first) order and cleanly nested, the events still open when
+    event i starts are exactly its ancestors, so depth(i) = #(earlier events that end after i
+    starts), and its parent is the latest earlier event one level up. Events of zero duration
+    never enclose anything, so they are left out of the counting. The result is checked (each
+    parent open at its child's start and enclosing its end); the caller falls back to the stack
+    walk for a thread where the check fails.
+    """
+    n = len(ts)
+    idx = np.arange(n)
+    positive = end > ts
+    P = np.flatnonzero(positive)
+    p_end_sorted = np.sort(end[P])
+    opened = np.empty(n, dtype=np.int64)
+    # earlier positive events: for a positive event its rank among them, for an instant the number
+    # of positive events started at or before it (they all come before it in this order)
+    opened[P] = np.arange(len(P))
+    Z = np.flatnonzero(~positive)
+    opened[Z] = np.searchsorted(ts[P], ts[Z], side="right")
+    closed = np.searchsorted(p_end_sorted, ts, side="right")
+    depth = opened - closed
+    if (depth < 0).any():
+        return np.full(n, -1, np.int64), np.zeros(n, np.int64), False
+    parent = np.full(n, -1, dtype=np.int64)
+    child = np.flatnonzero(depth > 0)
+    if len(child):
+        # latest positive event at depth d-1 before i: search the (depth, position) keys of positive events
+        m = n + 1
+        keys = depth[P] * m + P
+        korder = np.argsort(keys, kind="stable")
+        keys_sorted = keys[korder]
+        q = (depth[child] - 1) * m + idx[child]
+        j = np.searchsorted(keys_sorted, q, side="left") - 1
+        ok = j >= 0
+        cand = np.where(ok, P[korder[np.maximum(j, 0)]], -1)
+        ok &= (cand >= 0) & (depth[np.maximum(cand, 0)] == depth[child] - 1)
+        parent[child] = np.where(ok, cand, -1)
+        p = parent[child]
+        good = ok & (p < child) & (end[np.maximum(p, 0)] > ts[child]) & \
+            (end[child] <= end[np.maximum(p, 0)] + NESTING_TOLERANCE_US)
+        if not good.all():
+            return parent, depth, False
+    return parent, depth, True
+
+
+def _nest(lane_codes: np.ndarray, ts: np.ndarray, end: np.ndarray, rows: np.ndarray, n: int,
+          use_stack: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Parent and depth columns for the host-tree events `rows` (in global order), thread by thread."""
     parent = np.full(n, -1, dtype=np.int64)
     depth = np.zeros(n, dtype=np.int64)
-    in_tree = (~on_device) & events["cat"].isin(HOST_TREE_CATEGORIES).to_numpy()
+    if len(rows) == 0:
+        return parent, depth
+    codes = lane_codes[rows]
+    order = np.argsort(codes, kind="stable")  # rows grouped by lane, still in time order inside each
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for group in np.split(rows[order], bounds):
+        g_ts, g_end = ts[group], end[group]
+        if use_stack:
+            p, d = _nest_lane_stack(g_ts, g_end)
+        else:
+            p, d, ok = _nest_lane_vectorised(g_ts, g_end)
+            if not ok:
+                p, d = _nest_lane_stack(g_ts, g_end)
+        parent[group] = np.where(p >= 0, group[np.maximum(p, 0)], -1)
+        depth[group] = d
+    return parent, depth
+
+
+def _inherit(parent: np.ndarray, depth: np.ndarray, rows: np.ndarray, is_self: np.ndarray) -> np.ndarray:
+    """For each of `rows`: itself if `is_self`, else the nearest ancestor that is (or -1); level by level."""
+    n = len(parent)
+    out = np.full(n, -1, dtype=np.int64)
+    if len(rows) == 0:
+        return out
+    d = depth[rows]
+    order = np.argsort(d, kind="stable")
+    bounds = np.flatnonzero(np.diff(d[order])) + 1
+    for level in np.split(rows[order], bounds):  # parents sit one level up, so they are done first
+        p = parent[level]
+        inherited = np.where(p >= 0, out[np.maximum(p, 0)], -1)
+        out[level] = np.where(is_self[level], level, inherited)
+    return out
+
+
+def _step_numbers(codes: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """'ProfilerStep#12' -> 12 for each name (-1 for other names), computed once per distinct name."""
+    nums = np.full(len(uniques), -1, dtype=np.int64)
+    for k, u in enumerate(uniques):
+        if isinstance(u, str) and u.startswith(STEP_PREFIX):
+            try:
+                nums[k] = int(u[len(STEP_PREFIX):])
+            except ValueError:
+                pass
+    return nums[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+
+
+def _annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None = None) -> None:
+    """Add the derived columns: on_device, lane, parent, depth, launch, launched_by, annotation, step.
+
+    `codes` maps "name", "cat", "pid", "tid" to (codes per row, distinct values) when the caller
+    has them (the column builder does); otherwise they are computed here. `use_stack` forces the
+    reference stack walk for the nesting (tests compare both).
+    """
+    n = len(events)
+    codes = dict(codes or {})
+    for col in ("name", "cat", "pid", "tid"):
+        if col not in codes:
+            codes[col] = _factorize_strings(events[col].to_numpy(dtype=object))
+    cat_codes, cat_uniques = codes["cat"]
+
+    def cat_in(group: frozenset) -> np.ndarray:
+        hit = np.array([c in group for c in cat_uniques], dtype=bool)
+        return hit[cat_codes] if n else np.zeros(0, dtype=bool)
+
+    on_device = cat_in(DEVICE_CATEGORIES)
+    events["on_device"] = on_device
+    lane, lane_codes = _lanes(events, on_device, codes)
+    events["lane"] = lane
+
     ts = events["ts"].to_numpy()
-    end = ts + events["dur"].to_numpy()
-    # Events are sorted by (start, longest first), so on each thread a stack of open events gives
-    # the innermost enclosing event of every event in one pass.
-    for _, idx in events.index[in_tree].to_series().groupby(events["lane"][in_tree], sort=False):
-        stack: list[int] = []
-        for i in idx.to_numpy():
-            start = ts[i]
-            while stack and end[stack[-1]] <= start:
-                stack.pop()
-            # Tolerate clock rounding: a child may overhang its parent by a fraction of a microsecond.
-            while stack and end[i] > end[stack[-1]] + 0.5:
-                stack.pop()
-            if stack:
-                parent[i] = stack[-1]
-                depth[i] = depth[stack[-1]] + 1
-            stack.append(i)
+    end = ts + np.maximum(events["dur"].to_numpy(), 0.0)
+    in_tree = (~on_device) & cat_in(HOST_TREE_CATEGORIES)
+    parent, depth = _nest(lane_codes, ts, end, np.flatnonzero(in_tree), n, use_stack=use_stack)
     events["parent"] = parent
     events["depth"] = depth
 
-    cat = events["cat"].to_numpy()
-    is_op = (cat == "cpu_op")
-    # The innermost cpu_op at or above each host event (itself if it is one).
-    enclosing_op = np.full(n, -1, dtype=np.int64)
-    for i in range(n):  # parents come before children in this order, so one pass suffices
-        if not in_tree[i]:
-            continue
-        if is_op[i]:
-            enclosing_op[i] = i
-        elif parent[i] >= 0:
-            enclosing_op[i] = enclosing_op[parent[i]]
+    is_op = cat_in(frozenset({"cpu_op"}))
+    step_no = _step_numbers(*codes["name"])
+    is_step = (~on_device) & (step_no >= 0)
+    is_ann = cat_in(frozenset({"user_annotation"})) & ~is_step
+    tree_rows = np.flatnonzero(in_tree)
+    # The innermost cpu_op / user annotation at or above each host event (itself if it is one).
+    enclosing_op = _inherit(parent, depth, tree_rows, is_op)
+    enclosing_ann = _inherit(parent, depth, tree_rows, is_ann)
 
     launch = np.full(n, -1, dtype=np.int64)
     launched_by = np.full(n, -1, dtype=np.int64)
-    if on_device.any():
-        corr = events["correlation"]
-        is_launch = pd.Series(cat).isin(LAUNCH_CATEGORIES).to_numpy() & corr.notna().to_numpy()
-        launch_by_corr = pd.Series(np.flatnonzero(is_launch), index=corr[is_launch].astype("int64").to_numpy())
-        launch_by_corr = launch_by_corr[~launch_by_corr.index.duplicated(keep="first")]
-        dev_rows = np.flatnonzero(on_device & corr.notna().to_numpy())
-        found = launch_by_corr.reindex(corr.iloc[dev_rows].astype("int64").to_numpy())
-        ok = found.notna().to_numpy()
-        launch[dev_rows[ok]] = found.to_numpy()[ok].astype(np.int64)
+    annotation = enclosing_ann.copy()
+    dev_rows = np.flatnonzero(on_device)
+    if len(dev_rows):
+        corr = events["correlation"].array
+        corr_ok = ~np.asarray(corr.isna())
+        corr_val = corr.to_numpy(dtype=np.int64, na_value=-1)
+        is_launch = cat_in(LAUNCH_CATEGORIES) & corr_ok
+        launch_rows = np.flatnonzero(is_launch)
+        # first launch call per correlation id (ids are unique within one profiling session)
+        by_corr = pd.Index(corr_val[launch_rows])
+        first = ~by_corr.duplicated(keep="first")
+        by_corr, launch_rows = by_corr[first], launch_rows[first]
+        want = dev_rows[corr_ok[dev_rows]]
+        pos = by_corr.get_indexer(corr_val[want])
+        launch[want[pos >= 0]] = launch_rows[pos[pos >= 0]]
 
-        # launched_by: prefer the External id (the profiler's own link from kernel to op). Ids can
-        # repeat across profiling cycles, so an id is used only when it names exactly one cpu_op,
-        # or when the launch call pins down which one; otherwise the correlation/time link decides.
-        ext = events["external_id"]
-        op_rows = np.flatnonzero(is_op & ext.notna().to_numpy())
-        ops_by_ext = pd.Series(op_rows, index=ext.iloc[op_rows].astype("int64").to_numpy())
-        counts = ops_by_ext.index.value_counts()
-        unique_ext = ops_by_ext[ops_by_ext.index.map(counts) == 1]
-        for i in np.flatnonzero(on_device):
-            via_launch = enclosing_op[launch[i]] if launch[i] >= 0 else -1
-            e_id = ext.iat[i]
-            if e_id is not pd.NA and not pd.isna(e_id) and int(e_id) in unique_ext.index:
-                launched_by[i] = int(unique_ext.at[int(e_id)])
-            elif via_launch >= 0:
-                launched_by[i] = via_launch
+        # launched_by: the cpu_op around the launch call (correlation is exact and never reused in
+        # a trace). Without a launch call, fall back on the External id, used only when it names
+        # exactly one cpu_op: ids repeat across profiling cycles and would link to the wrong one.
+        lr = launch[dev_rows]
+        via_launch = np.where(lr >= 0, enclosing_op[np.maximum(lr, 0)], -1)
+        ext = events["external_id"].array
+        ext_val = ext.to_numpy(dtype=np.int64, na_value=-1)
+        ext_ok = ~np.asarray(ext.isna())
+        op_rows = np.flatnonzero(is_op & ext_ok)
+        op_ids = pd.Index(ext_val[op_rows])
+        unique_ids = ~op_ids.duplicated(keep=False)
+        op_ids, op_rows = op_ids[unique_ids], op_rows[unique_ids]
+        pos = op_ids.get_indexer(ext_val[dev_rows])
+        via_ext = np.full(len(dev_rows), -1, dtype=np.int64)
+        hit = (pos >= 0) & ext_ok[dev_rows]
+        via_ext[hit] = op_rows[pos[hit]]
+        launched_by[dev_rows] = np.where(via_launch >= 0, via_launch, via_ext)
+        anchor = np.where(lr >= 0, lr, launched_by[dev_rows])
+        annotation[dev_rows] = np.where(anchor >= 0, enclosing_ann[np.maximum(anchor, 0)], -1)
     events["launch"] = launch
     events["launched_by"] = launched_by
+    events["annotation"] = annotation
 
-    # Profiler steps: "ProfilerStep#N" annotations; host events take the step that encloses them,
-    # device events the step of the call that launched them.
+    # Profiler steps: host events take the "ProfilerStep#N" that encloses their start on the same
+    # thread, device events the step of the call that launched them.
     step = np.full(n, -1, dtype=np.int64)
-    names = events["name"].to_numpy()
-    step_rows = [i for i in np.flatnonzero(~on_device) if str(names[i]).startswith("ProfilerStep#")]
-    for i in step_rows:
-        try:
-            k = int(str(names[i]).split("#", 1)[1])
-        except ValueError:
-            continue
-        lo, hi = ts[i], end[i]
-        same_thread = (events["lane"].to_numpy() == events["lane"].iat[i])
-        mask = same_thread & (ts >= lo) & (ts < hi) & (~on_device)
-        step[mask] = k
-    anchor = np.where(launch >= 0, launch, launched_by)
-    dev = np.flatnonzero(on_device & (anchor >= 0))
-    step[dev] = step[anchor[dev]]
+    step_rows = np.flatnonzero(is_step)
+    host_rows = np.flatnonzero(~on_device)
+    for code in np.unique(lane_codes[step_rows]):
+        srows = step_rows[lane_codes[step_rows] == code]
+        srows = srows[np.argsort(ts[srows], kind="stable")]
+        members = host_rows[lane_codes[host_rows] == code]
+        j = np.searchsorted(ts[srows], ts[members], side="right") - 1
+        inside = (j >= 0) & (ts[members] < end[srows[np.maximum(j, 0)]])
+        step[members[inside]] = step_no[srows[j[inside]]]
+    if len(dev_rows):
+        anchor = np.where(launch[dev_rows] >= 0, launch[dev_rows], launched_by[dev_rows])
+        step[dev_rows] = np.where(anchor >= 0, step[np.maximum(anchor, 0)], -1)
     events["step"] = step

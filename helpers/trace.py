@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from . import paths, tracefile
-from .events import TraceTables, events_from_document
+from .events import TraceTables, events_from_document, events_from_file
 
 # Kernels that torch.compile generates as C++ on the CPU show up as host events with these names
 # when torch._inductor.config.cpp.enable_kernel_profile is on.
@@ -53,9 +53,11 @@ class Trace:
     """
 
     def __init__(self, document: dict[str, Any], info: TraceInfo, profiler_table: pd.DataFrame | None = None,
-                 keep_document: bool = True) -> None:
+                 keep_document: bool = True, tables: TraceTables | None = None) -> None:
         self.info = info
-        self._tables: TraceTables = events_from_document(document)
+        # `tables` comes from a file read in slices (load_trace on a big file); `document` then holds
+        # only the file's other keys.
+        self._tables: TraceTables = tables if tables is not None else events_from_document(document)
         if self._tables.events.empty:
             raise ValueError(
                 f"{info.describe()} holds no timed events (only metadata or nothing at all). "
@@ -69,6 +71,11 @@ class Trace:
     def events(self) -> pd.DataFrame:
         """Every complete event, one row each (see :mod:`helpers.events` for the columns)."""
         return self._tables.events
+
+    @property
+    def notes(self) -> list[str]:
+        """What was left out or could not be linked while reading the trace (empty when nothing was)."""
+        return self._tables.notes
 
     @property
     def steps(self) -> list[int]:
@@ -127,10 +134,14 @@ class Trace:
         dev_rows = np.flatnonzero(ev["on_device"].to_numpy() & (ev["launched_by"].to_numpy() >= 0))
         np.add.at(self_dev, ev["launched_by"].to_numpy()[dev_rows], dur[dev_rows])
         total_dev = self_dev.copy()
-        # Children come after parents in start order: walk backwards to push device time upwards.
-        for i in np.flatnonzero(has_parent)[::-1]:
-            if total_dev[i]:
-                total_dev[parent[i]] += total_dev[i]
+        # Push device time up the tree one nesting level at a time, deepest first (vectorised: a
+        # per-event Python loop took seconds on million-event traces).
+        depth = ev["depth"].to_numpy()
+        rows = np.flatnonzero(has_parent & (total_dev != 0))
+        if len(rows):
+            for d in range(int(depth[has_parent].max()), 0, -1):
+                level = np.flatnonzero(has_parent & (depth == d) & (total_dev != 0))
+                np.add.at(total_dev, parent[level], total_dev[level])
 
         table = pd.DataFrame({
             "name": ev["name"].to_numpy()[is_row],
@@ -277,6 +288,12 @@ class Trace:
             )
         return self._profiler_table.copy()
 
+    def compare(self, *others: "Trace", by: str = "family", **kwargs: Any) -> pd.DataFrame:
+        """This trace side by side with `others`; see :func:`helpers.compare.compare`."""
+        from .compare import compare
+
+        return compare(self, *others, by=by, **kwargs)
+
     # ----------------------------------------------------------------- output
     def timeline(self, **kwargs: Any):
         """A plotly timeline of this trace; see :func:`helpers.timeline.timeline_figure` for options."""
@@ -336,9 +353,24 @@ def load_trace(path: str | os.PathLike, label: str | None = None, keep_document:
 
     A trace inside the repository's ``traces/`` folder is marked as a reference trace. Provenance
     written by this course (GPU, torch version, date) is read back and shown in the repr.
+    `keep_document` (default: under 50 MB of JSON text) keeps the parsed JSON in memory; without it
+    the events are read in slices straight into the table (a 250 MB, million-event trace then
+    loads in a fraction of the memory), and ``save()`` copies the source file instead.
+    What could not be read cleanly (events without ``dur``, one-ended flow arrows ...) is listed
+    in ``trace.notes``.
     """
     p = Path(path) if isinstance(path, (str, os.PathLike)) else path
-    doc = tracefile.read_document(p)  # raises TypeError / FileNotFoundError / ValueError with advice
+    if not isinstance(p, Path):
+        raise TypeError(f"expected a file path (str or pathlib.Path), got {type(path).__name__}")
+    if keep_document is None:
+        # decompressed size: a 20 MB .json.gz can hold 300 MB of JSON
+        keep_document = p.is_file() and tracefile.text_size(p) < 50_000_000
+    tables = None
+    if keep_document:
+        doc = tracefile.read_document(p)  # raises TypeError / FileNotFoundError / ValueError with advice
+    else:
+        # Big file: parse the events in slices straight into columns, never holding them all as dicts.
+        tables, doc = events_from_file(p)
     prov = doc.get(PROVENANCE_KEY) or {}
     if not isinstance(prov, dict):
         prov = {}
@@ -353,6 +385,4 @@ def load_trace(path: str | os.PathLike, label: str | None = None, keep_document:
         path=str(p),
         extra={k: v for k, v in prov.items() if k not in {"label", "device", "torch", "recorded_on"}},
     )
-    if keep_document is None:
-        keep_document = p.stat().st_size < 50_000_000
-    return Trace(doc, info, keep_document=keep_document)
+    return Trace(doc, info, keep_document=keep_document, tables=tables)
