@@ -283,15 +283,9 @@ class _Builder:
                     self._skip(_BEGIN_END)
         if not complete:
             return
-        X = complete
-        dur_list = [e.dur for e in X]
-        if None in dur_list:
-            keep = [d is not None for d in dur_list]
-            self.dropped_without_dur += len(X) - sum(keep)
-            X = [e for e, k in zip(X, keep) if k]
-            dur_list = [d for d in dur_list if d is not None]
-            if not X:
-                return
+        X, dur_list = self._drop_missing_dur(complete, [e.dur for e in complete])
+        if not X:
+            return
         part: dict[str, np.ndarray] = {
             "name": self.names.encode(map(attrgetter("name"), X)),
             "cat": self.cats.encode(map(attrgetter("cat"), X)),
@@ -353,16 +347,18 @@ class _Builder:
         elif e.get("name") == "thread_name":
             self.thread_names[(str(e.get("pid", "")), str(e.get("tid", "")))] = str(args.get("name", ""))
 
+    def _drop_missing_dur(self, X: list, dur_list: list) -> tuple[list, list]:
+        """Leave out complete events without a duration (they cannot be placed on a timeline) and count them."""
+        if None not in dur_list:
+            return X, dur_list
+        keep = [d is not None for d in dur_list]
+        self.dropped_without_dur += len(X) - sum(keep)
+        return [e for e, k in zip(X, keep) if k], [d for d in dur_list if d is not None]
+
     def _complete(self, X: list) -> None:
-        dur_list = [e.get("dur") for e in X]
-        if None in dur_list:
-            # A complete event without a duration cannot be placed on a timeline: documented drop.
-            keep = [d is not None for d in dur_list]
-            self.dropped_without_dur += len(X) - sum(keep)
-            X = [e for e, k in zip(X, keep) if k]
-            dur_list = [d for d in dur_list if d is not None]
-            if not X:
-                return
+        X, dur_list = self._drop_missing_dur(X, [e.get("dur") for e in X])
+        if not X:
+            return
         part: dict[str, np.ndarray] = {
             "name": self.names.encode([e.get("name", "") for e in X]),
             "cat": self.cats.encode([e.get("cat") or "" for e in X]),
