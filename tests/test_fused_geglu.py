@@ -17,24 +17,10 @@ from helpers.fused import GeGLU, GeGLUFunction, geglu, geglu_backward, triton_mo
 from helpers.fused import _backend
 from helpers.models import geglu_reference
 
-requires_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(),
-    reason="needs a CUDA GPU: this machine has none (CI never has one); the same kernels are tested in the "
-    "Triton interpreter by the other tests of this file",
-)
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
-
-
-def device() -> str:
-    return "cuda" if triton_mode() == "cuda" else "cpu"
-
-
-def randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=g).to(device=device(), dtype=dtype)
+from support import kernel_device as device
+from support import rel_err
+from support import requires_compiled_kernels as requires_cuda
+from support import seeded_randn as randn
 
 
 def test_mode_matches_machine() -> None:
