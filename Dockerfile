@@ -25,14 +25,15 @@ WORKDIR /app
 # 1. The environment: the files `make lab` and `make test` install from, and nothing else, so this
 #    layer is rebuilt only when they change. `make install` creates /app/.venv (torch pinned in the
 #    Makefile: TORCH_VERSION; PyPI's Linux wheel of torch is a CUDA build).
-COPY --chown=user pyproject.toml Makefile README.md ./
+COPY --chown=user pyproject.toml Makefile README.md requirements.lock ./
 COPY --chown=user helpers/ helpers/
+COPY --chown=user scripts/prefetch_kernels.py scripts/
 RUN make install
 
 # 2. The pinned hand-tuned kernel (kernels-community/liger-kernels, version 1) into the Hugging
 #    Face cache while the build has network. It downloads by branch name, so the cache holds
 #    refs/v1 and later loads with HF_HUB_OFFLINE=1 resolve version=1; it then checks such a load.
-RUN .venv/bin/python -m helpers.hub_kernels prefetch
+RUN .venv/bin/python scripts/prefetch_kernels.py prefetch
 
 # 3. The rest of the course (notebooks, reference traces, local kernels, tests). `make install`
 #    again: nothing to do when pyproject.toml and the Makefile are unchanged, and it leaves the

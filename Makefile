@@ -9,7 +9,7 @@ TORCH_VERSION ?= 2.13.0
 PORT ?= 8888
 BIN := $(VENV)/bin
 # Reinstall when the dependency files change.
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile requirements.lock | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
 SITE_DIR ?= site
 SITE_NOTEBOOKS ?=
@@ -22,29 +22,35 @@ NB_TIMEOUT ?= 300
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+# torch first (its build brings triton and CUDA libraries), then the exact versions of everything
+# else (requirements.lock, written by scripts/lock_environment.py), then the course package itself.
+$(STAMP): pyproject.toml Makefile requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)" -e ".[course,test]"
+	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-*
 	touch $@
 
 lab: install learner
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
 
-# Every test: helpers' unit tests and every notebook (full and learner copies) under nbmake, in
-# parallel; then the course in JupyterLab in headless Chromium (tests/browser), on its own: one
-# server and one browser at a time, not competing with nbmake for the CPU. Both always run; the
-# target fails if either failed. Screenshots go to test-output/.
+# Every test: the repository's habits (pre-commit: notebooks without outputs, ruff lint and format);
+# helpers' unit tests and every notebook (full and learner copies) under nbmake, in parallel; then
+# the course in JupyterLab in headless Chromium (tests/browser), on its own: one server and one
+# browser at a time, not competing with nbmake for the CPU. All always run; the target fails if any
+# failed. Screenshots go to test-output/.
 test: install learner
 	status=0; \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pre-commit run --all-files --show-diff-on-failure || status=1; \
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" --nbmake --nbmake-timeout=$(NB_TIMEOUT) tests notebooks || status=1; \
 	$(BIN)/python -m pytest -m browser tests/browser || status=1; \
 	exit $$status
 
 # Learner copies (solutions replaced by prompts) in notebooks/learner/, regenerated every time.
 learner: install
-	$(BIN)/python -m helpers.learner
+	$(BIN)/python scripts/make_learner_copies.py
 
 notebooks: install learner
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks
@@ -65,7 +71,7 @@ browser-deps:
 # The whole course executed and rendered to static HTML in $(SITE_DIR)/ (index.html links every lesson);
 # `make site SITE_NOTEBOOKS=notebooks/00_*.ipynb` renders only some.
 site: install
-	$(BIN)/python -m helpers.site --out $(SITE_DIR) --timeout $(NB_TIMEOUT) $(SITE_NOTEBOOKS)
+	$(BIN)/python scripts/build_site.py --out $(SITE_DIR) --timeout $(NB_TIMEOUT) $(SITE_NOTEBOOKS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache notebooks/learner site test-output

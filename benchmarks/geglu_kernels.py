@@ -1,7 +1,7 @@
 """Benchmark the course's fused Triton kernels against eager PyTorch, Inductor and Liger (GPU only).
 
-    python benchmarks/geglu_kernels.py --out results/geglu_kernels.json          # the table (~40 s on an H200)
-    python benchmarks/geglu_kernels.py --sweep --out results/geglu_sweep.json    # + tuning sweep (~20 s more)
+    python benchmarks/geglu_kernels.py --out benchmarks/results/h200_geglu_kernels.json          # the table (~40 s on an H200)
+    python benchmarks/geglu_kernels.py --sweep --out benchmarks/results/h200_geglu_kernels.json    # + tuning sweep (~20 s more)
 
 What is measured, all in one process so the numbers share a GPU, clocks and software:
 - ceilings: device copy bandwidth (a large ``copy_``, bytes read + written) and the bf16 GEMM rate
@@ -26,13 +26,11 @@ bandwidth or flops / measured GEMM rate (above 100% means faster than the ceilin
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
-import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -40,6 +38,10 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from helpers.measure.ceilings import measure_ceilings  # noqa: E402
+from helpers.measure.device import provenance  # noqa: E402
+from helpers.measure.numerics import relative_error  # noqa: E402
 
 T0 = time.time()
 
@@ -65,7 +67,11 @@ def time_fn(fn: Callable[[], object], iters: int = 50) -> dict[str, float]:
     host_s = time.perf_counter() - t0  # enqueue time only: the GPU queue does not fill in `iters` calls
     end.record()
     torch.cuda.synchronize()
-    return {"do_bench_us": med_ms * 1e3, "events_us": start.elapsed_time(end) * 1e3 / iters, "cpu_us": host_s * 1e6 / iters}
+    return {
+        "do_bench_us": med_ms * 1e3,
+        "events_us": start.elapsed_time(end) * 1e3 / iters,
+        "cpu_us": host_s * 1e6 / iters,
+    }
 
 
 def kernel_time(fn: Callable[[], object], steps: int = 10) -> dict[str, object]:
@@ -93,10 +99,6 @@ def kernel_time(fn: Callable[[], object], steps: int = 10) -> dict[str, object]:
     return {"kernel_us": total, "kernels": per_call}
 
 
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
-
-
 class Table:
     """Rows of (section, name, timings, work) rendered as text and kept for the JSON."""
 
@@ -116,11 +118,17 @@ class Table:
         if "floor_us" in row:
             row["pct_floor"] = 100.0 * row["floor_us"] / us
         self.rows.append(row)
-        rate = f"{row['tflops']:7.1f} TFLOP/s" if "tflops" in row else (f"{row['tbps']:7.2f} TB/s    " if "tbps" in row else " " * 15)
+        rate = (
+            f"{row['tflops']:7.1f} TFLOP/s"
+            if "tflops" in row
+            else (f"{row['tbps']:7.2f} TB/s    " if "tbps" in row else " " * 15)
+        )
         pct = f"{row['pct_floor']:5.1f}%" if "pct_floor" in row else "     "
         kt = f"{t['kernel_us']:8.1f}" if "kernel_us" in t else " " * 8
-        log(f"  {section:9s} {name:42s} do_bench {t['do_bench_us']:8.1f} us  events {t['events_us']:8.1f} us  "
-            f"kernels {kt} us  cpu {t['cpu_us']:7.1f} us  {rate} {pct}")
+        log(
+            f"  {section:9s} {name:42s} do_bench {t['do_bench_us']:8.1f} us  events {t['events_us']:8.1f} us  "
+            f"kernels {kt} us  cpu {t['cpu_us']:7.1f} us  {rate} {pct}"
+        )
         return row
 
     def render(self) -> str:
@@ -130,27 +138,18 @@ class Table:
             rate = f"{r['tflops']:.1f} TFLOP/s" if "tflops" in r else (f"{r['tbps']:.2f} TB/s" if "tbps" in r else "")
             pct = f"{r['pct_floor']:.1f}" if "pct_floor" in r else ""
             kt = f"{r['kernel_us']:.1f}" if "kernel_us" in r else ""
-            lines.append(f"{r['section']:9s} {r['name']:42s} {r['do_bench_us']:11.1f} {r['events_us']:9.1f} {kt:>9s} {r['cpu_us']:7.1f} {rate:>16s} {pct:>7s}")
+            lines.append(
+                f"{r['section']:9s} {r['name']:42s} {r['do_bench_us']:11.1f} {r['events_us']:9.1f} {kt:>9s} {r['cpu_us']:7.1f} {rate:>16s} {pct:>7s}"
+            )
         return "\n".join(lines)
 
 
-def measure_ceilings() -> tuple[float, float, dict]:
-    log("ceilings: device copy bandwidth (1 GiB copy_) ...")
-    src = torch.randn(2**29, device="cuda", dtype=torch.bfloat16)  # 1 GiB
-    dst = torch.empty_like(src)
-    t = time_fn(lambda: dst.copy_(src), iters=20)
-    copy_tbps = 2 * src.numel() * 2 / (t["do_bench_us"] * 1e-6) / 1e12
-    del src, dst
-    log(f"  copy: {t['do_bench_us']:.0f} us -> {copy_tbps:.2f} TB/s (read + write)")
-    log("ceilings: bf16 GEMM 8192^3 (torch.mm on random data) ...")
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    tg = time_fn(lambda: torch.mm(a, b), iters=10)
-    gemm_tflops = 2 * 8192**3 / (tg["do_bench_us"] * 1e-6) / 1e12
-    del a, b
-    log(f"  gemm: {tg['do_bench_us']:.0f} us -> {gemm_tflops:.0f} TFLOP/s")
-    torch.cuda.empty_cache()
-    return copy_tbps, gemm_tflops, {"copy": t, "gemm": tg}
+def course_ceilings() -> tuple[float, float, dict]:
+    """The course's one ceiling measurement (helpers.measure_ceilings), as TB/s and TFLOP/s."""
+    log("ceilings: copy bandwidth and bf16 matmul rate (helpers.measure_ceilings) ...")
+    c = measure_ceilings("cuda")
+    log(f"  copy {c.copy_tbps:.2f} TB/s (read + write), matmul {c.matmul_tflops:.0f} TFLOP/s")
+    return c.copy_tbps, c.matmul_tflops, c.as_dict()
 
 
 def liger_geglu() -> Callable | None:
@@ -181,14 +180,14 @@ def measure_variants(
         runs = sorted(kts[name], key=lambda k: k["kernel_us"])
         median = runs[len(runs) // 2]
         results.setdefault("kernels", {}).setdefault(section, {})[name] = {
-            "median": median, "all_kernel_us": [k["kernel_us"] for k in kts[name]],
+            "median": median,
+            "all_kernel_us": [k["kernel_us"] for k in kts[name]],
         }
         table.add(section, name, {**timings[name], "kernel_us": median["kernel_us"]}, **work)
 
 
 def bench_pointwise(table: Table, M: int, H: int, results: dict) -> None:
-    from helpers.fused import geglu
-    from helpers.models import geglu_reference
+    from helpers import geglu, geglu_reference
 
     dt = torch.bfloat16
     gate = torch.randn(M, H, device="cuda", dtype=dt)
@@ -204,8 +203,11 @@ def bench_pointwise(table: Table, M: int, H: int, results: dict) -> None:
     log(f"pointwise [{M}, {H}] bf16: torch.compile of gelu * mul (Inductor) ...")
     t = time.time()
     compiled = torch.compile(eager)
-    log(f"  compiled in {time.time() - t:.1f} s, rel err {rel_err(compiled(gate, up), ref):.2e}")
-    errs = {"course": rel_err(geglu(gate, up), ref), "halves": rel_err(geglu(g_half, u_half), geglu_reference(g_half, u_half))}
+    log(f"  compiled in {time.time() - t:.1f} s, rel err {relative_error(compiled(gate, up), ref):.2e}")
+    errs = {
+        "course": relative_error(geglu(gate, up), ref),
+        "halves": relative_error(geglu(g_half, u_half), geglu_reference(g_half, u_half)),
+    }
     log(f"  course geglu rel err vs fp32 reference: {errs['course']:.2e} (halves of one tensor: {errs['halves']:.2e})")
     w = {"nbytes": nbytes}
     variants = [
@@ -214,7 +216,7 @@ def bench_pointwise(table: Table, M: int, H: int, results: dict) -> None:
     ]
     liger = liger_geglu()
     if liger is not None:
-        log(f"  Liger rel err {rel_err(liger(gate, up), ref):.2e}")
+        log(f"  Liger rel err {relative_error(liger(gate, up), ref):.2e}")
         variants.append(("Liger GEGLU", lambda: liger(gate, up), w))
     variants += [
         ("course geglu (separate tensors)", lambda: geglu(gate, up), {**w, "rel_err": errs["course"]}),
@@ -225,8 +227,8 @@ def bench_pointwise(table: Table, M: int, H: int, results: dict) -> None:
 
 
 def bench_mlp(table: Table, shape, results: dict) -> None:
-    from helpers.fused import FusedGeGLUMLP, gate_up_geglu, geglu_mlp
-    from helpers.models import SimpleGeGLUMLP
+    from helpers import FusedGeGLUMLP, SimpleGeGLUMLP, gate_up_geglu
+    from helpers.fused.gate_up_tuning import tuned_configs
 
     M, dim, hidden = shape.tokens, shape.dim, shape.hidden
     dt = torch.bfloat16
@@ -243,13 +245,13 @@ def bench_mlp(table: Table, shape, results: dict) -> None:
         log(f"MLP M={M} dim={dim} hidden={hidden} bf16: torch.compile (default mode) ...")
         t = time.time()
         cmlp = torch.compile(mlp)
-        log(f"  compiled in {time.time() - t:.1f} s, rel err {rel_err(cmlp(x), ref):.2e}")
+        log(f"  compiled in {time.time() - t:.1f} s, rel err {relative_error(cmlp(x), ref):.2e}")
         log("MLP: helpers.fused.FusedGeGLUMLP (the first call autotunes the fused kernel) ...")
         t = time.time()
         fused = FusedGeGLUMLP.from_module(mlp).eval()
-        err = rel_err(fused(x), ref)
+        err = relative_error(fused(x), ref)
         log(f"  ready in {time.time() - t:.1f} s, rel err vs fp32 reference {err:.2e}")
-        results["autotuned_configs"] = {str(k): str(v) for k, v in geglu_mlp._TUNED.items()}
+        results["autotuned_configs"] = {str(k): str(v) for k, v in tuned_configs().items()}
         log(f"  autotune picked: {results['autotuned_configs']}")
         x2 = x.reshape(-1, dim)
         w = fused.gate_up_weight
@@ -274,8 +276,9 @@ def sweep(results: dict, shape, copy_tbps: float, gemm_tflops: float) -> None:
     Each variant is timed by the profiler's kernel time (mean of 20 launches): do_bench medians
     of ~40 us kernels carry a few us of event overhead that hides 1% differences.
     """
-    from helpers.fused.geglu import launch_geglu
-    from helpers.fused.geglu_mlp import _cfg, gate_up_geglu, pack_gate_up
+    from helpers.fused.gate_up import gate_up_geglu, pack_gate_up
+    from helpers.fused.gate_up_tuning import gate_up_config as _cfg
+    from helpers.fused.geglu_pointwise import launch_geglu
 
     out: dict[str, list] = {"pointwise": [], "gate_up": []}
     M, H = shape.tokens, shape.hidden
@@ -286,19 +289,41 @@ def sweep(results: dict, shape, copy_tbps: float, gemm_tflops: float) -> None:
     nbytes = 3 * M * H * 2
     floor = nbytes / (copy_tbps * 1e12) * 1e6
     log(f"sweep: pointwise block shapes (floor {floor:.1f} us), profiler kernel time")
-    for bm, bn, nw, stream in [(1, 1024, 4, False), (2, 1024, 4, False), (4, 1024, 4, False), (4, 1024, 8, False),
-                               (8, 1024, 8, False), (2, 2048, 8, False), (8, 512, 4, False), (16, 256, 4, False),
-                               (1, 1024, 4, True), (2, 1024, 4, True), (4, 1024, 4, True), (4, 1024, 8, True),
-                               (8, 1024, 8, True)]:
+    for bm, bn, nw, stream in [
+        (1, 1024, 4, False),
+        (2, 1024, 4, False),
+        (4, 1024, 4, False),
+        (4, 1024, 8, False),
+        (8, 1024, 8, False),
+        (2, 2048, 8, False),
+        (8, 512, 4, False),
+        (16, 256, 4, False),
+        (1, 1024, 4, True),
+        (2, 1024, 4, True),
+        (4, 1024, 4, True),
+        (4, 1024, 8, True),
+        (8, 1024, 8, True),
+    ]:
         try:
             fn = lambda: launch_geglu(gate, up, o, bm, bn, nw, streaming=stream)  # noqa: E731
             fn()
             us = kernel_time(fn, steps=20)["kernel_us"]
-            out["pointwise"].append({"block_m": bm, "block_n": bn, "num_warps": nw, "streaming": stream, "kernel_us": us, "pct_floor": 100 * floor / us})
-            log(f"  BLOCK {bm:3d} x {bn:5d}, {nw} warps, streaming={stream!s:5s}: {us:6.2f} us  {100 * floor / us:5.1f}% of floor")
+            out["pointwise"].append(
+                {
+                    "block_m": bm,
+                    "block_n": bn,
+                    "num_warps": nw,
+                    "streaming": stream,
+                    "kernel_us": us,
+                    "pct_floor": 100 * floor / us,
+                }
+            )
+            log(
+                f"  BLOCK {bm:3d} x {bn:5d}, {nw} warps, streaming={stream!s:5s}: {us:6.2f} us  {100 * floor / us:5.1f}% of floor"
+            )
         except Exception as exc:  # noqa: BLE001 - keep sweeping
             log(f"  BLOCK {bm} x {bn}, {nw} warps, streaming={stream}: FAILED {type(exc).__name__}: {str(exc)[:160]}")
-    del gate, up, o
+    gate = up = o = None  # free the buffers before the GEMM sweep
 
     dim = shape.dim
     hidden = H
@@ -335,16 +360,20 @@ def sweep(results: dict, shape, copy_tbps: float, gemm_tflops: float) -> None:
             packed[group] = pack_gate_up(wg, wu, group=group)
         w = packed[group]
         kw = cfg.kwargs
-        name = (f"{kern:7s} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} s{cfg.num_stages} w{cfg.num_warps} G{kw['GROUP_M']} "
-                f"flat={kw.get('FLATTEN', '-')} ws={kw.get('WARP_SPECIALIZE', False)} rows={group}")
+        name = (
+            f"{kern:7s} {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} s{cfg.num_stages} w{cfg.num_warps} G{kw['GROUP_M']} "
+            f"flat={kw.get('FLATTEN', '-')} ws={kw.get('WARP_SPECIALIZE', False)} rows={group}"
+        )
         try:
             t = time.time()
             h = gate_up_geglu(x, w, kernel=kern, config=cfg)
             torch.cuda.synchronize()
             ct = time.time() - t
-            err = rel_err(h, ref)
+            err = relative_error(h, ref)
             us = kernel_time(lambda: gate_up_geglu(x, w, kernel=kern, config=cfg), steps=20)["kernel_us"]
-            out["gate_up"].append({"variant": name, "kernel_us": us, "tflops": flops / us / 1e6, "rel_err": err, "compile_s": ct})
+            out["gate_up"].append(
+                {"variant": name, "kernel_us": us, "tflops": flops / us / 1e6, "rel_err": err, "compile_s": ct}
+            )
             log(f"  {name:66s} {us:7.1f} us {flops / us / 1e6:5.0f} TFLOP/s  err {err:.1e}  (compile {ct:.1f} s)")
         except Exception as exc:  # noqa: BLE001
             out["gate_up"].append({"variant": name, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
@@ -356,10 +385,17 @@ def summarize(rows: list[dict]) -> dict:
     """The comparisons the course cares about, from profiler kernel times of this run."""
     by = {(r["section"], r["name"]): r for r in rows}
     out: dict = {"lines": []}
-    ours, ind = by.get(("pointwise", "course geglu (separate tensors)")), by.get(("pointwise", "Inductor fused (torch.compile)"))
+    ours, ind = (
+        by.get(("pointwise", "course geglu (separate tensors)")),
+        by.get(("pointwise", "Inductor fused (torch.compile)")),
+    )
     if ours and ind:
-        out["pointwise"] = {"course_us": ours["kernel_us"], "inductor_us": ind["kernel_us"],
-                            "course_pct_floor": ours["pct_floor"], "inductor_pct_floor": ind["pct_floor"]}
+        out["pointwise"] = {
+            "course_us": ours["kernel_us"],
+            "inductor_us": ind["kernel_us"],
+            "course_pct_floor": ours["pct_floor"],
+            "inductor_pct_floor": ind["pct_floor"],
+        }
         out["lines"].append(
             f"pointwise: course {ours['kernel_us']:.1f} us ({ours['pct_floor']:.1f}% of copy floor) vs Inductor "
             f"{ind['kernel_us']:.1f} us ({ind['pct_floor']:.1f}%): ratio {ours['kernel_us'] / ind['kernel_us']:.3f}"
@@ -390,28 +426,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import triton
 
-    from helpers.fused import triton_mode
-    from helpers.models import BLOG_SHAPE
+    from helpers import triton_mode
+    from helpers.mlp.model import BLOG_SHAPE
 
     if triton_mode() != "cuda":
         print("TRITON_INTERPRET is set: unset it to benchmark compiled kernels.")
         return 2
-    props = torch.cuda.get_device_properties(0)
     results: dict = {
         "provenance": {
-            "gpu": torch.cuda.get_device_name(0),
-            "sms": props.multi_processor_count,
-            "torch": torch.__version__,
-            "triton": triton.__version__,
-            "cuda": torch.version.cuda,
-            "python": platform.python_version(),
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "shapes": {"pointwise": [BLOG_SHAPE.tokens, BLOG_SHAPE.hidden], "mlp": vars(BLOG_SHAPE) | {"tokens": BLOG_SHAPE.tokens}},
+            **provenance(torch.device("cuda", 0)),
+            "shapes": {
+                "pointwise": [BLOG_SHAPE.tokens, BLOG_SHAPE.hidden],
+                "mlp": vars(BLOG_SHAPE) | {"tokens": BLOG_SHAPE.tokens},
+            },
             "dtype": "bfloat16",
         }
     }
-    log(f"{results['provenance']['gpu']}, torch {torch.__version__}, triton {triton.__version__}")
-    copy_tbps, gemm_tflops, raw = measure_ceilings()
+    log(f"{results['provenance']['device']}, torch {torch.__version__}, triton {triton.__version__}")
+    copy_tbps, gemm_tflops, raw = course_ceilings()
     results["ceilings"] = {"copy_tbps": copy_tbps, "gemm_bf16_tflops": gemm_tflops, "raw": raw}
     table = Table(copy_tbps, gemm_tflops)
     sections = [("sweep", lambda: sweep(results, BLOG_SHAPE, copy_tbps, gemm_tflops))] if args.sweep else []
@@ -432,7 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1, default=str))
     print()
-    print(f"ceilings: copy {copy_tbps:.2f} TB/s, bf16 GEMM {gemm_tflops:.0f} TFLOP/s  (% floor = floor time / measured)")
+    print(
+        f"ceilings: copy {copy_tbps:.2f} TB/s, bf16 GEMM {gemm_tflops:.0f} TFLOP/s  (% floor = floor time / measured)"
+    )
     print(table.render())
     summary = summarize(table.rows)
     results["summary"] = summary

@@ -1,9 +1,9 @@
 """Benchmark every GeGLU MLP variant of notebook 06 in one process, and sweep over M.
 
-    python benchmarks/mlp_variants.py                        # on an H200: writes traces/benchmarks/h200_mlp_variants.json
+    python benchmarks/mlp_variants.py                        # on an H200: writes benchmarks/results/h200_mlp_variants.json
     python benchmarks/mlp_variants.py --device cpu --quick --out /tmp/mlp_variants_cpu.json   # CI smoke run, < 1 min
 
-Variants (helpers/variants.py): eager, torch.compile (default), torch.compile max-autotune-no-cudagraphs,
+Variants (helpers/mlp/variants.py): eager, torch.compile (default), torch.compile max-autotune-no-cudagraphs,
 Liger's LigerGEGLUMLP (if liger-kernel imports), the course's GeGLU kernel in the MLP (two ways),
 the course's fused gate+up GEMM with a GeGLU epilogue. For each: kernels per forward and kernel
 time (torch.profiler via helpers.profile), wall time per forward with and without a synchronise
@@ -20,45 +20,56 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import torch  # noqa: E402
+from _cli import default_out_allowed, iter_sizes, log, variants_table  # noqa: E402
 
-from helpers import mlp_bench  # noqa: E402
-from helpers.models import MLPShape  # noqa: E402
-from helpers.variants import VARIANT_NAMES  # noqa: E402
+from helpers.mlp import bench as mlp_bench  # noqa: E402
+from helpers.mlp.model import MLPShape  # noqa: E402
+from helpers.mlp.variants import VARIANT_NAMES  # noqa: E402
 
-T0 = time.time()
 QUICK_SHAPE = MLPShape(batch=1, seq=16, dim=32, hidden=64)
 
 
-def log(msg: str) -> None:
-    """A progress line with the seconds since start (flushed: output may be piped)."""
-    print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--device", choices=["cuda", "cpu"], default=None,
-                    help="default: cuda when available, else cpu")
-    ap.add_argument("--quick", action="store_true",
-                    help="tiny shapes, few steps, a 2-size sweep of the uncompiled variants (CI smoke run)")
-    ap.add_argument("--out", type=Path, default=None,
-                    help=f"JSON to write (default on an H200: {mlp_bench.RESULTS_PATH.relative_to(ROOT)}; "
-                         "required elsewhere, so other machines never write an h200_* file)")
-    ap.add_argument("--variants", default=None,
-                    help=f"comma-separated subset of {','.join(VARIANT_NAMES)} (default: all; --quick: all but max-autotune)")
-    ap.add_argument("--sweep-m", default=None,
-                    help="comma-separated M sizes, multiples of the sweep seq (default GPU: 128,...,32768); "
-                         "'' for no sweep")
-    ap.add_argument("--budget-s", type=float, default=215.0,
-                    help="stop the sweep early once this many seconds have passed (default 215)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
+    ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available, else cpu")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny shapes, few steps, a 2-size sweep of the uncompiled variants (CI smoke run)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"JSON to write (default on an H200: {mlp_bench.RESULTS_PATH.relative_to(ROOT)}; "
+        "required elsewhere, so other machines never write an h200_* file)",
+    )
+    ap.add_argument(
+        "--variants",
+        default=None,
+        help=f"comma-separated subset of {','.join(VARIANT_NAMES)} (default: all; --quick: all but max-autotune)",
+    )
+    ap.add_argument(
+        "--sweep-m",
+        default=None,
+        help="comma-separated M sizes, multiples of the sweep seq (default GPU: 128,...,32768); '' for no sweep",
+    )
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=215.0,
+        help="stop the sweep early once this many seconds have passed (default 215)",
+    )
     return ap.parse_args(argv)
 
 
@@ -72,13 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out
     if out is None:
         if "H200" not in device_name:
-            print(f"this machine ({device_name}) is not an H200: pass --out PATH (the default "
-                  f"{mlp_bench.RESULTS_PATH.relative_to(ROOT)} holds H200 results only)", file=sys.stderr)
+            print(
+                f"this machine ({device_name}) is not an H200: pass --out PATH (the default "
+                f"{mlp_bench.RESULTS_PATH.relative_to(ROOT)} holds H200 results only)",
+                file=sys.stderr,
+            )
             return 2
         out = mlp_bench.RESULTS_PATH
-    if not mlp_bench.default_out_allowed(device_name, out):
-        print(f"refusing to write {device_name} results to {out}: files named h200_* hold H200 results only",
-              file=sys.stderr)
+    if not default_out_allowed(device_name, out):
+        print(
+            f"refusing to write {device_name} results to {out}: files named h200_* hold H200 results only",
+            file=sys.stderr,
+        )
         return 2
 
     if args.variants:
@@ -88,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         variants = list(VARIANT_NAMES)
     if args.sweep_m is not None:
-        sweep_m = mlp_bench.iter_sizes(args.sweep_m)
+        sweep_m = iter_sizes(args.sweep_m)
     elif args.quick:
         sweep_m = [16, 32]
     else:
@@ -99,23 +115,35 @@ def main(argv: list[str] | None = None) -> int:
         kwargs.update(shape=QUICK_SHAPE, steps=2, warmup=1, e2e_iters=3, sweep_steps=2, sweep_seq=16)
         # Compiling again at every sweep size costs ~10 s on 2 CPU cores: keep the quick sweep uncompiled.
         kwargs["sweep_variants"] = [v for v in variants if v not in ("compile", "compile-max-autotune")]
-        kwargs["sweep_note"] = "--quick leaves compiled variants out of the sweep: each new shape recompiles (~10 s on 2 CPU cores)"
+        kwargs["sweep_note"] = (
+            "--quick leaves compiled variants out of the sweep: each new shape recompiles (~10 s on 2 CPU cores)"
+        )
     elif device == "cpu":
         kwargs.update(steps=3, warmup=1, e2e_iters=10, sweep_steps=2)
-    command = " ".join(shlex.quote(a) for a in ["python", "benchmarks/mlp_variants.py", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(
+        shlex.quote(a) for a in ["python", "benchmarks/mlp_variants.py", *(sys.argv[1:] if argv is None else argv)]
+    )
 
     def save(partial: dict) -> None:
         mlp_bench.save_results(partial, out)
 
     try:
-        result = mlp_bench.run(device, variants=variants, sweep_m=sweep_m, budget_s=args.budget_s, log=log,
-                               on_stage=save, command=command, **kwargs)
+        result = mlp_bench.run(
+            device,
+            variants=variants,
+            sweep_m=sweep_m,
+            budget_s=args.budget_s,
+            log=log,
+            on_stage=save,
+            command=command,
+            **kwargs,
+        )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     save(result)
     print()
-    print(mlp_bench.print_table(result))
+    print(variants_table(result))
     log(f"wrote {out}")
     return 0
 

@@ -1,7 +1,7 @@
 """Load a million-event Kineto trace with `helpers` and with HolisticTraceAnalysis, side by side.
 
     python benchmarks/trace_loading.py                        # build the big trace, install HTA, measure both
-    python benchmarks/trace_loading.py --repeat 2 --json traces/benchmarks/cpu_trace_loading.json
+    python benchmarks/trace_loading.py --repeat 2 --json benchmarks/results/cpu_trace_loading.json
     python benchmarks/trace_loading.py --parser orjson        # helpers without msgspec (its fallback path)
     python benchmarks/trace_loading.py --skip-hta             # only helpers (no HTA install)
 
@@ -24,7 +24,7 @@ What it does, in one run:
    - HTA: ``TraceAnalysis(trace_dir=...)``, which parses the trace into its DataFrame.
 4. Prints the table and the ratios helpers / HTA (target: time <= 1/3, peak memory <= 1/2).
 
-Measured on the course's 2-core CPU machine (2026-11-29, results in traces/benchmarks/):
+Measured on the course's 2-core CPU machine (2026-11-29, results in benchmarks/results/):
 helpers 9.4 s and 464 MB, HTA 65.7 s and 1,838 MB: time ratio 0.14, memory ratio 0.25. Without
 msgspec (``--parser orjson``): 15.9 s and 498 MB against HTA's 57.0 s: 0.28 and 0.27. Other work
 on a shared machine inflates wall times; the CPU seconds column is less affected.
@@ -57,10 +57,10 @@ HELPERS_CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import helpers
-import helpers.events
+import helpers.trace.events
 if sys.argv[2] == "orjson":  # measure the fallback used when msgspec is not installed
-    helpers.events.decode_slice = None
-parser = "msgspec" if helpers.events.decode_slice is not None else "orjson"
+    helpers.trace.events.decode_slice = None
+parser = "msgspec" if helpers.trace.events.decode_slice is not None else "orjson"
 t1 = time.perf_counter()
 trace = helpers.load_trace(sys.argv[1])
 t2 = time.perf_counter()
@@ -127,12 +127,20 @@ def build_big_trace(source: Path, target: Path, n_events: int, steps: int = 10) 
     t0, t1 = _span(body)
     shift_t = (t1 - t0) + 50.0  # a gap between copies
     ext_span = _max_int(body, lambda e: (e.get("args") or {}).get("External id")) + 1
-    corr_span = max(_max_int(body, lambda e: (e.get("args") or {}).get("correlation")),
-                    _max_int(body, lambda e: e.get("id") if e.get("ph") in ("s", "f") else None)) + 1
+    corr_span = (
+        max(
+            _max_int(body, lambda e: (e.get("args") or {}).get("correlation")),
+            _max_int(body, lambda e: e.get("id") if e.get("ph") in ("s", "f") else None),
+        )
+        + 1
+    )
     copies = max(1, -(-(n_events - len(meta) - steps) // len(body)))
     steps = max(1, min(steps, copies))
-    template = step_events[0] if step_events else {"ph": "X", "cat": "user_annotation", "pid": body[0].get("pid"),
-                                                   "tid": body[0].get("tid"), "args": {}}
+    template = (
+        step_events[0]
+        if step_events
+        else {"ph": "X", "cat": "user_annotation", "pid": body[0].get("pid"), "tid": body[0].get("tid"), "args": {}}
+    )
 
     doc.pop("traceName", None)
     doc["distributedInfo"] = {"backend": "nccl", "rank": 0, "world_size": 1}  # HTA reads the rank from here
@@ -158,9 +166,13 @@ def build_big_trace(source: Path, target: Path, n_events: int, steps: int = 10) 
         for k in range(copies):
             if k in bounds[:-1]:
                 j = bounds.index(k)
-                step = dict(template, name=f"ProfilerStep#{j + 1}", ts=t0 + k * shift_t - 1.0,
-                            dur=(bounds[j + 1] - k) * shift_t - 50.0 + 2.0,
-                            args={"External id": ext_span * copies + j + 1, "Record function id": 0})
+                step = dict(
+                    template,
+                    name=f"ProfilerStep#{j + 1}",
+                    ts=t0 + k * shift_t - 1.0,
+                    dur=(bounds[j + 1] - k) * shift_t - 50.0 + 2.0,
+                    args={"External id": ext_span * copies + j + 1, "Record function id": 0},
+                )
                 emit(step)
             for e in body:
                 c = dict(e)
@@ -181,8 +193,7 @@ def build_big_trace(source: Path, target: Path, n_events: int, steps: int = 10) 
             tail["course_provenance"] = {**provenance, "label": "tiled_" + str(provenance.get("label", "trace"))}
         fh.write(b"\n  ],\n" + orjson.dumps(tail, option=orjson.OPT_INDENT_2)[1:])
     os.replace(tmp, target)
-    return {"source": str(source), "copies": copies, "steps": steps, "events": written,
-            "bytes": target.stat().st_size}
+    return {"source": str(source), "copies": copies, "steps": steps, "events": written, "bytes": target.stat().st_size}
 
 
 # --------------------------------------------------------------------------- HTA environment
@@ -196,7 +207,9 @@ def ensure_hta(venv: Path) -> Path:
             return python
     log(f"installing HolisticTraceAnalysis {HTA_VERSION} into {venv} (its own venv; a few minutes the first time)")
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"HolisticTraceAnalysis=={HTA_VERSION}"], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", f"HolisticTraceAnalysis=={HTA_VERSION}"], check=True
+    )
     subprocess.run(probe, check=True, capture_output=True)
     return python
 
@@ -205,8 +218,9 @@ def ensure_hta(venv: Path) -> Path:
 def run_child(python: str, code: str, args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run `code` in a fresh interpreter; wall time and peak RSS of that process, plus its own report."""
     start = time.perf_counter()
-    proc = subprocess.Popen([python, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, cwd=str(ROOT))
+    proc = subprocess.Popen(
+        [python, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(ROOT)
+    )
     # wait4 returns the resource usage of exactly this child (ru_maxrss in KiB on Linux)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
@@ -226,10 +240,19 @@ def run_child(python: str, code: str, args: list[str], env: dict[str, str] | Non
 def summarise(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Best-of-N (least disturbed by other work on the machine) for time; max for memory."""
     best = min(runs, key=lambda r: r["wall_s"])
-    return {"loader": name, "runs": len(runs), "wall_s": best["wall_s"], "cpu_s": min(r["cpu_s"] for r in runs),
-            "load_s": min(r["load_s"] for r in runs), "tables_s": best["tables_s"], "import_s": best["import_s"],
-            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "events": best["events"],
-            "parser": best.get("parser", ""), "all_wall_s": [round(r["wall_s"], 2) for r in runs]}
+    return {
+        "loader": name,
+        "runs": len(runs),
+        "wall_s": best["wall_s"],
+        "cpu_s": min(r["cpu_s"] for r in runs),
+        "load_s": min(r["load_s"] for r in runs),
+        "tables_s": best["tables_s"],
+        "import_s": best["import_s"],
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "events": best["events"],
+        "parser": best.get("parser", ""),
+        "all_wall_s": [round(r["wall_s"], 2) for r in runs],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,8 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-hta", action="store_true")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the big trace even if it exists")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    parser.add_argument("--parser", choices=["auto", "orjson"], default="auto",
-                        help="helpers' JSON path: auto (msgspec when installed) or the orjson fallback")
+    parser.add_argument(
+        "--parser",
+        choices=["auto", "orjson"],
+        default="auto",
+        help="helpers' JSON path: auto (msgspec when installed) or the orjson fallback",
+    )
     args = parser.parse_args(argv)
 
     trace_dir = args.workdir / "trace"  # HTA reads every trace file in this folder: nothing else goes there
@@ -258,8 +285,10 @@ def main(argv: list[str] | None = None) -> int:
         built = build_big_trace(args.source, big, args.events, args.steps)
         built["recipe"] = recipe
         recipe_file.write_text(json.dumps(built))
-        log(f"  {built['events']:,} events, {built['bytes'] / 1e6:.0f} MB, {built['copies']} copies, "
-            f"{time.perf_counter() - t:.0f} s")
+        log(
+            f"  {built['events']:,} events, {built['bytes'] / 1e6:.0f} MB, {built['copies']} copies, "
+            f"{time.perf_counter() - t:.0f} s"
+        )
     info_bytes = big.stat().st_size
     hta_python = None if args.skip_hta else ensure_hta(args.hta_venv)
 
@@ -278,19 +307,31 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"trace: {big} ({info_bytes / 1e6:.0f} MB, {ours['events']:,} complete events in helpers' table)")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print(f"helpers parsed with {ours['parser']}; load uptime: {os.getloadavg()[0]:.1f} (other work on the machine "
-          "inflates wall times; CPU seconds are less affected)")
-    header = (f"{'loader':<10}{'process wall s':>16}{'process CPU s':>15}{'load call s':>13}{'kernels+ops s':>15}"
-              f"{'peak RSS MB':>13}")
+    print(
+        f"helpers parsed with {ours['parser']}; load uptime: {os.getloadavg()[0]:.1f} (other work on the machine "
+        "inflates wall times; CPU seconds are less affected)"
+    )
+    header = (
+        f"{'loader':<10}{'process wall s':>16}{'process CPU s':>15}{'load call s':>13}{'kernels+ops s':>15}"
+        f"{'peak RSS MB':>13}"
+    )
     print(header)
     if hta_python:
         theirs = summarise(f"HTA {HTA_VERSION}", [r for n, r in results if n == "hta"])
         rows.append(theirs)
     for r in rows:
-        print(f"{r['loader']:<10}{r['wall_s']:>16.2f}{r['cpu_s']:>15.2f}{r['load_s']:>13.2f}{r['tables_s']:>15.2f}"
-              f"{r['peak_rss_mb']:>13.0f}")
-    summary: dict[str, Any] = {"trace_bytes": info_bytes, "trace": built, "rows": rows, "cpus": os.cpu_count(),
-                               "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
+        print(
+            f"{r['loader']:<10}{r['wall_s']:>16.2f}{r['cpu_s']:>15.2f}{r['load_s']:>13.2f}{r['tables_s']:>15.2f}"
+            f"{r['peak_rss_mb']:>13.0f}"
+        )
+    summary: dict[str, Any] = {
+        "trace_bytes": info_bytes,
+        "trace": built,
+        "rows": rows,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
     if hta_python:
         t_ratio = ours["wall_s"] / theirs["wall_s"]
         cpu_ratio = ours["cpu_s"] / theirs["cpu_s"]
@@ -303,8 +344,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"peak memory helpers / HTA:                                     {m_ratio:.3f}  (target <= 0.5)")
         verdict = "MET" if t_ratio <= 1 / 3 and m_ratio <= 0.5 else "NOT MET"
         print(f"target {verdict}")
-        summary.update({"time_ratio": t_ratio, "cpu_time_ratio": cpu_ratio, "load_time_ratio": load_ratio,
-                        "memory_ratio": m_ratio, "target_met": verdict == "MET"})
+        summary.update(
+            {
+                "time_ratio": t_ratio,
+                "cpu_time_ratio": cpu_ratio,
+                "load_time_ratio": load_ratio,
+                "memory_ratio": m_ratio,
+                "target_met": verdict == "MET",
+            }
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(summary, indent=1) + "\n")

@@ -1,15 +1,20 @@
-"""Helpers for the course "Reading PyTorch profiles": profile, load, read and draw traces.
+"""Helpers for the course "Reading PyTorch profiles": the names the notebooks use, in one place.
 
-The public surface (see ../shared/NOTES.md section 4 and README.md):
+The package is built in layers; each imports only the ones above it in this list:
 
-- :func:`profile` and :func:`load_trace` return a :class:`Trace`;
-- ``Trace.ops()``, ``.kernels()``, ``.chain(op)``, ``.timeline()``, ``.save(path)``;
-- :func:`decode_kernel` reads a kernel name; :mod:`helpers.roofline` turns times into rates;
-- :func:`compare` and :func:`compare_kernels` put traces side by side.
+- ``helpers.paths``, ``helpers.checks``, ``helpers.triton_env``: where files are, argument checks,
+  whether Triton compiles or interprets (no torch);
+- ``helpers.trace``: read and model a trace: files, events, :class:`Trace`, kernel names, queries,
+  comparison, timeline (no torch);
+- ``helpers.measure``: run things here: :func:`profile`, timing, device facts, ceilings and
+  rooflines, compile costs;
+- ``helpers.fused``: the course's own Triton kernels and the layers built on them;
+- ``helpers.mlp``: the course's subject, the GeGLU MLP: model, workloads, plans, variants, the
+  hand-tuned kernel loader, the variants benchmark and its results;
+- ``helpers.lesson``: what a notebook shows and checks: display helpers, exercises.
 
-Reading traces needs no torch: the names that need it (``profile``, the models, workloads,
-rooflines) are imported on first use, so ``helpers.load_trace`` stays light (importing torch
-costs about 300 MB and a few seconds; benchmarks/trace_loading.py measures the loader).
+Notebooks import only ``helpers`` and use the names below (a test enforces it). Names are loaded
+on first use, so ``import helpers`` followed by :func:`load_trace` never imports torch.
 """
 
 from __future__ import annotations
@@ -17,35 +22,131 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import _triton_env  # noqa: F401  (first: Triton's CPU interpreter on machines without a GPU)
-from .compare import compare, compare_kernels
-from .kernel_names import decode_kernel, decode_kernels
-from .paths import LOCAL_TRACES_DIR, REPO_ROOT, TRACES_DIR, reference_trace_path
-from .trace import NoKernelsError, Trace, TraceInfo, load_trace
+from . import triton_env as _triton_env  # noqa: F401  (first: decides Triton's mode before anything imports it)
 
-# name -> module (relative) that defines it; imported when first used.
-_LAZY = {
-    "BLOG_SHAPE": "models", "CPU_SHAPE": "models", "MLPShape": "models", "SimpleGeGLUMLP": "models",
-    "geglu_reference": "models",
-    "infer_device": "profiling", "profile": "profiling",
+# name -> (module, attribute); the attribute "" exports the module itself.
+_EXPORTS: dict[str, tuple[str, str]] = {
+    # -- where things are
+    "REPO_ROOT": ("paths", "REPO_ROOT"),
+    "TRACES_DIR": ("paths", "TRACES_DIR"),
+    "LOCAL_TRACES_DIR": ("paths", "LOCAL_TRACES_DIR"),
+    "reference_trace_path": ("paths", "reference_trace_path"),
+    "triton_mode": ("triton_env", "triton_mode"),
+    # -- reading traces (no torch)
+    "Trace": ("trace.model", "Trace"),
+    "TraceInfo": ("trace.model", "TraceInfo"),
+    "NoKernelsError": ("trace.model", "NoKernelsError"),
+    "load_trace": ("trace.model", "load_trace"),
+    "decode_kernel": ("trace.kernel_names", "decode_kernel"),
+    "decode_kernels": ("trace.kernel_names", "decode_kernels"),
+    "compare": ("trace.compare", "compare"),
+    "compare_kernels": ("trace.compare", "compare_kernels"),
+    "work_items": ("trace.compare", "work_items"),
+    "trace_cards": ("trace.queries", "trace_cards"),
+    "kernel_table": ("trace.queries", "kernel_table"),
+    "kernels_per_forward": ("trace.queries", "kernels_per_forward"),
+    "kernels_under": ("trace.queries", "kernels_under"),
+    "chain_tree": ("trace.queries", "chain_tree"),
+    "op_costs": ("trace.queries", "op_costs"),
+    "op_call_times": ("trace.queries", "op_call_times"),
+    "op_input": ("trace.queries", "op_input"),
+    "mm_dims": ("trace.queries", "mm_dims"),
+    "device_properties": ("trace.queries", "device_properties"),
+    # -- measuring here
+    "profile": ("measure.profile", "profile"),
+    "key_averages_frame": ("measure.profile", "key_averages_frame"),
+    "infer_device": ("measure.profile", "infer_device"),
+    "time_per_call": ("measure.timing", "time_per_call"),
+    "time_end_to_end": ("measure.timing", "time_end_to_end"),
+    "relative_error": ("measure.numerics", "relative_error"),
+    "Ceilings": ("measure.ceilings", "Ceilings"),
+    "measure_ceilings": ("measure.ceilings", "measure_ceilings"),
+    "H200_REFERENCE": ("measure.ceilings", "H200_REFERENCE"),
+    "gemm_flops": ("measure.roofline", "gemm_flops"),
+    "gemm_bytes": ("measure.roofline", "gemm_bytes"),
+    "elementwise_bytes": ("measure.roofline", "elementwise_bytes"),
+    "achieved": ("measure.roofline", "achieved"),
+    "roofline_frame": ("measure.roofline", "roofline_frame"),
+    "roofline_figure": ("measure.roofline", "roofline_figure"),
+    "tile_waves": ("measure.roofline", "tile_waves"),
+    "time_first_call": ("measure.compile_costs", "time_first_call"),
+    "first_calls": ("measure.compile_costs", "first_calls"),
+    "batch_inputs": ("measure.compile_costs", "batch_inputs"),
+    "shape_sweep": ("measure.compile_costs", "shape_sweep"),
+    "sweep_summary": ("measure.compile_costs", "sweep_summary"),
+    "call_split": ("measure.compile_costs", "call_split"),
+    "compile_wrapper_rows": ("measure.compile_costs", "compile_wrapper_rows"),
+    # -- the course's kernels
+    "geglu": ("fused.geglu_pointwise", "geglu"),
+    "gate_up_geglu": ("fused.gate_up", "gate_up_geglu"),
+    "pack_gate_up": ("fused.gate_up", "pack_gate_up"),
+    "unpack_gate_up": ("fused.gate_up", "unpack_gate_up"),
+    "gate_up_config_table": ("fused.gate_up_tuning", "config_table"),
+    "GeGLU": ("fused.modules", "GeGLU"),
+    "CourseGeGLUMLP": ("fused.modules", "CourseGeGLUMLP"),
+    "FusedGeGLUMLP": ("fused.modules", "FusedGeGLUMLP"),
+    # -- the GeGLU MLP
+    "MLPShape": ("mlp.model", "MLPShape"),
+    "BLOG_SHAPE": ("mlp.model", "BLOG_SHAPE"),
+    "CPU_SHAPE": ("mlp.model", "CPU_SHAPE"),
+    "MLPConfig": ("mlp.model", "MLPConfig"),
+    "SimpleGeGLUMLP": ("mlp.model", "SimpleGeGLUMLP"),
+    "geglu_reference": ("mlp.model", "geglu_reference"),
+    "reference_forward": ("mlp.model", "reference_forward"),
+    "workloads": ("mlp.workloads", ""),
+    "PLANS": ("mlp.plans", "PLANS"),
+    "plan_kernels": ("mlp.plans", "plan_kernels"),
+    "plan_bytes": ("mlp.plans", "plan_bytes"),
+    "plan_floor_us": ("mlp.plans", "plan_floor_us"),
+    "plans_frame": ("mlp.plans", "plans_frame"),
+    "infer_plan": ("mlp.plans", "infer_plan"),
+    "kernel_role": ("mlp.plans", "kernel_role"),
+    "geglu_bytes": ("mlp.plans", "geglu_bytes"),
+    "geglu_mlp_flops": ("mlp.plans", "geglu_mlp_flops"),
+    "VARIANTS": ("mlp.variants", "VARIANTS"),
+    "VariantUnavailable": ("mlp.variants", "VariantUnavailable"),
+    "build_variant": ("mlp.variants", "build_variant"),
+    "variant_table": ("mlp.variants", "variant_table"),
+    "geglu_table": ("mlp.fusion", "geglu_table"),
+    "load_geglu_mlp": ("mlp.hub", "load_geglu_mlp"),
+    "KernelLoadError": ("mlp.hub", "KernelLoadError"),
+    "hub_status": ("mlp.hub_cache", "hub_status"),
+    "cache_dir": ("mlp.hub_cache", "cache_dir"),
+    "cached_versions": ("mlp.hub_cache", "cached_versions"),
+    "describe_repository": ("mlp.hub_cache", "describe_repository"),
+    "raw_get_kernel": ("mlp.hub_cache", "raw_get_kernel"),
+    "LIGER_REPO": ("mlp.hub_cache", "LIGER_REPO"),
+    "COURSE_KERNEL_REPO": ("mlp.hub_cache", "COURSE_KERNEL_REPO"),
+    "LIVE_VARIANTS": ("mlp.bench", "LIVE_VARIANTS"),
+    "run_variants_benchmark": ("mlp.bench", "run"),
+    "load_benchmark_results": ("mlp.results", "load_results"),
+    "BenchResults": ("mlp.results", "BenchResults"),
+    # -- lessons
+    "exercises": ("lesson.exercises", ""),
+    "on_gpu": ("lesson.display", "on_gpu"),
+    "lesson_path": ("lesson.display", "lesson_path"),
+    "environment_report": ("lesson.display", "environment_report"),
+    "side_by_side": ("lesson.display", "side_by_side"),
+    "kernel_source": ("lesson.display", "kernel_source"),
+    "layout_table": ("lesson.strides", "layout_table"),
+    "storage_index": ("lesson.strides", "storage_index"),
+    "strides_figure": ("lesson.strides", "strides_figure"),
+    "check_geglu_kernel": ("lesson.kernel_exercises", "check_geglu_kernel"),
+    "kernel_device": ("lesson.kernel_exercises", "kernel_device"),
+    "time_geglu_kernel": ("lesson.kernel_exercises", "time_geglu_kernel"),
 }
-_LAZY_MODULES = {"exercises", "roofline", "workloads"}
 
-__all__ = [
-    "BLOG_SHAPE", "CPU_SHAPE", "MLPShape", "SimpleGeGLUMLP", "geglu_reference",
-    "LOCAL_TRACES_DIR", "REPO_ROOT", "TRACES_DIR", "reference_trace_path",
-    "infer_device", "profile", "workloads", "exercises", "roofline", "decode_kernel", "decode_kernels",
-    "NoKernelsError", "Trace", "TraceInfo", "load_trace", "compare", "compare_kernels",
-]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    elif name in _LAZY_MODULES:
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _EXPORTS:
+        raise AttributeError(
+            f"module 'helpers' has no attribute {name!r}; the lesson-facing names are listed in helpers.__all__"
+        )
+    module_name, attr = _EXPORTS[name]
+    module = importlib.import_module(f".{module_name}", __name__)
+    value = getattr(module, attr) if attr else module
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -13,25 +13,19 @@ listed in ``PROVENANCE.md`` beside the traces. Recipes whose optional dependency
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import platform
-import shlex
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import helpers  # noqa: E402
-# Before anything imports triton (_provenance does, so does Inductor): on a CPU-only machine this
-# switches on Triton's interpreter, which the course-kernel recipe needs (helpers/fused/_backend.py).
-import helpers.fused  # noqa: E402,F401
-from helpers import workloads as wl  # noqa: E402
+import helpers  # noqa: E402  (first: on a CPU-only machine it switches on Triton's interpreter)
+from helpers.measure.device import provenance, resolve_device  # noqa: E402
+from helpers.mlp import workloads as wl  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -64,24 +58,45 @@ def _gpu_only(build: Callable[[torch.device], wl.Built], why: str) -> Callable[[
 RECIPES: list[Recipe] = [
     Recipe("linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebook 02)"),
     Recipe("matmul_add", lambda d: wl.matmul_then_add(d), "x @ W.T + b on [1024, 32] (notebook 02)"),
-    Recipe("linear_bias_compiled", lambda d: wl.compiled(wl.linear_layer(d)),
-           "torch.compile(nn.Linear(32, 64)) (notebook 02)", setup=_inductor_cpu_profile),
+    Recipe(
+        "linear_bias_compiled",
+        lambda d: wl.compiled(wl.linear_layer(d)),
+        "torch.compile(nn.Linear(32, 64)) (notebook 02)",
+        setup=_inductor_cpu_profile,
+    ),
     Recipe("mlp_eager", lambda d: wl.geglu_mlp(d), "SimpleGeGLUMLP, eager (notebook 03)"),
-    Recipe("mlp_compiled", lambda d: wl.compiled(wl.geglu_mlp(d)), "SimpleGeGLUMLP under torch.compile (notebook 04)",
-           setup=_inductor_cpu_profile),
-    Recipe("mlp_compiled_max_autotune",
-           _gpu_only(lambda d: wl.compiled(wl.geglu_mlp(d), mode="max-autotune-no-cudagraphs"),
-                     "max-autotune benchmarks Triton GEMM templates on the GPU"),
-           "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs') (notebook 04)"),
-    Recipe("mlp_liger", lambda d: wl.geglu_mlp_hand_tuned(d, sources=("hub", "cache", "package")),
-           "SimpleGeGLUMLP's weights in Liger's LigerGEGLUMLP (kernels-community/liger-kernels v1 from the Hub "
-           "or its cache, else the liger-kernel package) (notebook 05)"),
-    Recipe("mlp_course_kernel", lambda d: wl.geglu_mlp_hand_tuned(d, sources=("local",)),
-           "SimpleGeGLUMLP's weights in CourseGeGLUMLP: the course's Triton GeGLU kernel loaded from "
-           "local_kernels/course-geglu with kernels.get_local_kernel (notebook 05)"),
-    Recipe("views_copy", lambda d: wl.views_and_copies(d),
-           "five views (t, transpose, view, reshape, as_strided) and two copies (contiguous, flatten) "
-           "of the MLP's [tokens, dim] activations (notebook 01)"),
+    Recipe(
+        "mlp_compiled",
+        lambda d: wl.compiled(wl.geglu_mlp(d)),
+        "SimpleGeGLUMLP under torch.compile (notebook 04)",
+        setup=_inductor_cpu_profile,
+    ),
+    Recipe(
+        "mlp_compiled_max_autotune",
+        _gpu_only(
+            lambda d: wl.compiled(wl.geglu_mlp(d), mode="max-autotune-no-cudagraphs"),
+            "max-autotune benchmarks Triton GEMM templates on the GPU",
+        ),
+        "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs') (notebook 04)",
+    ),
+    Recipe(
+        "mlp_liger",
+        lambda d: wl.geglu_mlp_hand_tuned(d, sources=("hub", "cache", "package")),
+        "SimpleGeGLUMLP's weights in Liger's LigerGEGLUMLP (kernels-community/liger-kernels v1 from the Hub "
+        "or its cache, else the liger-kernel package) (notebook 05)",
+    ),
+    Recipe(
+        "mlp_course_kernel",
+        lambda d: wl.geglu_mlp_hand_tuned(d, sources=("local",)),
+        "SimpleGeGLUMLP's weights in CourseGeGLUMLP: the course's Triton GeGLU kernel loaded from "
+        "local_kernels/course-geglu with kernels.get_local_kernel (notebook 05)",
+    ),
+    Recipe(
+        "views_copy",
+        lambda d: wl.views_and_copies(d),
+        "five views (t, transpose, view, reshape, as_strided) and two copies (contiguous, flatten) "
+        "of the MLP's [tokens, dim] activations (notebook 01)",
+    ),
 ]
 
 
@@ -96,29 +111,9 @@ def _gpu_prefix(device: torch.device) -> str:
 
 
 def _provenance(device: torch.device) -> dict:
-    prov = {
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "recorded_on": dt.date.today().isoformat(),
-        "host": platform.node(),
-        "command": " ".join(shlex.quote(a) for a in sys.argv),
-    }
-    try:
-        import triton
-
-        prov["triton"] = triton.__version__
-    except ImportError:
-        prov["triton"] = "not installed"
-    if device.type == "cuda":
-        prov["device"] = torch.cuda.get_device_name(device)
-        prov["cuda"] = torch.version.cuda
-        try:
-            prov["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                            capture_output=True, text=True, timeout=20).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            prov["driver"] = "unknown"
-    else:
-        prov["device"] = f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
+    """The measurement's provenance, in the keys reference traces have always carried."""
+    prov = provenance(device)
+    prov["recorded_on"] = prov.pop("date")[:10]
     return prov
 
 
@@ -128,18 +123,30 @@ def record(recipe: Recipe, device: torch.device, out_dir: Path, prefix: str, bas
         recipe.setup()
     torch._dynamo.reset()
     built = recipe.build(device)
-    trace = helpers.profile(built.fn, *built.inputs, steps=recipe.steps, warmup=recipe.warmup,
-                            label=f"{prefix}_{recipe.name}")
+    trace = helpers.profile(
+        built.fn, *built.inputs, steps=recipe.steps, warmup=recipe.warmup, label=f"{prefix}_{recipe.name}"
+    )
     shapes = {k: v for k, v in built.details.items()}
-    extra = {**base_prov, "what": recipe.what, "dtype": str(built.dtype).replace("torch.", ""), "shapes": shapes,
-             "steps": recipe.steps, "warmup": recipe.warmup}
+    extra = {
+        **base_prov,
+        "what": recipe.what,
+        "dtype": str(built.dtype).replace("torch.", ""),
+        "shapes": shapes,
+        "steps": recipe.steps,
+        "warmup": recipe.warmup,
+    }
     trace.info.extra.update({k: v for k, v in extra.items() if k not in {"device", "torch", "recorded_on"}})
     target = out_dir / f"{prefix}_{recipe.name}.json.gz"
     # The recording script is the one writer allowed to (re)write reference traces.
     trace.save(target, allow_reference=True)
     kernels = trace.kernels(allow_empty=True)
-    return {"file": target.name, "what": recipe.what, "bytes": target.stat().st_size,
-            "kernels_per_step": round(len(kernels) / max(len(trace.steps), 1), 2), **extra}
+    return {
+        "file": target.name,
+        "what": recipe.what,
+        "bytes": target.stat().st_size,
+        "kernels_per_step": round(len(kernels) / max(len(trace.steps), 1), 2),
+        **extra,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="cuda (default when present) or cpu")
     parser.add_argument("--only", nargs="*", default=None, help="recipe names to record (default: all)")
     args = parser.parse_args(argv)
-    device = torch.device(args.device) if args.device else wl.default_device()
+    device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     prefix = _gpu_prefix(device)
     base = _provenance(device)
@@ -162,8 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as err:
             print(f"    skipped: {err}", flush=True)
             continue
-        print(f"    saved {rows[-1]['file']} ({rows[-1]['bytes'] / 1e3:.0f} kB, "
-              f"{rows[-1]['kernels_per_step']} kernels/step) in {time.perf_counter() - t0:.1f}s", flush=True)
+        print(
+            f"    saved {rows[-1]['file']} ({rows[-1]['bytes'] / 1e3:.0f} kB, "
+            f"{rows[-1]['kernels_per_step']} kernels/step) in {time.perf_counter() - t0:.1f}s",
+            flush=True,
+        )
     index = args.out / f"{prefix}_provenance.json"
     old = json.loads(index.read_text()) if index.exists() else {}
     old.update({r["file"]: r for r in rows})

@@ -8,20 +8,24 @@ from pathlib import Path
 import pytest
 import torch
 
-DATA = Path(__file__).parent / "data"
+import helpers
+
+DATA = Path(__file__).parent / "data"  # third-party traces (SOURCES.tsv says where each comes from)
 requires_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(),
     reason="needs a CUDA GPU: this machine has none (CI never has one); the CUDA parsing path is tested on "
-    "the committed H200 traces in tests/data instead",
+    "the committed H200 reference traces in traces/ instead",
 )
 
 
 def data_file(name: str) -> Path:
-    """A committed test trace under tests/data; fails the test with advice when it is missing."""
-    path = DATA / name
-    if not path.exists():
-        pytest.fail(f"committed test trace {path} is missing: record it with scripts/record_reference_traces.py")
-    return path
+    """A shipped reference trace (traces/) by name, or a third-party test trace (tests/data/) by file name."""
+    if (DATA / name).exists():
+        return DATA / name
+    try:
+        return helpers.reference_trace_path(name.removesuffix(".json.gz"))
+    except FileNotFoundError as err:
+        pytest.fail(f"test trace {name} is missing: {err}")
 
 
 # ------------------------------------------------------------------ the course's Triton kernels
@@ -33,15 +37,13 @@ requires_compiled_kernels = pytest.mark.skipif(
 
 
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """Relative error ||out - ref|| / ||ref||, computed in float64."""
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+    """Relative error ||out - ref|| / ||ref|| (helpers.relative_error: float64, inf on NaN)."""
+    return helpers.relative_error(out, ref)
 
 
 def kernel_device() -> str:
     """Where the course's kernels run: "cuda" when compiled, "cpu" under Triton's interpreter."""
-    from helpers.fused import triton_mode
-
-    return "cuda" if triton_mode() == "cuda" else "cpu"
+    return "cuda" if helpers.triton_mode() == "cuda" else "cpu"
 
 
 def seeded_randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, scale: float = 1.0) -> torch.Tensor:

@@ -70,8 +70,9 @@ def browser(chromium_executable, tmp_path_factory) -> Browser:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        context = labdriver.launch_chromium(playwright, chromium_executable,
-                                            tmp_path_factory.mktemp("chromium-profile"))
+        context = labdriver.launch_chromium(
+            playwright, chromium_executable, tmp_path_factory.mktemp("chromium-profile")
+        )
         wrapper = Browser(context)
         labdriver.block_outside_requests(context, wrapper.blocked)
         try:

@@ -35,8 +35,14 @@ from urllib.parse import urlsplit
 # Chromium's own background connections (update checks, sync, QUIC probes), which would only be
 # refused here (the flags python.md lists for root on this network). The profile is a fresh folder.
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -73,8 +79,9 @@ class JupyterLab:
     autosaved (the settings turn autosave off), so nothing a test does is written back.
     """
 
-    def __init__(self, root: Path, state_dir: Path, python: str = sys.executable,
-                 startup_timeout: float = 120.0) -> None:
+    def __init__(
+        self, root: Path, state_dir: Path, python: str = sys.executable, startup_timeout: float = 120.0
+    ) -> None:
         self.root = Path(root)
         self.state_dir = Path(state_dir)
         self.python = python
@@ -98,9 +105,13 @@ class JupyterLab:
         bin_dir = str(Path(self.python).parent)
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         # Keep the user's ~/.jupyter, lab settings and workspaces out of the test, and the test out of them.
-        for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
-                         ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-                         ("IPYTHONDIR", "ipython")]:
+        for var, sub in [
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+            ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+            ("IPYTHONDIR", "ipython"),
+        ]:
             path = self.state_dir / sub
             path.mkdir(parents=True, exist_ok=True)
             env[var] = str(path)
@@ -120,32 +131,42 @@ class JupyterLab:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
 
-    def start(self) -> "JupyterLab":
+    def start(self) -> JupyterLab:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         env = self._environment()
         self._write_settings()
         self.port = free_loopback_port()
         cmd = [
-            self.python, "-m", "jupyterlab", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-            f"--ServerApp.root_dir={self.root}", f"--IdentityProvider.token={self.token}",
+            self.python,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={self.root}",
+            f"--IdentityProvider.token={self.token}",
             # window.jupyterapp: lets the test read cell models (outputs, execution counts) exactly.
             "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+            "--ServerApp.terminals_enabled=False",
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--ServerApp.allow_root=True")  # CI containers run as root
         log = self.log_path.open("wb")
         # Own process group: stop() can end the server and the kernels it started, and nothing else.
-        self.process = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {self.process.returncode} while starting:\n"
-                                   f"{_tail(self.log_path)}")
+                raise RuntimeError(
+                    f"jupyter lab exited with {self.process.returncode} while starting:\n{_tail(self.log_path)}"
+                )
             if self.status() is not None:
                 return self
             time.sleep(0.5)
@@ -154,8 +175,9 @@ class JupyterLab:
 
     def status(self) -> dict[str, Any] | None:
         """The server's /api/status, or None when it does not answer (yet)."""
-        request = urllib.request.Request(f"{self.base_url}/api/status",
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base_url}/api/status", headers={"Authorization": f"token {self.token}"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=5) as response:
                 return json.load(response)
@@ -163,8 +185,9 @@ class JupyterLab:
             return None
 
     def _api(self, method: str, path: str, timeout: float = 10.0) -> Any:
-        request = urllib.request.Request(f"{self.base_url}/api/{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base_url}/api/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -188,7 +211,7 @@ class JupyterLab:
         except ProcessLookupError:
             pass
 
-    def __enter__(self) -> "JupyterLab":
+    def __enter__(self) -> JupyterLab:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -201,8 +224,12 @@ def launch_chromium(playwright, executable: str, user_data_dir: Path, timeout_ms
     if Path(user_data_dir).exists():
         shutil.rmtree(user_data_dir)
     context = playwright.chromium.launch_persistent_context(
-        str(user_data_dir), executable_path=executable, headless=True, args=CHROMIUM_FLAGS,
-        viewport=VIEWPORT, timeout=timeout_ms,
+        str(user_data_dir),
+        executable_path=executable,
+        headless=True,
+        args=CHROMIUM_FLAGS,
+        viewport=VIEWPORT,
+        timeout=timeout_ms,
     )
     context.set_default_timeout(30_000)
     context.set_default_navigation_timeout(60_000)
@@ -222,6 +249,7 @@ def block_outside_requests(context, record: list[str]) -> None:
     The course must work offline (the Space may be offline, a laptop on a train is): anything that
     needs the network shows up in `record` and its failure shows up in what the page renders.
     """
+
     def handle(route) -> None:
         url = route.request.url
         if is_loopback(url):
@@ -328,8 +356,10 @@ def open_notebook(page, lab: JupyterLab, relpath: str, timeout_s: float = 120.0)
     """Open `relpath` (relative to the server root) and wait until its kernel is idle."""
     # ?reset: start from an empty workspace, not with the tabs an earlier page left open.
     page.goto(lab.url(f"lab/tree/{relpath}?reset"), wait_until="domcontentloaded")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell && window.jupyterapp.started !== undefined",
-                           timeout=timeout_s * 1000)
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell && window.jupyterapp.started !== undefined",
+        timeout=timeout_s * 1000,
+    )
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(state="visible", timeout=timeout_s * 1000)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -341,8 +371,10 @@ def open_notebook(page, lab: JupyterLab, relpath: str, timeout_s: float = 120.0)
         if state and state["ready"] and state["kernel"] == "idle":
             return
         time.sleep(0.5)
-    raise TimeoutError(f"the kernel of {relpath} was not idle within {timeout_s:.0f} s (last state: "
-                       f"{(notebook_state(page) or {}).get('kernel')})")
+    raise TimeoutError(
+        f"the kernel of {relpath} was not idle within {timeout_s:.0f} s (last state: "
+        f"{(notebook_state(page) or {}).get('kernel')})"
+    )
 
 
 def click_run_all(page) -> None:
@@ -371,8 +403,10 @@ def wait_for_run(page, relpath: str, timeout_s: float) -> None:
             # cleared the queue. Which one is for the caller to judge from the cell models.
             return
     pending = [c["index"] for c in (state or {}).get("cells", []) if c.get("pending")]
-    raise TimeoutError(f"{relpath}: Run All did not finish within {timeout_s:.0f} s; kernel "
-                       f"{(state or {}).get('kernel')}, cells still queued or running: {pending}")
+    raise TimeoutError(
+        f"{relpath}: Run All did not finish within {timeout_s:.0f} s; kernel "
+        f"{(state or {}).get('kernel')}, cells still queued or running: {pending}"
+    )
 
 
 def run_notebook(page, lab: JupyterLab, relpath: str, timeout_s: float) -> NotebookRun:
@@ -388,12 +422,23 @@ def run_notebook(page, lab: JupyterLab, relpath: str, timeout_s: float) -> Noteb
     page.wait_for_function(
         f"() => window.jupyterapp.shell.currentWidget.content.widgets.some("
         f"(c) => c.promptNode && c.promptNode.textContent.includes('*'))"
-        f" || JSON.stringify(({counts})()) !== window.__courseCountsBefore", timeout=30_000)
+        f" || JSON.stringify(({counts})()) !== window.__courseCountsBefore",
+        timeout=30_000,
+    )
     wait_for_run(page, relpath, timeout_s)
     seconds = time.monotonic() - started
     state = notebook_state(page, full=True)
-    cells = [CellRun(index=c["index"], type=c["type"], source=c.get("source", ""), tags=c.get("tags", []),
-                     execution_count=c["execution_count"], outputs=c.get("outputs", [])) for c in state["cells"]]
+    cells = [
+        CellRun(
+            index=c["index"],
+            type=c["type"],
+            source=c.get("source", ""),
+            tags=c.get("tags", []),
+            execution_count=c["execution_count"],
+            outputs=c.get("outputs", []),
+        )
+        for c in state["cells"]
+    ]
     return NotebookRun(path=relpath, seconds=seconds, cells=cells, page_errors=page_errors)
 
 

@@ -22,10 +22,9 @@ import re
 import shutil
 from pathlib import Path
 
+import labdriver
 import nbformat
 import pytest
-
-import labdriver
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -49,6 +48,7 @@ RIGHT, MISSING = "right", "not answered yet"
 def course_notebook(number: str) -> Path:
     return labdriver.find_lesson(number, NOTEBOOKS)
 
+
 # What each cell of the notebook in front shows: tables (headers, rows) and feedback boxes.
 _DOM_JS = """
 () => Array.from(window.jupyterapp.shell.currentWidget.node.querySelectorAll('[data-course-cell]')).map((node) => ({
@@ -65,9 +65,13 @@ _DOM_JS = """
 def _write_report(path: Path, run: labdriver.NotebookRun, blocked: list[str], extra: dict) -> None:
     """A small JSON next to the screenshots: timing, stderr shown to the learner, what was checked."""
     report = {
-        "notebook": run.path, "run_all_seconds": round(run.seconds, 1),
-        "code_cells": len(run.code_cells), "not_run": [c.index for c in run.not_run],
-        "errors": run.unexpected_errors(), "page_errors": run.page_errors, "blocked_requests": blocked,
+        "notebook": run.path,
+        "run_all_seconds": round(run.seconds, 1),
+        "code_cells": len(run.code_cells),
+        "not_run": [c.index for c in run.not_run],
+        "errors": run.unexpected_errors(),
+        "page_errors": run.page_errors,
+        "blocked_requests": blocked,
         "stderr_shown": {c.index: c.stderr for c in run.code_cells if c.stderr},
         **extra,
     }
@@ -98,8 +102,7 @@ def run_in_lab(lab, browser, notebook: Path, output_dir: Path, label: str, timeo
 def assert_ran_cleanly(run: labdriver.NotebookRun) -> None:
     errors = run.unexpected_errors()
     assert not errors, f"{run.path}: error output in JupyterLab:\n\n" + "\n\n".join(errors)
-    assert not run.not_run, (f"{run.path}: Run All stopped before cells "
-                             f"{[c.where() for c in run.not_run]}")
+    assert not run.not_run, f"{run.path}: Run All stopped before cells {[c.where() for c in run.not_run]}"
     assert not run.page_errors, f"{run.path}: JavaScript errors in the page: {run.page_errors}"
     assert not run.blocked, f"{run.path}: the page tried to reach the network: {run.blocked}"
 
@@ -110,17 +113,22 @@ def check_tables(run, dom) -> int:
     for cell in run.code_cells:
         expected = sum(o["html_tables"] for o in cell.outputs)
         shown = len(dom[cell.index]["tables"])
-        assert shown == expected, f"{run.path} {cell.where()}: {expected} HTML table(s) in the outputs, {shown} on the page"
+        assert shown == expected, (
+            f"{run.path} {cell.where()}: {expected} HTML table(s) in the outputs, {shown} on the page"
+        )
         total += expected
     return total
 
 
 def check_ops_table(page, run, dom, output_dir: Path, label: str) -> int:
     """At least one table with the columns of Trace.ops(), with rows, rendered as HTML; returns its cell."""
-    cells = [i for i, cell in dom.items()
-             if any(OPS_COLUMNS <= set(t["headers"]) and t["rows"] > 0 for t in cell["tables"])]
-    assert cells, (f"{run.path}: no HTML table with the columns of Trace.ops() {sorted(OPS_COLUMNS)} "
-                   f"on the page; tables seen: {[t['headers'] for c in dom.values() for t in c['tables']]}")
+    cells = [
+        i for i, cell in dom.items() if any(OPS_COLUMNS <= set(t["headers"]) and t["rows"] > 0 for t in cell["tables"])
+    ]
+    assert cells, (
+        f"{run.path}: no HTML table with the columns of Trace.ops() {sorted(OPS_COLUMNS)} "
+        f"on the page; tables seen: {[t['headers'] for c in dom.values() for t in c['tables']]}"
+    )
     first = labdriver.cell_locator(page, cells[0])
     table = first.locator(".jp-OutputArea-output table").first
     table.wait_for(state="visible")
@@ -144,7 +152,8 @@ def check_figures(page, run, dom, output_dir: Path, label: str) -> list[dict]:
             node.screenshot(path=str(output_dir / f"{label}__FAILED_figure_cell{cell.index}.png"))
         assert graphs.count() == expected, (
             f"{run.path} {cell.where()}: {expected} plotly figure(s) in the outputs, {graphs.count()} drawn "
-            "on the page within 30 s")
+            "on the page within 30 s"
+        )
         for k in range(expected):
             graph = graphs.nth(k)
             graph.locator("svg.main-svg").first.wait_for(state="attached", timeout=30_000)
@@ -157,14 +166,16 @@ def check_figures(page, run, dom, output_dir: Path, label: str) -> list[dict]:
                 assert lanes, f"{where}: the timeline declares no lanes"
                 assert info["ticktext"] == lanes, f"{where}: y-axis ticktext {info['ticktext']} != lanes {lanes}"
                 assert info["tick_labels"] == lanes, (
-                    f"{where}: the page labels lanes {info['tick_labels']}, the figure has {lanes}")
+                    f"{where}: the page labels lanes {info['tick_labels']}, the figure has {lanes}"
+                )
                 bad = [lane for lane in lanes if not LANE_NAME.match(lane)]
                 assert not bad, f"{where}: lane names not of the form 'CPU pid/tid' or 'GPU d stream s': {bad}"
                 if info["webgl"]:
                     assert info["gl_canvases"] >= 1, f"{where}: a WebGL timeline without a canvas: {info}"
                 else:
                     assert info["bars"] == info["drawn_events"] > 0, (
-                        f"{where}: {info['bars']} bars on the page for {info['drawn_events']} drawn events")
+                        f"{where}: {info['bars']} bars on the page for {info['drawn_events']} drawn events"
+                    )
                 node.screenshot(path=str(output_dir / f"{label}__timeline_cell{cell.index}.png"))
             drawn.append(info)
     return drawn
@@ -193,8 +204,9 @@ def test_lesson_in_jupyterlab(number, lab, browser, output_dir):
             assert timelines, f"{run.path}: no timeline (a figure with layout.meta['lanes']) on the page"
             if expect["gpu_lane"]:
                 # A reference trace recorded on the H200 draws its GPU stream next to the CPU thread.
-                assert any(lane.startswith("GPU") for f in timelines for lane in f["lanes"]), \
+                assert any(lane.startswith("GPU") for f in timelines for lane in f["lanes"]), (
                     f"{run.path}: no timeline shows a GPU stream lane: {[f['lanes'] for f in timelines]}"
+                )
 
             statuses = feedback_statuses(dom)
             extra["feedback"] = statuses
@@ -214,7 +226,7 @@ def test_lesson_in_jupyterlab(number, lab, browser, output_dir):
 
 def test_learner_copy_in_jupyterlab(lab, browser, output_dir, tmp_path):
     """The learner copy of lesson 00 (what `make lab` opens on a Space): runs, and asks for answers."""
-    from helpers.learner import learner_notebook
+    from make_learner_copies import learner_notebook
 
     source = course_notebook("00")
     copy = tmp_path / f"learner_{source.name}"
@@ -230,7 +242,8 @@ def test_learner_copy_in_jupyterlab(lab, browser, output_dir, tmp_path):
             extra["feedback"] = statuses
             assert statuses, f"{run.path}: no exercise feedback on the page"
             assert {s for _, s in statuses} == {MISSING}, (
-                f"{run.path}: a learner copy must ask for every answer ('{MISSING}'), got {statuses}")
+                f"{run.path}: a learner copy must ask for every answer ('{MISSING}'), got {statuses}"
+            )
             labdriver.cell_locator(page, statuses[0][0]).screenshot(path=str(output_dir / f"{label}__feedback.png"))
         except AssertionError as failure:
             extra["failure"] = str(failure)
@@ -248,9 +261,12 @@ def test_harness_reports_errors_stops_and_outside_requests(lab, browser, output_
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     shown = nbformat.v4.new_code_cell("raise KeyError('shown on purpose')")
     shown.metadata["tags"] = ["raises-exception"]
-    nb.cells = [nbformat.v4.new_code_cell("x = 1\nx"), shown,
-                nbformat.v4.new_code_cell("raise ValueError('not on purpose')"),
-                nbformat.v4.new_code_cell("y = 2")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("x = 1\nx"),
+        shown,
+        nbformat.v4.new_code_cell("raise ValueError('not on purpose')"),
+        nbformat.v4.new_code_cell("y = 2"),
+    ]
     path = tmp_path / "harness_check.ipynb"
     nbformat.write(nb, path)
     page, run, _ = run_in_lab(lab, browser, path, output_dir, "harness_check", timeout=120)

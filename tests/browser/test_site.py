@@ -13,10 +13,9 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
-
+import build_site as site
 import labdriver
-from helpers import site
+import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -60,7 +59,8 @@ def test_site_renders_timelines_offline(browser, output_dir, tmp_path):
                     continue
                 timelines += 1
                 assert info["tick_labels"] == info["lanes"], (
-                    f"{href} figure {k}: lanes labelled {info['tick_labels']}, figure has {info['lanes']}")
+                    f"{href} figure {k}: lanes labelled {info['tick_labels']}, figure has {info['lanes']}"
+                )
                 if not info["webgl"]:
                     assert info["bars"] == info["drawn_events"] > 0, f"{href} figure {k}: {info}"
                 graphs.nth(k).screenshot(path=str(output_dir / f"site__{Path(href).stem}__figure{k}.png"))

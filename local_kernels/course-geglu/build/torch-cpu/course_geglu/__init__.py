@@ -1,6 +1,6 @@
 """course-geglu, variant torch-cpu: the course's Triton GeGLU kernel run by Triton's CPU interpreter.
 
-The kernel is not copied here: it lives in the course's package (helpers/fused/geglu.py).
+The kernel is not copied here: it lives in the course's package (helpers/fused/geglu_pointwise.py).
 """
 
 from helpers.fused import geglu, triton_mode

@@ -1,5 +1,5 @@
 """Layers of course-geglu: ``CourseGeGLUMLP(config)``, a drop-in for Liger's ``LigerGEGLUMLP(config)``."""
 
-from helpers.course_layers import CourseGeGLUMLP
+from helpers.fused.modules import CourseGeGLUMLP
 
 __all__ = ["CourseGeGLUMLP"]

@@ -1,0 +1,72 @@
+"""Command-line pieces the benchmark scripts share (not part of the importable package)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+T0 = time.time()
+
+
+def log(msg: str) -> None:
+    """A progress line with the seconds since start (flushed: output may be piped)."""
+    print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
+
+
+def iter_sizes(text: str) -> list[int]:
+    """Parse "128,256,512" into a list of ints (ValueError with the bad item)."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if not item.isdigit():
+            raise ValueError(f"not a size: {item!r}")
+        out.append(int(item))
+    return out
+
+
+def default_out_allowed(result_device: str, out: Path) -> bool:
+    """True unless `out` is named ``h200_*`` and the device is not an H200 (never file CPU numbers as H200's)."""
+    return not (out.name.startswith("h200_") and "H200" not in result_device)
+
+
+def fmt(v: Any, spec: str) -> str:
+    """`v` formatted with `spec`, or "-" for a missing or NaN value."""
+    return format(v, spec) if isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v)) else "-"
+
+
+def variants_table(result: Mapping[str, Any]) -> str:
+    """The main table of a helpers.mlp.bench result as text (what the command line prints at the end)."""
+    from helpers.mlp.results import BenchResults
+
+    r = BenchResults(result, source="live")
+    c = r.ceilings
+    lines = [
+        f"{r.label}",
+        f"ceilings: copy {c.copy_tbps:.3g} TB/s, matmul {c.matmul_tflops:.3g} TFLOP/s; "
+        f"shape M={r.shape.tokens}, dim {r.shape.dim}, hidden {r.shape.hidden}, {r.data['config']['dtype']}",
+    ]
+    head = (
+        f"{'variant':22s} {'kern':>4s} {'kernel us':>10s} {'e2e us':>9s} {'sync us':>9s} {'TFLOP/s':>8s} "
+        f"{'%floor':>7s} {'%plan':>6s} {'rel err':>8s}"
+    )
+    lines += [head, "-" * len(head)]
+    for name, v in r.data["variants"].items():
+        if v.get("status") != "ok":
+            lines.append(f"{name:22s} {v.get('status')}: {str(v.get('reason'))[:90]}")
+            continue
+        lines.append(
+            f"{name:22s} {v['kernels_per_forward']:4d} {fmt(v['kernel_us'], '10.1f'):>10s} "
+            f"{v['e2e_nosync_us']:9.1f} {v['e2e_sync_us']:9.1f} {v['achieved_tflops']:8.3g} "
+            f"{v['pct_of_mlp_floor']:7.1f} {fmt(v.get('pct_of_plan_floor'), '6.1f'):>6s} {v['rel_err']:8.1e}"
+        )
+    sweep = r.sweep()
+    if not sweep.empty:
+        metric = "kernel_us" if sweep["kernel_us"].notna().all() else "e2e_nosync_us"
+        pivot = sweep[sweep["status"] == "ok"].pivot(index="m", columns="variant", values=metric)
+        lines += ["", f"sweep: {metric} per forward", pivot.round(1).to_string()]
+    return "\n".join(lines)

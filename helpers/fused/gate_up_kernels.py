@@ -1,0 +1,150 @@
+"""The Triton kernels of the gate+up GEMM with a GeGLU epilogue (layer 1 of ``gate_up``).
+
+- ``_gate_up_geglu_tma_kernel``: Hopper path: tensor descriptors (TMA), persistent programs, loops
+  flattened so the next tile's loads overlap this tile's epilogue.
+- ``_gate_up_geglu_kernel``: portable pointer path: any CUDA GPU, unaligned shapes.
+
+Both compute ``gelu_tanh(x @ Wg.T) * (x @ Wu.T)`` tile by tile from the packed weight (rows
+interleaved gate, up: see ``gate_up.pack_gate_up``) and write only the product.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .geglu_pointwise import _gelu_tanh_f32  # noqa: F401  (its import fixes the Triton mode first)
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """Grouped ("super-tile") order: GROUP_M row-tiles share each column tile while it is in L2."""
+    group_size = GROUP_M * num_pid_n
+    first_m = (tile_id // group_size) * GROUP_M
+    rows_in_group = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile_id % group_size) % rows_in_group
+    pid_n = (tile_id % group_size) // rows_in_group
+    return pid_m, pid_n
+
+
+@triton.jit
+def _geglu_epilogue(acc, bias_ptr, off_n, N2, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, GROUP_ROWS: tl.constexpr):
+    """[BM, BN] interleaved (gate, up) fp32 accumulator -> [BM, BN/2] gelu_tanh(gate) * up in fp32.
+
+    GROUP_ROWS = 1: columns alternate gate, up (pack_gate_up(..., group=1), the default).
+    GROUP_ROWS = BLOCK_N/2: the tile's first half is gate, its second half up (group=BLOCK_N/2).
+    """
+    if HAS_BIAS:
+        cols = off_n + tl.arange(0, BLOCK_N)
+        acc += tl.load(bias_ptr + cols, mask=cols < N2, other=0.0).to(tl.float32)[None, :]
+    if GROUP_ROWS == 1:
+        gate, up = tl.split(tl.reshape(acc, (acc.shape[0], BLOCK_N // 2, 2)))
+    else:
+        tl.static_assert(GROUP_ROWS * 2 == BLOCK_N, "GROUP_ROWS must be 1 or BLOCK_N // 2")
+        gate, up = tl.split(tl.permute(tl.reshape(acc, (acc.shape[0], 2, BLOCK_N // 2)), (0, 2, 1)))
+    return _gelu_tanh_f32(gate) * up
+
+
+@triton.jit
+def _gate_up_geglu_tma_kernel(
+    x_desc,
+    w_desc,
+    out_desc,
+    bias_ptr,
+    M,
+    N2,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    FLATTEN: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    GROUP_ROWS: tl.constexpr = 1,
+    WARP_SPECIALIZE: tl.constexpr = False,
+):
+    """Persistent: program p of P computes tiles p, p + P, p + 2P, ... of out = geglu(x @ W_packed.T).
+
+    x_desc: [M, K] blocks [BM, BK]; w_desc: [2H, K] blocks [BN, BK]; out_desc: [M, H] blocks [BM, BN/2].
+    Out-of-range rows/columns of a tile are zero-filled by the TMA loads and clipped by its store.
+    """
+    start = tl.program_id(0)
+    num_programs = tl.num_programs(0)  # the grid is min(#SMs, #tiles): any size works
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N2, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    # A second tile counter for the epilogue: with FLATTEN the software pipeliner overlaps the
+    # next tile's loads with this epilogue, and sharing one counter between them can confuse it.
+    tile_id_c = start - num_programs
+    for tile_id in tl.range(start, num_tiles, num_programs, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = x_desc.load([off_m, ki * BLOCK_K])
+            b = w_desc.load([off_n, ki * BLOCK_K])
+            acc = tl.dot(a, b.T, acc, input_precision=DOT_PRECISION)
+        tile_id_c += num_programs
+        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        h = _geglu_epilogue(acc, bias_ptr, pid_n * BLOCK_N, N2, BLOCK_N, HAS_BIAS, GROUP_ROWS)
+        out_desc.store([pid_m * BLOCK_M, pid_n * (BLOCK_N // 2)], h.to(out_desc.dtype))
+
+
+@triton.jit
+def _gate_up_geglu_kernel(
+    x_ptr,
+    w_ptr,
+    bias_ptr,
+    out_ptr,
+    M,
+    N2,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_om,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    GROUP_ROWS: tl.constexpr = 1,
+):
+    """One tile per program, plain pointer loads (x and W_packed contiguous along K)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N2, BLOCK_N)
+    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    # Rows/columns past the edge read row 0 instead of being masked: the loads stay unmasked
+    # along M and N (cheaper), and the store mask discards what they produce.
+    rm_load = tl.where(rm < M, rm, 0).to(tl.int64)
+    rn_load = tl.where(rn < N2, rn, 0).to(tl.int64)
+    a_ptrs = x_ptr + rm_load[:, None] * stride_xm + rk[None, :]
+    b_ptrs = w_ptr + rn_load[None, :] * stride_wn + rk[:, None]  # [BK, BN] view of W_packed.T
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_ok = rk < K - ki * BLOCK_K
+            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    h = _geglu_epilogue(acc, bias_ptr, pid_n * BLOCK_N, N2, BLOCK_N, HAS_BIAS, GROUP_ROWS)
+    ro = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    co = pid_n * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
+    mask = (ro[:, None] < M) & (co[None, :] < N2 // 2)
+    tl.store(out_ptr + ro[:, None].to(tl.int64) * stride_om + co[None, :], h.to(out_ptr.dtype.element_ty), mask=mask)

@@ -1,0 +1,201 @@
+"""The course's kernels as drop-in ``nn.Module`` layers: the fourth layer of each kernel.
+
+- :class:`GeGLU`: ``gelu_tanh(gate) * up`` (kernel ``geglu_pointwise.py``).
+- :class:`CourseGeGLUMLP`: the GeGLU MLP with cuBLAS GEMMs and the course's GeGLU kernel, the same
+  structure and constructor as Liger's ``LigerGEGLUMLP`` (``CourseGeGLUMLP(config)`` reads
+  ``config.hidden_size`` and ``config.intermediate_size``); the layer that ``local_kernels/`` exposes.
+- :class:`FusedGeGLUMLP`: the GeGLU MLP in two kernels, the fused gate+up GEMM with a GeGLU
+  epilogue (kernel ``gate_up.py``) and the cuBLAS down projection.
+
+Both MLPs are built from a trained ``SimpleGeGLUMLP`` with ``.from_module(mlp)`` (same weights, same
+outputs), and both are differentiable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ..triton_env import triton_mode
+from .gate_up import GateUpGeGLUFunction, pack_gate_up
+from .geglu_pointwise import GeGLUFunction
+
+__all__ = ["GeGLU", "CourseGeGLUMLP", "FusedGeGLUMLP", "config_sizes", "projections"]
+
+
+class GeGLU(nn.Module):
+    """``gelu_tanh(gate) * up`` as a module.
+
+    ``GeGLU()(gate, up)`` takes the two halves separately; ``GeGLU()(x)`` takes one tensor whose
+    last dimension holds ``[gate | up]`` and splits it into two strided views (no copy).
+    """
+
+    def forward(self, gate: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
+        if up is None:
+            if not isinstance(gate, torch.Tensor):
+                raise TypeError(f"input must be a torch.Tensor, got {type(gate).__name__}")
+            if gate.dim() == 0 or gate.shape[-1] % 2:
+                raise ValueError(
+                    f"a single input must hold [gate | up] in an even last dimension, got shape {tuple(gate.shape)}"
+                )
+            gate, up = gate.chunk(2, dim=-1)
+        return GeGLUFunction.apply(gate, up)
+
+
+def config_sizes(config: Any) -> tuple[int, int]:
+    """``(hidden_size, intermediate_size)`` of a config object, checked.
+
+    Accepts anything with those two attributes (a ``transformers`` config, ``helpers.MLPConfig``,
+    a ``SimpleNamespace``).
+    """
+    missing = [a for a in ("hidden_size", "intermediate_size") if not hasattr(config, a)]
+    if missing:
+        raise TypeError(
+            f"config needs attributes hidden_size and intermediate_size (like a transformers config); "
+            f"{type(config).__name__} lacks {missing}. Use helpers.MLPConfig(hidden_size=..., intermediate_size=...)"
+        )
+    sizes = (config.hidden_size, config.intermediate_size)
+    for name, value in zip(("hidden_size", "intermediate_size"), sizes):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"config.{name} must be a positive int, got {value!r}")
+    return sizes
+
+
+def projections(mlp: nn.Module) -> tuple[nn.Linear, nn.Linear, nn.Linear]:
+    """The gate, up and down Linears of a ``SimpleGeGLUMLP``-like module, checked for consistency."""
+    layers = []
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        layer = getattr(mlp, name, None)
+        if not isinstance(layer, nn.Linear):
+            raise TypeError(
+                f"expected a GeGLU MLP with nn.Linear gate_proj, up_proj and down_proj "
+                f"(like SimpleGeGLUMLP); {type(mlp).__name__} has no Linear {name!r}"
+            )
+        layers.append(layer)
+    g, u, d = layers
+    if g.weight.shape != u.weight.shape or d.in_features != g.out_features or d.out_features != g.in_features:
+        raise ValueError(
+            f"inconsistent projections: gate {tuple(g.weight.shape)}, up {tuple(u.weight.shape)}, "
+            f"down {tuple(d.weight.shape)}"
+        )
+    return g, u, d
+
+
+class CourseGeGLUMLP(nn.Module):
+    """``down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))`` with the course's Triton GeGLU kernel.
+
+    Three GEMMs (cuBLAS on a GPU) and one Triton kernel for the GeLU and the product, the same
+    structure and parameter names as Liger's ``LigerGEGLUMLP`` (always the tanh GeLU, no biases),
+    so a ``SimpleGeGLUMLP``'s ``state_dict`` loads into either one unchanged.
+
+    ``concat=True``: one GEMM on the weight ``[Wg; Wu]`` (parameter ``gate_up_proj``) writes
+    ``[..., 2*intermediate]``; the kernel reads its two halves as strided views, no copy between.
+    """
+
+    def __init__(self, config: Any, concat: bool = False) -> None:
+        super().__init__()
+        hidden, intermediate = config_sizes(config)
+        self.config = config
+        self.hidden_size = hidden
+        self.intermediate_size = intermediate
+        self.concat = bool(concat)
+        if self.concat:
+            self.gate_up_proj = nn.Linear(hidden, 2 * intermediate, bias=False)
+        else:
+            self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
+            self.up_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+
+    @classmethod
+    def from_module(cls, mlp: nn.Module, concat: bool = False) -> CourseGeGLUMLP:
+        """A ``CourseGeGLUMLP`` with the weights of `mlp` (a bias-free ``SimpleGeGLUMLP``), on its device and dtype."""
+        from types import SimpleNamespace
+
+        g, u, d = projections(mlp)
+        if any(layer.bias is not None for layer in (g, u, d)):
+            raise ValueError(
+                "CourseGeGLUMLP has bias-free projections, like Liger's LigerGEGLUMLP; this MLP has biases"
+            )
+        config = SimpleNamespace(hidden_size=g.in_features, intermediate_size=g.out_features)
+        new = cls(config, concat=concat).to(device=g.weight.device, dtype=g.weight.dtype)
+        with torch.no_grad():
+            if concat:
+                new.gate_up_proj.weight.copy_(torch.cat([g.weight, u.weight]))
+            else:
+                new.gate_proj.weight.copy_(g.weight)
+                new.up_proj.weight.copy_(u.weight)
+            new.down_proj.weight.copy_(d.weight)
+        return new.train(mlp.training)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.concat:
+            gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(GeGLUFunction.apply(gate, up))
+
+    def extra_repr(self) -> str:
+        return (
+            f"hidden_size={self.hidden_size}, intermediate_size={self.intermediate_size}, "
+            f"concat={self.concat}, geglu=course Triton kernel ({triton_mode()})"
+        )
+
+
+class FusedGeGLUMLP(nn.Module):
+    """The GeGLU MLP in two kernels: fused gate+up+GeGLU (Triton), then down_proj (cuBLAS).
+
+    ``gate_up_weight`` is the packed ``[2*hidden, dim]`` weight (rows interleaved gate, up: see
+    :func:`pack_gate_up`); ``gate_up_bias`` likewise, or None. Build it from a trained
+    ``SimpleGeGLUMLP`` with :meth:`from_module`: same outputs, fewer kernels.
+    """
+
+    def __init__(self, dim: int, hidden: int, bias: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        if not (isinstance(dim, int) and isinstance(hidden, int)) or dim <= 0 or hidden <= 0:
+            raise ValueError(f"dim and hidden must be positive integers, got dim={dim!r}, hidden={hidden!r}")
+        factory = {"device": device, "dtype": dtype}
+        # Initialise like two nn.Linear(dim, hidden) and pack, so a fresh module matches the
+        # statistics of the one it replaces.
+        gate = nn.Linear(dim, hidden, bias=bias, **factory)
+        up = nn.Linear(dim, hidden, bias=bias, **factory)
+        self.gate_up_weight = nn.Parameter(pack_gate_up(gate.weight.detach(), up.weight.detach()))
+        if bias:
+            self.gate_up_bias = nn.Parameter(pack_gate_up(gate.bias.detach(), up.bias.detach()))
+        else:
+            self.register_parameter("gate_up_bias", None)
+        self.down_proj = nn.Linear(hidden, dim, bias=bias, **factory)
+        self.dim, self.hidden = dim, hidden
+
+    @classmethod
+    def from_module(cls, mlp: nn.Module) -> FusedGeGLUMLP:
+        """A ``FusedGeGLUMLP`` with the weights of ``mlp`` (a ``SimpleGeGLUMLP``), on its device and dtype.
+
+        The gate and up weights are packed once here; the down projection is copied.
+        """
+        g, u, d = projections(mlp)
+        if (g.bias is None) != (u.bias is None):
+            raise ValueError("gate_proj and up_proj must both have a bias or both have none")
+        new = cls(g.in_features, g.out_features, bias=g.bias is not None, device=g.weight.device, dtype=g.weight.dtype)
+        with torch.no_grad():
+            new.gate_up_weight.copy_(pack_gate_up(g.weight, u.weight))
+            if g.bias is not None:
+                new.gate_up_bias.copy_(pack_gate_up(g.bias, u.bias))
+            if (d.bias is None) != (new.down_proj.bias is None):  # down's bias need not follow gate's
+                new.down_proj = nn.Linear(
+                    d.in_features, d.out_features, bias=d.bias is not None, device=d.weight.device, dtype=d.weight.dtype
+                )
+            new.down_proj.load_state_dict(d.state_dict())
+        return new.train(mlp.training)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = GateUpGeGLUFunction.apply(x, self.gate_up_weight, self.gate_up_bias)
+        return F.linear(h, self.down_proj.weight, self.down_proj.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"dim={self.dim}, hidden={self.hidden}, bias={self.gate_up_bias is not None}, "
+            "kernel=gate_up_geglu+cuBLAS down"
+        )

@@ -1,0 +1,1 @@
+"""Layer 5: what a notebook shows and checks: display helpers, storage pictures, exercises."""

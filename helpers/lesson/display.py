@@ -1,0 +1,185 @@
+"""What a lesson shows about where it runs, and panels side by side.
+
+Every function returns something a notebook displays (a DataFrame, an object with an HTML view);
+none of them prints.
+
+- :func:`on_gpu`, :func:`lesson_path`, :func:`environment_report`: hardware and versions, and which
+  path (GPU or CPU) the lessons take here (used by every notebook's first cells);
+- :func:`side_by_side`: a live profile next to a reference trace, each under its own title.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import importlib.metadata
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import torch
+
+from ..measure.device import cpu_name
+
+GPU_PATH = "GPU: profiles run live on this GPU and are compared with the H200 reference traces"
+CPU_PATH = (
+    "CPU only: profiles run live on this CPU (smaller shapes, float32); GPU lessons read the "
+    "reference traces recorded on an NVIDIA H200"
+)
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# ---------------------------------------------------------------------------------------------
+# where am I
+# ---------------------------------------------------------------------------------------------
+
+
+def on_gpu() -> bool:
+    """Used by notebooks 00-06: True when a CUDA GPU is usable here (the lessons then profile it live)."""
+    return torch.cuda.is_available()
+
+
+def lesson_path() -> str:
+    """Used by notebooks 00-06: one sentence saying which path the lessons take here (GPU or CPU only)."""
+    return GPU_PATH if on_gpu() else CPU_PATH
+
+
+def environment_report() -> pd.DataFrame:
+    """Used by notebook 00: hardware and versions here, one row per item (columns ``item``, ``value``).
+
+    Covers the CPU and its torch threads, the CUDA version torch was built with, each GPU (name,
+    memory, compute capability, multiprocessors) when one is present, Python, torch, triton,
+    kernels, pandas, plotly, and the path the lessons take here.
+    """
+    rows: list[tuple[str, str]] = [
+        ("date", _dt.date.today().isoformat()),
+        ("python", platform.python_version()),
+        ("platform", platform.platform(terse=True)),
+        ("CPU", cpu_name()),
+        ("torch CPU threads", str(torch.get_num_threads())),
+        ("torch", torch.__version__),
+        ("torch built with CUDA", str(torch.version.cuda or "no (CPU-only build)")),
+        ("CUDA GPU available", str(torch.cuda.is_available())),
+    ]
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            rows += [
+                (f"GPU {i}", props.name),
+                (f"GPU {i} memory", f"{props.total_memory / 2**30:.0f} GiB"),
+                (f"GPU {i} compute capability", f"{props.major}.{props.minor}"),
+                (f"GPU {i} multiprocessors", str(props.multi_processor_count)),
+            ]
+    rows += [
+        ("triton", _version("triton")),
+        ("kernels", _version("kernels")),
+        ("pandas", _version("pandas")),
+        ("plotly", _version("plotly")),
+        ("lesson path", lesson_path()),
+    ]
+    return pd.DataFrame(rows, columns=["item", "value"])
+
+
+# ---------------------------------------------------------------------------------------------
+# which trace is which
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Panels shown next to each other in a notebook, each under its own title."""
+
+    panels: tuple[tuple[str, Any], ...]
+
+    def _panel_html(self, obj: Any) -> str:
+        if isinstance(obj, pd.DataFrame):
+            styler = (
+                obj.style.hide(axis="index")
+                .format(precision=2, thousands=",")
+                .set_properties(**{"text-align": "left", "white-space": "pre"})
+                .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}])
+            )
+            return styler.to_html()
+        if hasattr(obj, "_repr_html_"):
+            out = obj._repr_html_()
+            if out is not None:
+                return out
+        return f"<pre>{html.escape(str(obj))}</pre>"
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            '<div style="flex:1 1 0;min-width:320px;overflow-x:auto">'
+            f'<div style="font-weight:bold;margin-bottom:4px">{html.escape(title)}</div>{self._panel_html(obj)}</div>'
+            for title, obj in self.panels
+        )
+        return f'<div class="course-side-by-side" style="display:flex;gap:24px;align-items:flex-start">{cells}</div>'
+
+    def __repr__(self) -> str:
+        parts = []
+        for title, obj in self.panels:
+            body = obj.to_string(index=False) if isinstance(obj, pd.DataFrame) else str(obj)
+            parts.append(f"== {title} ==\n{body}")
+        return "\n\n".join(parts)
+
+
+def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySide:
+    """Used by notebooks 00-05: DataFrames (or anything with an HTML view) side by side, each titled.
+
+    Pass ``(title, obj)`` pairs, or objects plus ``titles=[...]``. A DataFrame made by this module
+    from a trace carries the trace's description in ``df.attrs["trace"]``, used when no title is
+    given, so a live CPU profile and an H200 reference trace are never confused.
+    """
+    if not panels:
+        raise ValueError("side_by_side needs at least one panel")
+    if titles is not None:
+        if isinstance(titles, str) or len(titles) != len(panels):
+            raise ValueError(f"titles must be a list with one title per panel ({len(panels)}), got {titles!r}")
+        pairs = list(zip(titles, panels))
+    else:
+        pairs = []
+        for i, p in enumerate(panels):
+            if isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str):
+                pairs.append(p)
+            elif isinstance(p, pd.DataFrame) and "trace" in p.attrs:
+                pairs.append((str(p.attrs["trace"]), p))
+            else:
+                raise ValueError(f"panel {i} has no title: pass (title, obj) pairs or titles=[...]")
+    for title, _ in pairs:
+        if not isinstance(title, str):
+            raise TypeError(f"titles must be strings, got {type(title).__name__}")
+    return SideBySide(tuple(pairs))
+
+
+# ---------------------------------------------------------------------------------------------
+
+# The course's Triton functions a lesson shows, by name -> the module that defines them.
+_KERNEL_MODULES = ("helpers.fused.geglu_pointwise", "helpers.fused.gate_up_kernels")
+
+
+def kernel_source(name: str) -> str:
+    """Used by notebook 06: the source of one of the course's Triton functions (``"_geglu_kernel"`` ...).
+
+    Used by notebook 06 to show the kernels the benchmark runs, read from the files themselves.
+    Raises ValueError listing the names available.
+    """
+    import importlib
+    import inspect
+
+    found = {}
+    for module_name in _KERNEL_MODULES:
+        module = importlib.import_module(module_name)
+        for attr, value in vars(module).items():
+            fn = getattr(value, "fn", None)  # @triton.jit wraps the Python function as .fn
+            if callable(fn) and attr.startswith("_"):
+                found[attr] = fn
+    if name not in found:
+        raise ValueError(f"no course kernel named {name!r}; available: {', '.join(sorted(found))}")
+    return inspect.getsource(found[name])

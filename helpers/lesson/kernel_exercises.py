@@ -1,0 +1,161 @@
+"""Check and time a GeGLU kernel the learner writes (notebook 06, kernel 1).
+
+The learner writes a launcher ``fn(gate, up, out)`` that fills ``out`` with ``gelu_tanh(gate) * up``
+through their Triton kernel. :func:`check_geglu_kernel` runs it on awkward shapes (sizes that are
+no multiple of any block) with ``out`` filled with NaN first, so that an element the kernel never
+writes is caught, and compares the result with :func:`helpers.geglu_reference` in float32.
+It returns the same feedback as :func:`helpers.exercises.check` (right / wrong and why / not
+answered yet), never a traceback: a kernel that writes nothing at all (the skeleton of the
+learner copy) is "not answered yet".
+
+:func:`time_geglu_kernel` times a correct kernel on a GPU against the copy bandwidth.
+
+Used by notebook 06. On a machine without CUDA the learner's kernel runs in Triton's CPU
+interpreter (:mod:`helpers.triton_env`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+import torch
+
+from ..measure.ceilings import Ceilings, measure_ceilings
+from ..measure.numerics import relative_error
+from ..measure.timing import time_device
+from ..mlp.model import geglu_reference
+from ..mlp.plans import geglu_bytes
+from ..triton_env import ensure_interpreter_ready, triton_mode
+from .exercises import Feedback, check
+
+EXPECTED = "matches geglu_reference"
+GeGLULauncher = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
+# Interpreter shapes stay small (it runs each program in Python); GPU shapes include the blog's.
+CPU_SHAPES: tuple[tuple[int, int], ...] = ((37, 341), (3, 1000))
+GPU_SHAPES: tuple[tuple[int, int], ...] = ((1823, 781), (8192, 3072))
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 1e-2, torch.float16: 1e-2}
+
+
+def kernel_device() -> torch.device:
+    """Used by notebook 06: where Triton kernels run here (the GPU when compiling, else the CPU interpreter)."""
+    return torch.device("cuda" if triton_mode() == "cuda" and torch.cuda.is_available() else "cpu")
+
+
+def _inputs(
+    shape: tuple[int, int], dtype: torch.dtype, device: torch.device, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    gate = (torch.randn(shape, generator=g) * 2).to(device, dtype)
+    up = torch.randn(shape, generator=g).to(device, dtype)
+    return gate, up
+
+
+def check_geglu_kernel(
+    fn: GeGLULauncher | None,
+    name: str = "kernel 1: GeGLU in Triton",
+    shapes: Sequence[tuple[int, int]] | None = None,
+    dtype: torch.dtype | None = None,
+) -> Feedback:
+    """Used by notebook 06: run ``fn(gate, up, out)`` on each shape and compare ``out`` with the float32 reference.
+
+    Defaults: float32 on [37, 341] and [3, 1000] in the CPU interpreter (tolerance 1e-4); bf16 on
+    [1823, 781] and [8192, 3072] on a GPU (tolerance 1e-2). Returns :class:`helpers.exercises.Feedback`.
+    """
+    hint = (
+        "Fill in the three TODOs of my_geglu_kernel: load gate and up with the mask (as float32), "
+        "compute gelu_tanh(g) * u, store it with the mask"
+    )
+    if fn is None or fn is Ellipsis:
+        return check(name, None, EXPECTED, hint=hint)
+    if not callable(fn):
+        raise TypeError(
+            f"pass your launcher function, e.g. my_geglu (a callable fn(gate, up, out)), got {type(fn).__name__}"
+        )
+    ensure_interpreter_ready()
+    device = kernel_device()
+    dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
+    if dtype not in TOLERANCE:
+        raise ValueError(f"dtype must be one of {list(TOLERANCE)}, got {dtype}")
+    tol = TOLERANCE[dtype]
+    shapes = list(shapes or (GPU_SHAPES if device.type == "cuda" else CPU_SHAPES))
+    worst = 0.0
+    for i, shape in enumerate(shapes):
+        gate, up = _inputs(shape, dtype, device, seed=i)
+        out = torch.full(shape, float("nan"), dtype=dtype, device=device)
+        where = f"a [{shape[0]}, {shape[1]}] {str(dtype).removeprefix('torch.')} input"
+        try:
+            fn(gate, up, out)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+        except Exception as err:  # noqa: BLE001 - feedback, not a traceback
+            msg = str(err).strip().splitlines()[-1][:300] if str(err).strip() else ""
+            return check(
+                name,
+                f"your kernel raised {type(err).__name__}: {msg}",
+                EXPECTED,
+                explain=f"on {where}. Read the error, fix the kernel cell, run it and this cell again.",
+            )
+        written = ~torch.isnan(out)
+        if not bool(written.any()):
+            return check(name, None, EXPECTED, hint=f"your kernel wrote nothing yet. {hint}")
+        if not bool(written.all()):
+            missing = int((~written).sum())
+            return check(
+                name,
+                f"{missing} of {out.numel()} elements left unwritten",
+                EXPECTED,
+                explain=f"on {where}: every element must be stored; check the offsets, the mask and the grid.",
+            )
+        ref = geglu_reference(gate.float(), up.float())
+        err = relative_error(out, ref)
+        worst = max(worst, err)
+        if not err <= tol:  # also catches NaN
+            return check(
+                name,
+                f"relative error {err:.1e} on {where}",
+                EXPECTED,
+                explain=f"the limit is {tol:.0e}. Check the formula: gelu_tanh(g) = g * sigmoid(2z), "
+                f"2z = 1.5957691216057308 * (g + 0.044715 * g**3), then multiply by u.",
+            )
+    return check(
+        name,
+        EXPECTED,
+        EXPECTED,
+        explain=f"largest relative error {worst:.1e} (limit {tol:.0e}) on {len(shapes)} shapes, "
+        f"{str(dtype).removeprefix('torch.')}, {'GPU' if device.type == 'cuda' else 'Triton CPU interpreter'}.",
+    )
+
+
+def time_geglu_kernel(
+    fns: dict[str, GeGLULauncher],
+    m: int,
+    hidden: int,
+    dtype: torch.dtype = torch.bfloat16,
+    ceilings: Ceilings | None = None,
+) -> pd.DataFrame:
+    """Used by notebook 06: median time of each launcher on [m, hidden] inputs on a GPU (CUDA events).
+
+    Columns: ``kernel``, ``us``, ``tbps`` (bytes read + written / time), ``pct_of_copy_bandwidth``
+    against `ceilings` (default: measured here now), ``floor_us``.
+    """
+    if kernel_device().type != "cuda":
+        raise ValueError("timing a Triton kernel needs a CUDA GPU: in the CPU interpreter its speed means nothing")
+    ceilings = ceilings or measure_ceilings("cuda")
+    gate, up = _inputs((m, hidden), dtype, torch.device("cuda"), seed=0)
+    out = torch.empty_like(gate)
+    nbytes = geglu_bytes(m, hidden, dtype)
+    floor_us = nbytes / ceilings.copy_bytes_per_s * 1e6
+    rows = []
+    for label, fn in fns.items():
+        us = time_device(lambda: fn(gate, up, out), repeats=50, warmup=5) * 1e6
+        rows.append(
+            {
+                "kernel": label,
+                "us": us,
+                "tbps": nbytes / us / 1e6,
+                "pct_of_copy_bandwidth": 100 * floor_us / us,
+                "floor_us": floor_us,
+            }
+        )
+    return pd.DataFrame(rows)

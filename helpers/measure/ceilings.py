@@ -1,0 +1,247 @@
+"""The two ceilings of a device (copy bandwidth, matmul rate), measured one way, with provenance.
+
+A kernel time means little alone. Divide the bytes it must move by the best bandwidth the device
+reaches, and the FLOPs it must do by the best matmul rate: the larger quotient is the *floor*
+(:mod:`helpers.measure.roofline`).
+
+* :func:`measure_ceilings` measures both on this machine, once per process per device: a large
+  device copy (bytes read + written) and a large matmul, medians of timed runs after warm-ups
+  (:mod:`helpers.measure.timing`).
+* :data:`H200_REFERENCE`: the H200 figures recorded for the course, so a CPU-only learner can
+  judge the reference traces against the hardware they were recorded on. A recorded reference,
+  not a live measurement, and it says so (``source == "reference"``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from functools import partial
+from typing import Any
+
+import pandas as pd
+import torch
+
+from ..checks import positive_int, positive_number
+from .device import cpu_name, resolve_device
+from .timing import time_device, time_per_call
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The two ceilings of a device and how they were obtained.
+
+    `copy_bytes_per_s` counts bytes read + bytes written by a large device-to-device copy;
+    `matmul_flop_per_s` is 2*m*n*k / time of a large matmul. `source` is "measured" (by
+    `measure_ceilings` in this process) or "reference" (recorded elsewhere, loaded from a dict).
+    """
+
+    device: str
+    device_type: str
+    copy_bytes_per_s: float
+    matmul_flop_per_s: float
+    matmul_dtype: str
+    matmul_shape: tuple[int, int, int]
+    copy_bytes: int | None
+    method: str
+    torch_version: str
+    source: str
+    recorded: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source not in ("measured", "reference"):
+            raise ValueError(f"source must be 'measured' or 'reference', got {self.source!r}")
+        for name in ("copy_bytes_per_s", "matmul_flop_per_s"):
+            positive_number(name, getattr(self, name))
+        if len(self.matmul_shape) != 3:
+            raise ValueError(f"matmul_shape must be (m, n, k), got {self.matmul_shape!r}")
+        for i, v in enumerate(self.matmul_shape):
+            positive_int(f"matmul_shape[{i}]", v)
+        if self.copy_bytes is not None:
+            positive_int("copy_bytes", self.copy_bytes)
+
+    @property
+    def copy_tbps(self) -> float:
+        """Copy bandwidth in TB/s (10**12 bytes per second)."""
+        return self.copy_bytes_per_s / 1e12
+
+    @property
+    def matmul_tflops(self) -> float:
+        """Matmul rate in TFLOP/s."""
+        return self.matmul_flop_per_s / 1e12
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """Arithmetic intensity where the two roofs meet: below it a kernel is memory bound."""
+        return self.matmul_flop_per_s / self.copy_bytes_per_s
+
+    @property
+    def label(self) -> str:
+        """Short text for titles: device and whether the numbers are a recorded reference."""
+        when = f", {self.recorded}" if self.recorded else ""
+        kind = "recorded reference" if self.source == "reference" else "measured here"
+        return f"{self.device} ({kind}{when})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; `ceilings_from_dict` reads it back."""
+        d = asdict(self)
+        d["matmul_shape"] = list(self.matmul_shape)
+        return d
+
+    def to_frame(self) -> pd.DataFrame:
+        """A small table for a notebook: one row per quantity, with units."""
+        rows = [
+            ("device", self.device, ""),
+            ("copy bandwidth", round(self.copy_tbps, 4), "TB/s (bytes read + written)"),
+            (
+                "matmul rate",
+                round(self.matmul_tflops, 4),
+                f"TFLOP/s ({self.matmul_dtype}, {'x'.join(map(str, self.matmul_shape))})",
+            ),
+            ("ridge point", round(self.ridge_flop_per_byte, 2), "FLOP/byte"),
+            ("source", self.source, self.recorded or ""),
+            ("method", self.method, ""),
+            ("torch", self.torch_version, ""),
+        ]
+        return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
+
+
+def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
+    """Build `Ceilings` from a dict such as one read from JSON (`Ceilings.as_dict()` output).
+
+    Missing or unknown keys raise ValueError naming them, so that a typo in a stored file is not
+    silently ignored.
+    """
+    if not isinstance(d, Mapping):
+        raise TypeError(f"ceilings_from_dict expects a dict, got {type(d).__name__}")
+    known = {f.name for f in fields(Ceilings)}
+    required = {f.name for f in fields(Ceilings) if f.name != "recorded"}
+    missing = sorted(required - set(d))
+    extra = sorted(set(d) - known)
+    if missing or extra:
+        raise ValueError(f"ceilings dict: missing keys {missing}, unknown keys {extra}")
+    values = dict(d)
+    shape = values["matmul_shape"]
+    if not isinstance(shape, (list, tuple)):
+        raise ValueError(f"matmul_shape must be a list of three ints, got {shape!r}")
+    values["matmul_shape"] = tuple(shape)
+    for key in ("copy_bytes_per_s", "matmul_flop_per_s"):
+        positive_number(key, values[key])
+        values[key] = float(values[key])
+    return Ceilings(**values)
+
+
+_H200_REFERENCE_DICT: dict[str, Any] = {
+    "device": "NVIDIA H200",
+    "device_type": "cuda",
+    "copy_bytes_per_s": 4.14e12,
+    "matmul_flop_per_s": 673e12,
+    "matmul_dtype": "bfloat16",
+    "matmul_shape": [8192, 8192, 8192],
+    "copy_bytes": None,  # the buffer size of that run was not recorded
+    "method": (
+        "recorded reference, not measured in this process: one run on an H200 for the "
+        "course (shared NOTES.md section 2), device copy bandwidth counted as bytes read + "
+        "written, bf16 8192^3 matmul"
+    ),
+    "torch_version": "2.11.0+cu130",
+    "source": "reference",
+    "recorded": "2026-11-29",
+}
+H200_REFERENCE: Ceilings = ceilings_from_dict(_H200_REFERENCE_DICT)
+
+
+def gemm_flops_cube(n: int) -> int:
+    """FLOPs of an n x n x n matrix product (the ceiling's matmul)."""
+    return 2 * n * n * n
+
+
+def _measure_cpu() -> Ceilings:
+    # 128 MiB float32 buffers (256 MiB moved per copy): larger than a laptop's caches, so the copy
+    # runs from DRAM; and a 1024^3 float32 matmul: ~2 GFLOP, tens of ms on two cores. Three timed
+    # runs each keep the whole measurement under a second on a 2-core CI runner.
+    numel = 32 * 1024 * 1024
+    src = torch.ones(numel, dtype=torch.float32)  # written, so reads do not hit the zero page
+    dst = torch.empty_like(src)
+    repeats = 3
+    copy_s = time_per_call(dst.copy_, src, repeats=repeats, warmup=1)
+    copy_bytes = 2 * numel * src.element_size()
+    del src, dst
+    n = 1024
+    a = torch.randn(n, n, dtype=torch.float32)
+    b = torch.randn(n, n, dtype=torch.float32)
+    mm_s = time_per_call(torch.mm, a, b, repeats=repeats, warmup=1)
+    threads = torch.get_num_threads()
+    return Ceilings(
+        device=f"CPU: {cpu_name()} ({threads} threads)",
+        device_type="cpu",
+        copy_bytes_per_s=copy_bytes / copy_s,
+        matmul_flop_per_s=gemm_flops_cube(n) / mm_s,
+        matmul_dtype="float32",
+        matmul_shape=(n, n, n),
+        copy_bytes=copy_bytes,
+        method=(
+            f"median of {repeats} timed runs after one warm-up (time_per_call: wall clock, one call at a time), "
+            f"{threads} torch threads: Tensor.copy_ of {numel * 4 // 2**20} MiB float32, "
+            f"torch.mm {n}x{n}x{n} float32"
+        ),
+        torch_version=torch.__version__,
+        source="measured",
+        recorded=_dt.datetime.now().isoformat(timespec="seconds"),
+    )
+
+
+def _measure_cuda(device: torch.device) -> Ceilings:
+    with torch.cuda.device(device):
+        free, _total = torch.cuda.mem_get_info()
+        # 1 GiB source (2 GiB moved per copy), smaller on a small or busy GPU
+        src_bytes = min(2**30, free // 8)
+        numel = max(src_bytes // 4, 1 << 20)
+        src = torch.ones(numel, dtype=torch.float32, device=device)
+        dst = torch.empty_like(src)
+        repeats, warmup = 10, 3
+        copy_s = time_device(partial(dst.copy_, src), repeats, warmup)
+        copy_bytes = 2 * numel * src.element_size()
+        del src, dst
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        n = 8192
+        a = torch.randn(n, n, dtype=dtype, device=device)
+        b = torch.randn(n, n, dtype=dtype, device=device)
+        mm_s = time_device(partial(torch.mm, a, b), repeats, warmup)
+        del a, b
+        name = torch.cuda.get_device_name(device)
+    return Ceilings(
+        device=name,
+        device_type="cuda",
+        copy_bytes_per_s=copy_bytes / copy_s,
+        matmul_flop_per_s=gemm_flops_cube(n) / mm_s,
+        matmul_dtype=str(dtype).removeprefix("torch."),
+        matmul_shape=(n, n, n),
+        copy_bytes=copy_bytes,
+        method=(
+            f"median of {repeats} runs timed with CUDA events after {warmup} warm-ups: "
+            f"Tensor.copy_ of {numel * 4 // 2**20} MiB float32 on {device}, torch.mm "
+            f"{n}x{n}x{n} {str(dtype).removeprefix('torch.')}"
+        ),
+        torch_version=torch.__version__,
+        source="measured",
+        recorded=_dt.datetime.now().isoformat(timespec="seconds"),
+    )
+
+
+_CACHE: dict[str, Ceilings] = {}
+
+
+def measure_ceilings(device: torch.device | str | None = None, refresh: bool = False) -> Ceilings:
+    """Measure copy bandwidth and matmul rate of `device` (None: CUDA if available, else CPU).
+
+    Measured once per process per device and cached: later calls return the same object;
+    `refresh=True` measures again and replaces the cached value. Raises ValueError for a device
+    that is not cpu/cuda or not present, TypeError for something that is not a device at all.
+    """
+    resolved = resolve_device(device)
+    key = str(resolved)
+    if refresh or key not in _CACHE:
+        _CACHE[key] = _measure_cpu() if resolved.type == "cpu" else _measure_cuda(resolved)
+    return _CACHE[key]

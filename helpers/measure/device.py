@@ -1,0 +1,153 @@
+"""Where things run: device resolution, synchronisation, names, and the provenance of a measurement.
+
+One owner for each: every timing, profile and benchmark in the course resolves its device, waits
+for it and labels its results through these functions.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..paths import REPO_ROOT
+
+
+def resolve_device(device: torch.device | str | None = None) -> torch.device:
+    """A concrete device: None means CUDA when available, else CPU; ``"cuda"`` gets its index.
+
+    Raises ValueError for a device that is not cpu/cuda or not present here, TypeError for
+    something that is not a device at all.
+    """
+    if device is None:
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    if isinstance(device, str):
+        try:
+            device = torch.device(device)
+        except RuntimeError as err:
+            raise ValueError(f"not a device: {device!r} ({err}); use 'cpu' or 'cuda'") from None
+    if not isinstance(device, torch.device):
+        raise TypeError(f"device must be a torch.device, str or None, got {type(device).__name__}: {device!r}")
+    if device.type == "cpu":
+        return torch.device("cpu")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device} was asked for but no CUDA GPU is available here; use 'cpu'")
+        index = torch.cuda.current_device() if device.index is None else device.index
+        if not 0 <= index < torch.cuda.device_count():
+            raise ValueError(f"device {device}: only {torch.cuda.device_count()} CUDA device(s) here")
+        return torch.device("cuda", index)
+    raise ValueError(f"the course measures on cpu and cuda devices, got {device}")
+
+
+def synchronize(device: torch.device | None) -> None:
+    """Wait until `device` has finished its queued work (nothing to wait for on a CPU)."""
+    if device is not None and device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def device_of(values: Any) -> torch.device | None:
+    """The device of the first tensor found in `values` (a tensor, or a list/tuple/dict of them)."""
+    if isinstance(values, torch.Tensor):
+        return values.device
+    if isinstance(values, dict):
+        values = list(values.values())
+    if isinstance(values, (list, tuple)):
+        for v in values:
+            found = device_of(v)
+            if found is not None:
+                return found
+    return None
+
+
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def device_name(device: torch.device) -> str:
+    """What a table calls `device`: the GPU's name, or the CPU's with its torch threads."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU: {cpu_name()} ({torch.get_num_threads()} threads)"
+
+
+def package_version(package: str) -> str | None:
+    """The installed version of a distribution, None when it is not installed."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def provenance(device: torch.device, command: str | None = None) -> dict[str, Any]:
+    """Where and when a measurement was made: device, versions, date (UTC), command, git commit.
+
+    Stored next to every committed benchmark result and reference trace.
+    """
+    from ..triton_env import triton_mode
+
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        name, extra = (
+            props.name,
+            {
+                "sms": props.multi_processor_count,
+                "cuda": torch.version.cuda,
+                "driver": _driver(),
+                "memory_gib": round(props.total_memory / 2**30),
+                "capability": f"{props.major}.{props.minor}",
+            },
+        )
+    else:
+        name, extra = f"CPU: {cpu_name()}", {"threads": torch.get_num_threads()}
+    return {
+        "device": name,
+        "device_type": device.type,
+        **extra,
+        "torch": torch.__version__,
+        "triton": package_version("triton"),
+        "liger_kernel": package_version("liger-kernel"),
+        "triton_mode": triton_mode(),
+        "python": platform.python_version(),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "command": command if command is not None else " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "git_commit": _git_commit(),
+    }

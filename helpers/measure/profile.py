@@ -1,0 +1,198 @@
+"""`profile()`: record a few steps of a function or module with the right settings for the device.
+
+Also :func:`key_averages_frame`: any ``torch.profiler.profile`` a learner ran themselves, as a table.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import inspect
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from torch.profiler import ProfilerActivity, record_function, schedule
+
+from ..trace import files as tracefile
+from ..trace.model import Trace, TraceInfo
+from .device import device_name, synchronize
+
+
+def _tensors_in(obj: Any, found: list[tuple[str, torch.Tensor]], where: str) -> None:
+    if isinstance(obj, torch.Tensor):
+        found.append((where, obj))
+    elif isinstance(obj, (list, tuple)):
+        for i, item in enumerate(obj):
+            _tensors_in(item, found, f"{where}[{i}]")
+    elif isinstance(obj, dict):
+        for key, item in obj.items():
+            _tensors_in(item, found, f"{where}[{key!r}]")
+
+
+def infer_device(fn: Callable, inputs: tuple, kwargs: dict | None = None) -> torch.device:
+    """The one device the inputs (and a module's parameters) live on; ValueError if they are mixed."""
+    found: list[tuple[str, torch.Tensor]] = []
+    _tensors_in(list(inputs), found, "inputs")
+    _tensors_in(kwargs or {}, found, "kwargs")
+    if isinstance(fn, torch.nn.Module):
+        for name, t in list(fn.named_parameters())[:1000] + list(fn.named_buffers())[:1000]:
+            found.append((f"module.{name}", t))
+    kinds: dict[str, str] = {}
+    for where, t in found:
+        kinds.setdefault(str(t.device.type if t.device.type == "cpu" else t.device), where)
+    if len(kinds) > 1:
+        detail = ", ".join(f"{dev} ({where})" for dev, where in kinds.items())
+        raise ValueError(
+            f"inputs live on mixed devices: {detail}. Move the model and every input to one device, "
+            "e.g. model.to('cuda') and x.to('cuda'), before profiling."
+        )
+    return torch.device(next(iter(kinds)) if kinds else "cpu")
+
+
+def key_averages_frame(prof: Any, group_by_input_shape: bool = False) -> pd.DataFrame:
+    """Any ``torch.profiler.profile`` object (one you ran yourself) as a DataFrame, one row per op.
+
+    The same numbers as ``prof.key_averages().table()``, as columns you can sort and filter:
+    ``name``, ``calls``, ``self_cpu_us``, ``cpu_total_us``, ``self_device_us``,
+    ``device_total_us`` (and ``input_shapes`` with `group_by_input_shape`, which needs a profile
+    recorded with ``record_shapes=True``). Field names are read defensively: torch >= 2.4 says
+    "device", older versions only "cuda". With a ``schedule``, every active step is kept where
+    torch allows it (``acc_events``); otherwise the table holds the last cycle only.
+    """
+    if not hasattr(prof, "key_averages"):
+        raise TypeError(f"key_averages_frame needs a torch.profiler.profile object, got {type(prof).__name__}")
+    kwargs: dict[str, Any] = {"group_by_input_shape": bool(group_by_input_shape)}
+    try:
+        try:
+            averages = prof.key_averages(acc_events=True, **kwargs)  # every active step (torch >= 2.4)
+        except TypeError:
+            averages = prof.key_averages(**kwargs)
+    except (AssertionError, RuntimeError, AttributeError) as err:
+        raise ValueError(
+            f"this profiler holds no results yet ({type(err).__name__}: {err}): read it after the "
+            "`with torch.profiler.profile(...)` block has ended, or in on_trace_ready"
+        ) from None
+    rows = []
+    for e in averages:
+
+        def pick(*names: str) -> float:
+            for n in names:
+                v = getattr(e, n, None)
+                if v is not None:
+                    return float(v)
+            return 0.0
+
+        row = {
+            "name": e.key,
+            "calls": int(e.count),
+            "self_cpu_us": pick("self_cpu_time_total"),
+            "cpu_total_us": pick("cpu_time_total"),
+            "self_device_us": pick("self_device_time_total", "self_cuda_time_total"),
+            "device_total_us": pick("device_time_total", "cuda_time_total"),
+        }
+        if group_by_input_shape:
+            row["input_shapes"] = str(getattr(e, "input_shapes", "") or "")
+        rows.append(row)
+    columns = ["name", "calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"]
+    columns += ["input_shapes"] if group_by_input_shape else []
+    out = pd.DataFrame(rows, columns=columns)
+    return out.sort_values(["device_total_us", "cpu_total_us"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+def profile(
+    fn_or_module: Callable,
+    *inputs: Any,
+    steps: int = 3,
+    warmup: int = 2,
+    label: str | None = None,
+    record_shapes: bool = True,
+    with_stack: bool = False,
+    grad: bool = False,
+    kwargs: dict | None = None,
+) -> Trace:
+    """Profile `steps` calls of ``fn_or_module(*inputs)`` and return a :class:`Trace`.
+
+    - Activities follow the inputs: CPU always, plus CUDA when the inputs live on a GPU.
+    - `warmup` calls run before the profiler starts (first-call costs such as cuBLAS handles or
+      torch.compile stay out of the picture); the profiler then skips one more step of its own.
+    - Every step is wrapped in ``record_function(label)`` and ends with a device synchronise, so
+      each ``ProfilerStep#N`` holds exactly one call and its kernels.
+    - Runs under ``torch.no_grad()`` unless ``grad=True`` (the course profiles inference).
+    """
+    if not callable(fn_or_module):
+        raise TypeError(
+            f"profile() needs a function or an nn.Module to call, got {type(fn_or_module).__name__}. "
+            "Pass e.g. profile(model, x) or profile(lambda: a @ b)."
+        )
+    for name, value, low in (("steps", steps, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    kwargs = dict(kwargs or {})
+    device = infer_device(fn_or_module, inputs, kwargs)
+    if device.type == "cuda" and not torch.cuda.is_available():  # pragma: no cover - defensive
+        raise ValueError("inputs are on CUDA but torch.cuda.is_available() is False")
+    label = label or (
+        type(fn_or_module).__name__
+        if isinstance(fn_or_module, torch.nn.Module)
+        else getattr(fn_or_module, "__name__", "fn")
+    )
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+
+    grad_ctx = torch.enable_grad if grad else torch.no_grad
+
+    def call(phase: str, i: int) -> Any:
+        try:
+            return fn_or_module(*inputs, **kwargs)
+        except Exception as err:
+            shapes = [tuple(t.shape) for t in inputs if isinstance(t, torch.Tensor)]
+            raise RuntimeError(
+                f"{label} raised {type(err).__name__} during {phase} call {i + 1} (input shapes {shapes}): {err}"
+            ) from err
+
+    with grad_ctx():
+        for i in range(warmup):
+            call("warm-up", i)
+        synchronize(device)
+
+        captured: dict[str, Any] = {}
+        with tempfile.TemporaryDirectory(prefix="course-trace-") as tmp:
+            trace_file = Path(tmp) / "trace.json"
+
+            def on_ready(prof: torch.profiler.profile) -> None:
+                prof.export_chrome_trace(str(trace_file))
+                captured["table"] = key_averages_frame(prof)
+
+            options = dict(
+                activities=activities,
+                schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                on_trace_ready=on_ready,
+                record_shapes=record_shapes,
+                with_stack=with_stack,
+            )
+            if "acc_events" in inspect.signature(torch.profiler.profile.__init__).parameters:
+                options["acc_events"] = True  # keep every active step in key_averages() (torch >= 2.4)
+            with torch.profiler.profile(**options) as prof:
+                for i in range(steps + 1):  # one profiler warm-up step, then the active steps
+                    with record_function(label):
+                        call("profiled", i)
+                    synchronize(device)
+                    prof.step()
+            if "table" not in captured:  # pragma: no cover - torch calls on_trace_ready at the cycle's end
+                raise RuntimeError("the profiler finished without producing a trace")
+            document = tracefile.read_document(trace_file)
+
+    info = TraceInfo(
+        label=label,
+        source="live",
+        device=device_name(device),
+        torch_version=torch.__version__,
+        recorded_on=_dt.date.today().isoformat(),
+        extra={"steps": steps, "warmup": warmup},
+    )
+    document.pop("traceName", None)  # a temporary path that no longer exists
+    return Trace(document, info, profiler_table=captured["table"])

@@ -1,0 +1,174 @@
+"""Where fusing the GeLU and the product wins: bytes moved, time, and bandwidth, from traces.
+
+The GeGLU MLP computes ``gelu_tanh(gate) * up`` on two ``[tokens, hidden]`` tensors. Eager
+PyTorch runs it as two kernels, each a full pass over memory: ``gelu`` reads ``gate`` and writes
+``g`` (2 tensors moved), ``mul`` reads ``g`` and ``up`` and writes the result (3): 5 tensors. A
+fused kernel (Inductor's, Liger's, the course's) reads ``gate`` and ``up`` once and writes once:
+3 tensors. Both are memory bound, so time follows bytes.
+
+Everything here is read from a :class:`helpers.Trace`: which kernels (or, on a CPU-only trace,
+which operators) do the GeGLU, how long they take per forward, and the tensor sizes (from the
+provenance of a recorded reference trace, else from the shapes the profiler recorded for the first
+``aten::mm``). :func:`geglu_table` puts several variants side by side against the ceilings of the
+device that recorded them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..measure import ceilings as ceilings_mod
+from ..measure.roofline import achieved, dtype_size
+from ..trace.kernel_names import decode_kernel
+from ..trace.model import Trace, check_trace
+from ..trace.queries import op_input
+from .plans import TENSORS_MOVED, kernel_role
+
+
+@dataclass(frozen=True)
+class GeGLUSizes:
+    """The size of the GeGLU's operands: ``tokens x hidden`` elements of ``dtype``."""
+
+    tokens: int
+    hidden: int
+    dtype: str
+    source: str  # where the sizes were read
+
+    @property
+    def elements(self) -> int:
+        return self.tokens * self.hidden
+
+    @property
+    def itemsize(self) -> int:
+        return dtype_size(self.dtype)
+
+    def tensor_bytes(self) -> int:
+        """Bytes of one [tokens, hidden] tensor."""
+        return self.elements * self.itemsize
+
+
+def geglu_sizes(trace: Trace) -> GeGLUSizes:
+    """Tokens, hidden size and dtype of the GeGLU in `trace`.
+
+    Read from the provenance the recording script stores (``shapes``, ``dtype``), else from the
+    first ``aten::mm`` the profiler recorded with shapes (the gate projection: ``[tokens, dim] x
+    [dim, hidden]``). Raises ValueError when neither is there.
+    """
+    check_trace(trace)
+    extra = trace.info.extra or {}
+    shapes, dtype = extra.get("shapes"), extra.get("dtype")
+    if isinstance(shapes, dict) and {"batch", "seq", "hidden"} <= set(shapes) and dtype:
+        return GeGLUSizes(int(shapes["batch"]) * int(shapes["seq"]), int(shapes["hidden"]), str(dtype), "provenance")
+    ev = trace.events
+    mm = ev[(ev["name"] == "aten::mm") & (ev["cat"] == "cpu_op") & (ev["input_dims"] != "")]
+    if mm.empty:
+        raise ValueError(
+            f"{trace.info.describe()}: no provenance shapes and no aten::mm with recorded shapes; "
+            "profile with record_shapes=True (helpers.profile does by default)"
+        )
+    first = op_input(trace, "aten::mm")  # the activations [tokens, dim] and their dtype
+    dims = ast.literal_eval(mm["input_dims"].iloc[0])  # [[tokens, dim], [dim, hidden], (out)]
+    if len(first.shape) != 2 or len(dims) < 2 or len(dims[1]) != 2:
+        raise ValueError(f"unexpected aten::mm shapes {dims} in {trace.info.describe()}")
+    return GeGLUSizes(first.shape[0], int(dims[1][1]), first.dtype, "shapes of the first aten::mm")
+
+
+def geglu_work(trace: Trace) -> pd.DataFrame:
+    """The events that compute the GeGLU, one row per event per profiler step.
+
+    On a trace with device kernels: the fused kernel (``triton_poi_fused_..gelu_mul..``, Liger's,
+    the course's) or the eager pair (GeLU and mul elementwise kernels). On a CPU-only trace: the
+    C++ kernel torch.compile generated, else the ``aten::gelu`` and ``aten::mul`` operators (their
+    self CPU time is the work). Columns: ``step``, ``name``, ``role`` (geglu / gelu / mul),
+    ``duration_us``, ``where`` (device kernel / CPU kernel / CPU operator).
+    """
+    check_trace(trace)
+    kernels = trace.kernels(allow_empty=True)
+    if not kernels.empty:
+        rows = kernels.assign(role=[kernel_role(n) for n in kernels["name"]])
+        rows = rows[rows["role"].isin(list(TENSORS_MOVED))]
+        if not rows.empty:
+            where = rows["kind"].map({"cpu-generated": "CPU kernel"}).fillna("device kernel")
+            return pd.DataFrame(
+                {
+                    "step": rows["step"].to_numpy(),
+                    "name": rows["name"].to_numpy(),
+                    "role": rows["role"].to_numpy(),
+                    "duration_us": rows["duration_us"].to_numpy(),
+                    "where": where.to_numpy(),
+                }
+            )
+    if trace.device_lanes:
+        raise ValueError(f"{trace.info.describe()} has device kernels but none computes gelu*mul")
+    ev = trace.events
+    ops = ev[(ev["cat"] == "cpu_op") & ev["name"].isin(["aten::gelu", "aten::mul"]) & (ev["step"] >= 0)]
+    if ops.empty:
+        raise ValueError(
+            f"no GeGLU work found in {trace.info.describe()}: no fused kernel, no gelu/mul kernels "
+            "or operators. (A Triton kernel run by the CPU interpreter leaves no event to time.)"
+        )
+    self_us = ops["dur"] - ev.loc[ev["parent"].isin(ops.index) & ~ev["on_device"]].groupby("parent")[
+        "dur"
+    ].sum().reindex(ops.index, fill_value=0.0)
+    return pd.DataFrame(
+        {
+            "step": ops["step"].to_numpy(),
+            "name": ops["name"].to_numpy(),
+            "role": ops["name"].str.removeprefix("aten::").to_numpy(),
+            "duration_us": self_us.to_numpy(),
+            "where": "CPU operator",
+        }
+    )
+
+
+def default_ceilings(trace: Trace) -> ceilings_mod.Ceilings:
+    """The ceilings of the device that recorded `trace`: measured here for a live profile, the
+    recorded H200 reference for an H200 trace; ValueError otherwise (pass ceilings explicitly)."""
+    check_trace(trace)
+    if trace.info.source == "live":
+        return ceilings_mod.measure_ceilings("cuda" if trace.device_lanes else "cpu")
+    if "H200" in trace.info.device:
+        return ceilings_mod.H200_REFERENCE
+    raise ValueError(
+        f"no known ceilings for {trace.info.describe()}: pass ceilings=... "
+        "(helpers.ceilings_mod.measure_ceilings() on the machine that recorded it)"
+    )
+
+
+def geglu_row(label: str, trace: Trace, ceilings: ceilings_mod.Ceilings | None = None) -> dict:
+    """One variant: what computes the GeGLU, how long per forward (median over the profiled steps),
+    bytes moved, share of the bandwidth."""
+    work = geglu_work(trace)
+    sizes = geglu_sizes(trace)
+    ceil = ceilings or default_ceilings(trace)
+    steps = sorted(work["step"].unique())
+    per_step = work.groupby("step")["duration_us"].sum()
+    first = work[work["step"] == steps[0]]
+    nbytes = sum(TENSORS_MOVED[r] for r in first["role"]) * sizes.tensor_bytes()
+    duration = float(per_step.median())  # robust to one slow step on a busy CPU
+    rate = achieved(duration, bytes_moved=nbytes, ceilings=ceil)
+    return {
+        "variant": label,
+        "device": trace.info.device,
+        "computed by": " + ".join(first["name"].map(lambda n: decode_kernel(n)["short_name"])),
+        "launches": len(first),
+        "tensors moved": sum(TENSORS_MOVED[r] for r in first["role"]),
+        "MB moved": nbytes / 1e6,
+        "time_us": duration,
+        "achieved_TBps": rate["achieved_tbps"],
+        "pct_of_bandwidth": rate["pct_of_bandwidth"],
+        "floor_us": rate["memory_floor_us"],
+        "shape": f"[{sizes.tokens}, {sizes.hidden}] {sizes.dtype}",
+        "ceilings": ceil.label,
+    }
+
+
+def geglu_table(traces: Mapping[str, Trace], ceilings: ceilings_mod.Ceilings | None = None) -> pd.DataFrame:
+    """One row per variant (label -> trace): see :func:`geglu_row`. Variants are kept in the given order."""
+    if not isinstance(traces, Mapping) or not traces:
+        raise TypeError("traces must be a non-empty dict {label: Trace}")
+    return pd.DataFrame([geglu_row(label, t, ceilings) for label, t in traces.items()])

@@ -1,0 +1,406 @@
+"""Load a hand-tuned GeGLU MLP layer, online or offline, and say how it was found.
+
+The real API, as a learner with network access writes it::
+
+    import kernels
+    liger = kernels.get_kernel("kernels-community/liger-kernels", version=1)
+    mlp = liger.layers.LigerGEGLUMLP(config)          # config.hidden_size, config.intermediate_size
+
+``version=1`` is a pin: ``get_kernel`` resolves the branch ``v1`` of the Hub repository. Versions
+2 and 3 of liger-kernels changed ``LigerGEGLUMLP`` into a layer without a constructor argument,
+so the line above only keeps working with the pin.
+
+The course's machines are usually offline, so :func:`load_geglu_mlp` tries, in order:
+
+1. ``hub``: the Hub, only when it answers a short probe (:func:`hub_status`, never hangs);
+2. ``cache``: the same ``get_kernel`` call with ``HF_HUB_OFFLINE=1``, served from the local cache
+   (filled earlier while online, e.g. by :func:`prefetch` when a Space is built);
+3. ``package``: the ``liger-kernel`` package from PyPI, when installed (the same
+   ``LigerGEGLUMLP(config)``; its Triton kernels need a CUDA GPU);
+4. ``local``: the course's own kernel repository ``local_kernels/course-geglu`` (the ``kernels``
+   build layout, loaded with ``kernels.get_local_kernel``): the course's Triton GeGLU kernel,
+   compiled on a GPU, run by Triton's interpreter on a CPU. It always works.
+
+Liger's kernel comes first (the Hub, its cache, its package); the course's own kernel is the
+fallback. Every candidate layer is checked on a tiny input against ``SimpleGeGLUMLP`` before it
+is accepted. The result (:class:`KernelLoad`) says which path was taken and why each other one
+was skipped or failed; the library's misleading offline error ("could not verify publisher trust
+status") is turned into what it means (:func:`explain_kernels_error`).
+
+Command line: ``python scripts/prefetch_kernels.py prefetch`` (the Space's build step) and
+``python scripts/prefetch_kernels.py status``. The Hub and its cache: :mod:`helpers.mlp.hub_cache`.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+import torch
+from torch import nn
+
+from ..measure.device import resolve_device
+from ..paths import REPO_ROOT
+from ..triton_env import ensure_interpreter_ready
+from .hub_cache import (
+    COURSE_KERNEL_REPO,
+    COURSE_LAYER,
+    LIGER_IMPORT,
+    LIGER_LAYER,
+    LIGER_PACKAGE,
+    LIGER_PACKAGE_LAYER,
+    LIGER_REPO,
+    LIGER_VERSION,
+    SOURCES,
+    cache_dir,
+    capture_library_warnings,
+    describe_error,
+    hub_status,
+    offline_mode,
+)
+from .model import MLPConfig, SimpleGeGLUMLP, liger_style_layer
+
+USED, SKIPPED, FAILED, NOT_TRIED = "used", "skipped", "failed", "not tried"
+
+
+class KernelLoadError(ImportError):
+    """No source could provide a working layer; ``attempts`` says what each one did."""
+
+    def __init__(self, message: str, attempts: Sequence[Attempt]) -> None:
+        super().__init__(message)
+        self.attempts = tuple(attempts)
+
+
+# ---------------------------------------------------------------------------------------------
+# attempts and the result
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one source did: ``status`` is used / skipped (not tried, and why) / failed (tried, and why)."""
+
+    source: str
+    status: str
+    reason: str
+    seconds: float = 0.0
+    notes: tuple[str, ...] = ()
+
+
+def _attempts_frame(attempts: Sequence[Attempt]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "order": i + 1,
+                "source": a.source,
+                "status": a.status,
+                "reason": a.reason,
+                "seconds": round(a.seconds, 3),
+                "library notes": " | ".join(a.notes),
+            }
+            for i, a in enumerate(attempts)
+        ],
+        columns=["order", "source", "status", "reason", "seconds", "library notes"],
+    )
+
+
+@dataclass(frozen=True)
+class KernelLoad:
+    """A layer class found by :func:`load_geglu_mlp`, where it came from, and what every source did."""
+
+    source: str
+    layer_class: type
+    origin: str
+    attempts: tuple[Attempt, ...]
+    module: ModuleType | None = None
+    variant: str | None = None
+    max_abs_error: float | None = None
+    device: str = "cpu"
+
+    def attempts_frame(self) -> pd.DataFrame:
+        """One row per source in the order tried: status, reason, seconds, library warnings."""
+        return _attempts_frame(self.attempts)
+
+    def explain(self) -> str:
+        """One line per source: which path was taken and why the others were not."""
+        lines = [f"using {self.source}: {self.origin}"]
+        for a in self.attempts:
+            if a.status != USED:
+                lines.append(f"{a.source} {a.status}: {a.reason}")
+        return "\n".join(lines)
+
+    def layer(
+        self, config: Any, device: str | torch.device | None = None, dtype: torch.dtype | None = None
+    ) -> nn.Module:
+        """A new layer ``layer_class(config)`` on `device` (default: where it was checked) in `dtype`."""
+        mod = self.layer_class(config)
+        return mod.to(device=device or self.device, dtype=dtype)
+
+    def from_mlp(self, mlp: nn.Module) -> nn.Module:
+        """The layer with the weights of `mlp` (a bias-free ``SimpleGeGLUMLP``), on its device and dtype."""
+        return liger_style_layer(self.layer_class, mlp)
+
+    def __repr__(self) -> str:
+        return f"<KernelLoad {self.layer_class.__name__} from {self.source}: {self.origin}>\n" + "\n".join(
+            f"  {a.source:8s} {a.status:9s} {a.reason}" for a in self.attempts
+        )
+
+    def _repr_html_(self) -> str:
+        head = (
+            f'<div class="course-kernel-load"><b>{html.escape(self.layer_class.__name__)}</b> from '
+            f"<b>{html.escape(self.source)}</b>: {html.escape(self.origin)}"
+        )
+        if self.max_abs_error is not None:
+            head += f"<br>checked against SimpleGeGLUMLP on {html.escape(self.device)}: max |difference| {self.max_abs_error:.2e}"
+        return head + self.attempts_frame().to_html(index=False, border=0) + "</div>"
+
+
+# ---------------------------------------------------------------------------------------------
+# checking a candidate layer
+# ---------------------------------------------------------------------------------------------
+
+_CHECK = MLPConfig(hidden_size=48, intermediate_size=80)  # not powers of two: masks get exercised
+
+
+def check_layer(layer_class: type, device: str | torch.device = "cpu", atol: float = 1e-4) -> float:
+    """Build ``layer_class(config)`` at a tiny size, copy a ``SimpleGeGLUMLP``'s weights in, compare outputs.
+
+    Returns the largest absolute difference (float32). Raises TypeError when the class does not
+    take a config (e.g. liger-kernels versions 2 and 3) or has other parameters, and ValueError
+    when the outputs differ by more than `atol`.
+    """
+    dev = torch.device(device)
+    with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
+        torch.manual_seed(0)
+        reference = SimpleGeGLUMLP(_CHECK.hidden_size, _CHECK.intermediate_size).to(dev).eval()
+        x = torch.randn(3, 7, _CHECK.hidden_size).to(dev)
+        try:
+            candidate = layer_class(_CHECK)
+        except TypeError as err:
+            raise TypeError(
+                f"{layer_class.__name__}(config) failed ({err}): this version of the layer does not take "
+                "a config; liger-kernels versions 2 and 3 changed the constructor, pin version=1"
+            ) from err
+    candidate = candidate.to(dev).eval()
+    try:
+        candidate.load_state_dict(reference.state_dict(), strict=True)
+    except RuntimeError as err:
+        raise TypeError(
+            f"{layer_class.__name__} does not hold gate_proj/up_proj/down_proj like SimpleGeGLUMLP: {err}"
+        ) from err
+    with torch.no_grad():
+        expected = reference(x)
+        got = candidate(x)
+    if got.shape != expected.shape:
+        raise ValueError(f"{layer_class.__name__} returned shape {tuple(got.shape)}, expected {tuple(expected.shape)}")
+    err = float((got.float() - expected.float()).abs().max())
+    if not err <= atol:  # also catches NaN
+        raise ValueError(f"{layer_class.__name__} differs from SimpleGeGLUMLP by {err:.3g} (more than {atol:g})")
+    return err
+
+
+# ---------------------------------------------------------------------------------------------
+# the four sources
+# ---------------------------------------------------------------------------------------------
+
+
+class _Skip(Exception):
+    """A source that was not tried, with the reason."""
+
+
+def _layer_from_module(module: ModuleType, layer: str, what: str) -> type:
+    layers = getattr(module, "layers", None)
+    if layers is None:
+        raise AttributeError(f"{what} has no `layers` module")
+    cls = getattr(layers, layer, None)
+    if not isinstance(cls, type):
+        names = sorted(n for n in dir(layers) if not n.startswith("_") and isinstance(getattr(layers, n), type))
+        raise AttributeError(f"{what} has no layers.{layer}; it has: {', '.join(names) or 'nothing'}")
+    return cls
+
+
+def _variant_of(module: ModuleType) -> str | None:
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    p = Path(path).resolve()
+    # build/<variant>/<package>/__init__.py or build/<variant>/__init__.py
+    for parent in p.parents:
+        if parent.parent.name == "build":
+            return parent.name
+    return None
+
+
+@dataclass(frozen=True)
+class _Context:
+    repo_id: str
+    version: int
+    layer: str
+    local_repo: Path
+    local_layer: str
+    device: torch.device
+    hub_timeout: float
+
+
+# What a source found: the layer class, where it came from, the kernel module, its build variant.
+_Found = tuple[type, str, "ModuleType | None", "str | None"]
+
+
+def _try_hub(ctx: _Context) -> _Found:
+    import kernels
+
+    hub = hub_status(ctx.hub_timeout)
+    if not hub.online:
+        raise _Skip(f"offline: {hub.reason}")
+    module = kernels.get_kernel(ctx.repo_id, version=ctx.version)
+    variant = _variant_of(module)
+    cls = _layer_from_module(module, ctx.layer, f"{ctx.repo_id} version {ctx.version}")
+    return cls, f"kernels.get_kernel({ctx.repo_id!r}, version={ctx.version}), variant {variant}", module, variant
+
+
+def _try_cache(ctx: _Context) -> _Found:
+    import kernels
+
+    with offline_mode():
+        module = kernels.get_kernel(ctx.repo_id, version=ctx.version)
+    variant = _variant_of(module)
+    cls = _layer_from_module(module, ctx.layer, f"{ctx.repo_id} version {ctx.version} (cache)")
+    return (
+        cls,
+        f"kernels.get_kernel({ctx.repo_id!r}, version={ctx.version}) with HF_HUB_OFFLINE=1 from "
+        f"{cache_dir()}, variant {variant}",
+        module,
+        variant,
+    )
+
+
+def _try_package(ctx: _Context) -> _Found:
+    if importlib.util.find_spec(LIGER_IMPORT) is None:
+        raise _Skip(f"the {LIGER_PACKAGE} package is not installed (pip install {LIGER_PACKAGE})")
+    try:
+        version = importlib.metadata.version(LIGER_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        version = "(version unknown)"
+    if ctx.device.type != "cuda":
+        raise _Skip(
+            f"{LIGER_PACKAGE} {version} is installed, but its Triton kernels need a CUDA GPU and this run "
+            f"is on {ctx.device} (they call libdevice's tanh, which Triton's CPU interpreter lacks)"
+        )
+    module = importlib.import_module(LIGER_PACKAGE_LAYER)
+    cls = getattr(module, ctx.layer, None)
+    if not isinstance(cls, type):
+        raise AttributeError(f"{LIGER_PACKAGE} {version} has no {LIGER_PACKAGE_LAYER}.{ctx.layer}")
+    return cls, f"{LIGER_PACKAGE_LAYER}.{ctx.layer} from the {LIGER_PACKAGE} {version} package", module, None
+
+
+def _try_local(ctx: _Context) -> _Found:
+    import kernels
+
+    if not (ctx.local_repo / "build").is_dir():
+        raise _Skip(f"no kernel repository at {ctx.local_repo} (it needs a build/<variant>/ folder)")
+    module = kernels.get_local_kernel(ctx.local_repo)
+    if ctx.device.type == "cpu":
+        ensure_interpreter_ready()  # Triton's own functions must run inside interpreted kernels
+    variant = _variant_of(module)
+    cls = _layer_from_module(module, ctx.local_layer, f"the kernel repository {ctx.local_repo}")
+    try:
+        where = ctx.local_repo.resolve().relative_to(REPO_ROOT)
+    except ValueError:
+        where = ctx.local_repo
+    what = ": the course's own Triton GeGLU kernel" if ctx.local_repo.resolve() == COURSE_KERNEL_REPO.resolve() else ""
+    return cls, f"kernels.get_local_kernel({str(where)!r}), variant {variant}{what}", module, variant
+
+
+_TRY: dict[str, Callable[[_Context], _Found]] = {
+    "hub": _try_hub,
+    "cache": _try_cache,
+    "package": _try_package,
+    "local": _try_local,
+}
+
+
+def load_geglu_mlp(
+    *,
+    sources: Sequence[str] = SOURCES,
+    repo_id: str = LIGER_REPO,
+    version: int = LIGER_VERSION,
+    layer: str = LIGER_LAYER,
+    local_repo: str | os.PathLike | None = None,
+    local_layer: str = COURSE_LAYER,
+    device: str | torch.device | None = None,
+    hub_timeout: float = 3.0,
+    verify: bool = True,
+) -> KernelLoad:
+    """Find a working GeGLU MLP layer class, trying `sources` in order (see the module docstring).
+
+    - `repo_id`, `version`, `layer`: the Hub kernel and its layer (Liger's ``LigerGEGLUMLP``, pinned to v1).
+    - `local_repo`, `local_layer`: the local kernel repository (default: the course's ``local_kernels/course-geglu``).
+    - `device`: where the candidate is checked (default: CUDA when available, else CPU).
+    - `verify`: check each candidate against ``SimpleGeGLUMLP`` on a tiny input before accepting it.
+
+    Returns a :class:`KernelLoad`; raises :class:`KernelLoadError` (an ImportError) with every
+    attempt when no source works.
+    """
+    if isinstance(sources, str):
+        raise TypeError(f"sources must be a sequence of names such as ('cache', 'local'), got the string {sources!r}")
+    sources = tuple(sources)
+    unknown = [s for s in sources if s not in _TRY]
+    if not sources or unknown:
+        raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {sources!r}")
+    if len(set(sources)) != len(sources):
+        raise ValueError(f"sources lists a source twice: {sources!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive int (the Hub branch v<version>), got {version!r}")
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1:
+        raise ValueError(f"repo_id must look like 'owner/name', got {repo_id!r}")
+    ctx = _Context(
+        repo_id=repo_id,
+        version=version,
+        layer=layer,
+        local_repo=Path(local_repo) if local_repo is not None else COURSE_KERNEL_REPO,
+        local_layer=local_layer,
+        device=resolve_device(device),
+        hub_timeout=hub_timeout,
+    )
+    attempts: list[Attempt] = []
+    for i, source in enumerate(sources):
+        start = time.perf_counter()
+        with capture_library_warnings() as notes:
+            try:
+                cls, origin, module, variant = _TRY[source](ctx)
+                error = check_layer(cls, ctx.device) if verify else None
+            except _Skip as skip:
+                attempts.append(Attempt(source, SKIPPED, str(skip), time.perf_counter() - start, tuple(notes)))
+                continue
+            except Exception as err:  # record it, try the next source
+                attempts.append(
+                    Attempt(
+                        source, FAILED, describe_error(err, repo_id, version), time.perf_counter() - start, tuple(notes)
+                    )
+                )
+                continue
+        checked = f"; matches SimpleGeGLUMLP on {ctx.device} (max |diff| {error:.1e})" if error is not None else ""
+        attempts.append(Attempt(source, USED, origin + checked, time.perf_counter() - start, tuple(notes)))
+        attempts += [Attempt(s, NOT_TRIED, f"{source} worked first") for s in sources[i + 1 :]]
+        return KernelLoad(
+            source=source,
+            layer_class=cls,
+            origin=origin,
+            attempts=tuple(attempts),
+            module=module,
+            variant=variant,
+            max_abs_error=error,
+            device=str(ctx.device),
+        )
+    lines = "\n".join(f"  {a.source}: {a.status}: {a.reason}" for a in attempts)
+    raise KernelLoadError(f"no source gave a working GeGLU MLP layer ({layer} or {local_layer}):\n{lines}", attempts)

@@ -1,0 +1,395 @@
+"""The Hub, its cache and the ``kernels`` library's own errors, in plain words (notebook 05).
+
+- :func:`hub_status`: does the Hub answer (a short probe that never hangs)?
+- :func:`offline_mode`, :func:`cache_dir`, :func:`cached_versions`: the local cache that offline
+  loads read; :func:`prefetch`: fill it while online (the Space's build step);
+- :func:`explain_kernels_error`: what the library's misleading errors mean;
+- :func:`raw_get_kernel`: the plain library call a learner writes, with a timeout;
+- :func:`describe_repository`: the build variants of a kernel repository on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+import torch
+
+from ..paths import REPO_ROOT
+
+LIGER_REPO = "kernels-community/liger-kernels"
+LIGER_VERSION = 1
+LIGER_LAYER = "LigerGEGLUMLP"
+LIGER_PACKAGE = "liger-kernel"
+LIGER_IMPORT = "liger_kernel"
+LIGER_PACKAGE_LAYER = "liger_kernel.transformers.geglu"
+COURSE_KERNEL_REPO = REPO_ROOT / "local_kernels" / "course-geglu"
+COURSE_LAYER = "CourseGeGLUMLP"
+SOURCES: tuple[str, ...] = ("hub", "cache", "package", "local")
+
+_TRUST_ERROR = "could not verify publisher trust status"
+_OFFLINE_CACHE_MISS = "is not available in the local cache"
+_NO_SNAPSHOT = "Cannot find a local snapshot"
+_NO_VARIANT = "Cannot find a build variant"
+_KERNELS_LOGGERS = ("kernels", "huggingface_hub")
+
+
+# ---------------------------------------------------------------------------------------------
+# where the Hub and the cache are
+# ---------------------------------------------------------------------------------------------
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def offline_requested() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set (in the environment or in ``huggingface_hub`` itself)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or _env_true("HF_HUB_OFFLINE")
+
+
+@contextlib.contextmanager
+def offline_mode() -> Iterator[None]:
+    """Run the ``kernels``/``huggingface_hub`` calls inside in offline mode, then restore the settings.
+
+    ``huggingface_hub`` reads ``HF_HUB_OFFLINE`` once, when it is imported, into
+    ``huggingface_hub.constants.HF_HUB_OFFLINE``; ``kernels.get_kernel`` reads that constant at
+    each call. Setting the environment variable alone after import changes nothing, so this sets both.
+    """
+    from huggingface_hub import constants
+
+    old_constant = constants.HF_HUB_OFFLINE
+    old_env = os.environ.get("HF_HUB_OFFLINE")
+    constants.HF_HUB_OFFLINE = True
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = old_constant
+        if old_env is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old_env
+
+
+def cache_dir() -> Path:
+    """The folder ``kernels`` downloads Hub kernels into: ``$KERNELS_CACHE``, else the Hugging Face hub cache."""
+    from huggingface_hub import constants
+
+    return Path(os.environ.get("KERNELS_CACHE") or constants.HF_HUB_CACHE)
+
+
+def cached_versions(repo_id: str = LIGER_REPO) -> dict[int, str]:
+    """Versions of a Hub kernel present in the local cache: ``{version: commit}``, read from ``refs/v<N>``.
+
+    Reads files only, never the network. A snapshot downloaded by commit hash writes no
+    ``refs/v<N>`` (so ``version=N`` cannot find it offline): download by branch, see :func:`prefetch`.
+    """
+    from huggingface_hub.file_download import repo_folder_name
+
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1:
+        raise ValueError(f"repo_id must look like 'owner/name', got {repo_id!r}")
+    found: dict[int, str] = {}
+    for repo_type in ("kernel", "model"):  # kernels also reads the legacy "model" layout
+        refs = cache_dir() / repo_folder_name(repo_id=repo_id, repo_type=repo_type) / "refs"
+        if not refs.is_dir():
+            continue
+        for ref in refs.iterdir():
+            if ref.is_file() and ref.name.startswith("v") and ref.name[1:].isdigit():
+                found.setdefault(int(ref.name[1:]), ref.read_text().strip())
+    return dict(sorted(found.items()))
+
+
+@dataclass(frozen=True)
+class HubStatus:
+    """Whether the Hugging Face Hub answered a short probe, and why not."""
+
+    online: bool
+    reason: str
+    endpoint: str
+    seconds: float
+
+    def __bool__(self) -> bool:
+        return self.online
+
+
+def hub_status(timeout: float = 3.0, endpoint: str | None = None) -> HubStatus:
+    """Probe the Hub with one HEAD request; never waits much longer than `timeout` seconds.
+
+    ``HF_HUB_OFFLINE=1`` answers at once without any request. The request runs in a daemon thread
+    (name resolution ignores socket timeouts and can hang on a machine without network), and any
+    HTTP answer, even an error status, counts as online: the server is reachable.
+    """
+    from huggingface_hub import constants
+
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
+        raise ValueError(f"timeout must be a number of seconds in (0, 60], got {timeout!r}")
+    url = endpoint or constants.ENDPOINT
+    start = time.perf_counter()
+    if offline_requested():
+        return HubStatus(False, "HF_HUB_OFFLINE=1 is set: the Hub is not asked", url, 0.0)
+    result: dict[str, Any] = {}
+
+    def probe() -> None:
+        try:
+            from huggingface_hub.utils import get_session
+
+            response = get_session().head(url, timeout=timeout, follow_redirects=False)
+            result["status"] = response.status_code
+        except Exception as err:  # any failure to connect means "offline" for the loader
+            result["error"] = f"{type(err).__name__}: {err}"
+
+    thread = threading.Thread(target=probe, name="hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    seconds = time.perf_counter() - start
+    if "status" in result:
+        return HubStatus(True, f"{url} answered (HTTP {result['status']}) in {seconds:.2f} s", url, seconds)
+    if "error" in result:
+        return HubStatus(False, f"no connection to {url}: {result['error']}", url, seconds)
+    return HubStatus(False, f"no answer from {url} within {timeout:g} s", url, seconds)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------------------
+
+
+def explain_kernels_error(
+    err: BaseException, repo_id: str = LIGER_REPO, version: int | None = LIGER_VERSION
+) -> str | None:
+    """What an error raised by ``kernels.get_kernel`` means, in plain words; None when not recognised.
+
+    The important one: without network and without ``HF_HUB_OFFLINE=1``, ``get_kernel`` first asks
+    the Hub whether the publisher is trusted, that request fails, and the library reports
+    "could not verify publisher trust status": the repository is not untrusted, the Hub was not reached.
+    """
+    text = str(err)
+    which = f"{repo_id}" + (f" version {version}" if version is not None else "")
+    if _TRUST_ERROR in text:
+        return (
+            f"the Hugging Face Hub could not be reached. kernels asks the Hub whether the publisher of "
+            f"{repo_id} is trusted before anything else, so a network failure is reported as a trust "
+            "error: the repository is not untrusted. Offline, load from the local cache with "
+            "HF_HUB_OFFLINE=1 (after one download while online: python scripts/prefetch_kernels.py prefetch), "
+            "or from a local kernel repository with kernels.get_local_kernel(path)."
+        )
+    if _OFFLINE_CACHE_MISS in text or _NO_SNAPSHOT in text:
+        have = cached_versions(repo_id) if repo_id.count("/") == 1 else {}
+        return (
+            f"{which} is not in the local cache ({cache_dir()}; cached versions: "
+            f"{', '.join(f'v{v}' for v in have) or 'none'}). Download it once while online "
+            "(python scripts/prefetch_kernels.py prefetch, or kernels.get_kernel with network)."
+        )
+    if _NO_VARIANT in text:
+        detail = "; ".join(line.strip() for line in text.splitlines()[2:] if line.strip())[:400]
+        return (
+            f"{which} has no build for this machine (torch {torch.__version__}, "
+            f"{'CUDA ' + str(torch.version.cuda) if torch.version.cuda else 'CPU-only'}): {detail}"
+        )
+    if type(err).__name__ == "OfflineModeIsEnabled":
+        return "HF_HUB_OFFLINE=1 is set, and this call needed the network"
+    return None
+
+
+def describe_error(err: BaseException, repo_id: str, version: int | None) -> str:
+    explained = explain_kernels_error(err, repo_id, version)
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    if explained:
+        return f"{explained} (kernels said: {type(err).__name__}: {first[:160]}{'...' if len(first) > 160 else ''})"
+    return f"{type(err).__name__}: {first[:500]}"
+
+
+class _LogCapture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def capture_library_warnings() -> Iterator[list[str]]:
+    """Collect the warnings kernels/huggingface_hub log during a call (shown as 'library notes')."""
+    handler = _LogCapture()
+    loggers = [logging.getLogger(n) for n in _KERNELS_LOGGERS]
+    saved = [(lg, lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.propagate = False
+    try:
+        yield handler.messages
+    finally:
+        for lg, propagate in saved:
+            lg.removeHandler(handler)
+            lg.propagate = propagate
+
+
+# ---------------------------------------------------------------------------------------------
+# a kernel repository on disk
+# ---------------------------------------------------------------------------------------------
+
+
+def describe_repository(path: str | os.PathLike = COURSE_KERNEL_REPO, backend: str | None = None) -> pd.DataFrame:
+    """The build variants of a kernel repository in the ``kernels`` layout, and which one this machine loads.
+
+    One row per ``build/<variant>/`` folder: ``variant``, ``decision`` (kernels' own verdict for
+    this machine: "loaded here" for the preferred variant, "compatible", or the reason it is
+    rejected), and from ``metadata.json`` ``name``, ``version``, ``backend``, ``license``, plus the
+    Python ``files`` of the variant.
+    """
+    from kernels import Metadata, VariantAccepted
+    from kernels.variants import get_variants_local, resolve_variants
+
+    build = Path(path) / "build"
+    if not build.is_dir():
+        raise FileNotFoundError(
+            f"{path} is not a kernel repository: it has no build/ folder "
+            "(the kernels layout is build/<variant>/metadata.json plus a Python package)"
+        )
+    accepted, decisions = resolve_variants(get_variants_local(build), backend)
+    preferred = accepted[0].variant_str if accepted else None
+    verdict = {
+        d.variant.variant_str: ("loaded here" if d.variant.variant_str == preferred else "compatible")
+        if isinstance(d, VariantAccepted)
+        else f"rejected: {d.reason}"
+        for d in decisions
+    }
+    rows = []
+    for folder in sorted(p for p in build.iterdir() if p.is_dir()):
+        meta = Metadata.read_from_file(folder / "metadata.json") if (folder / "metadata.json").is_file() else None
+        rows.append(
+            {
+                "variant": folder.name,
+                "decision": verdict.get(folder.name, "not a variant name kernels knows"),
+                "name": str(meta.name) if meta else None,
+                "version": meta.version if meta else None,
+                "backend": str(meta.backend.backend_type).split(".")[-1].lower() if meta else None,
+                "license": meta.license if meta else None,
+                "files": ", ".join(
+                    str(f.relative_to(folder))
+                    for f in sorted(folder.rglob("*"))
+                    if f.is_file() and "__pycache__" not in f.parts
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# the plain library call, for the lesson
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RawCall:
+    """What a plain ``kernels.get_kernel`` call did: the module, or the library's error and what it means."""
+
+    ok: bool
+    seconds: float
+    error: str | None = None
+    explanation: str | None = None
+    module: ModuleType | None = None
+
+    def __repr__(self) -> str:
+        if self.ok:
+            return f"<get_kernel worked in {self.seconds:.1f} s: {self.module}>"
+        return (
+            f"<get_kernel failed after {self.seconds:.1f} s>\nthe library says: {self.error}\n"
+            f"what it means: {self.explanation or 'not recognised'}"
+        )
+
+
+def raw_get_kernel(repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, timeout: float = 30.0) -> RawCall:
+    """Call ``kernels.get_kernel(repo_id, version=version)`` exactly as a learner would, with no help.
+
+    Runs in a daemon thread and gives up waiting after `timeout` seconds, so a machine whose
+    network hangs cannot hang the notebook. Returns a :class:`RawCall`.
+    """
+    import kernels
+
+    result: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            result["module"] = kernels.get_kernel(repo_id, version=version)
+        except Exception as err:
+            result["error"] = err
+
+    start = time.perf_counter()
+    thread = threading.Thread(target=call, name="raw-get-kernel", daemon=True)
+    with capture_library_warnings():
+        thread.start()
+        thread.join(timeout)
+    seconds = time.perf_counter() - start
+    if "module" in result:
+        return RawCall(True, seconds, module=result["module"])
+    if "error" in result:
+        err = result["error"]
+        return RawCall(False, seconds, f"{type(err).__name__}: {err}", explain_kernels_error(err, repo_id, version))
+    return RawCall(
+        False,
+        seconds,
+        f"no answer within {timeout:g} s",
+        "the network hangs: set HF_HUB_OFFLINE=1 to use the cache without asking the Hub",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the cache, filled while online (a Space's build step)
+# ---------------------------------------------------------------------------------------------
+
+
+def prefetch(
+    repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, backend: str | None = None, all_variants: bool = False
+) -> Path:
+    """Download `version` of a Hub kernel into the cache so that offline loads work later; returns the snapshot.
+
+    Downloads by *branch name* (``revision="v<version>"``), which writes ``refs/v<version>`` in the
+    cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1`` resolves the version through
+    that file (a download by commit hash writes no such ref and cannot be found offline). Only the
+    build variant this machine would load is fetched, unless `all_variants`. Needs network.
+    """
+    import kernels
+    from huggingface_hub import snapshot_download
+
+    if offline_requested():
+        raise RuntimeError("prefetch downloads from the Hub: unset HF_HUB_OFFLINE for this step")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive int, got {version!r}")
+    decisions = kernels.get_kernel_variants(repo_id, version=version, backend=backend)
+    accepted = [d.variant.variant_str for d in decisions if isinstance(d, kernels.VariantAccepted)]
+    if not accepted:
+        reasons = "; ".join(f"{d.variant.variant_str}: {getattr(d, 'reason', '')}" for d in decisions)
+        raise FileNotFoundError(
+            f"{repo_id} version {version} has no build for this machine ({reasons or 'no variants'})"
+        )
+    chosen = accepted if all_variants else accepted[:1]
+    path = Path(
+        snapshot_download(
+            repo_id,
+            repo_type="kernel",
+            revision=f"v{version}",
+            cache_dir=os.environ.get("KERNELS_CACHE") or None,
+            allow_patterns=[f"build/{v}/*" for v in chosen],
+            ignore_patterns=["*.pyc", "**/__pycache__/**"],
+        )
+    )
+    if version not in cached_versions(repo_id):
+        raise RuntimeError(
+            f"downloaded {repo_id} to {path} but {cache_dir()} has no refs/v{version}: "
+            "offline loads by version would not find it"
+        )
+    return path

@@ -1,0 +1,382 @@
+"""Put traces side by side: eager vs compiled vs hand-tuned, which do not share kernel names.
+
+Kernel names change between versions of the same model (``vectorized_elementwise_kernel<...Gelu...>``
+in eager, ``triton_poi_fused__unsafe_view_gelu_mul_0`` under ``torch.compile``), so the comparison
+groups work by what it *is*: the kernel family that :func:`helpers.decode_kernel` reads from the
+name (gemm, elementwise, fused ...), the user annotation (``record_function``) or the operator
+that launched it, or the profiler step.
+
+What counts as a unit of work (:func:`work_items`):
+
+* a trace with device kernels: every kernel, memset and memcpy on a GPU stream;
+* a CPU-only trace (no device kernels): the C++ kernels torch.compile generated (listed when
+  ``torch._inductor.config.cpp.enable_kernel_profile`` is on), plus the ATen operators that do
+  the computation on the host. Those are the outermost ops of a known family (``aten::mm`` is a
+  GEMM, its ``aten::resolve_conj`` children are not separate work), or else the innermost
+  ATen ops that are not views or allocations. Composite wrappers (``aten::linear``,
+  ``aten::matmul``) are represented by the ops they call, as on a GPU they are by their kernels.
+
+Times are microseconds and, unless ``per_step=True``, means per profiler step, so a trace of 3
+steps and one of 10 compare fairly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .aten_ops import aten_family, computes
+from .categories import device_work_mask
+from .kernel_names import decode_kernels
+from .model import CPU_GENERATED_KERNEL, Trace, check_trace
+
+GROUPINGS = ("family", "annotation", "op", "name", "step")
+METRICS = ("kernels", "device_us", "launches", "launch_us", "cpu_us", "idle_us")
+
+
+# --------------------------------------------------------------------------- units of work
+def _families(names: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Family and source of each name: decoded from kernel names, ATen families for host ops."""
+    unique = pd.unique(names.to_numpy(dtype=object))
+    decoded = decode_kernels(list(unique)).set_index("name") if len(unique) else None
+    fam, src = {}, {}
+    for n in unique:
+        f, s = "unknown", "unknown"
+        if decoded is not None and n in decoded.index:
+            f, s = decoded.at[n, "family"], decoded.at[n, "source"]
+        if f == "unknown" and aten_family(n) != "unknown":
+            f, s = aten_family(n), "aten (host op)"
+        fam[n], src[n] = f, s
+    return names.map(fam), names.map(src)
+
+
+def _host_work_rows(ev: pd.DataFrame) -> np.ndarray:
+    """Rows of the host ops that did the work on a CPU-only trace (see the module docstring)."""
+    host = ~ev["on_device"].to_numpy()
+    cat = ev["cat"].to_numpy(dtype=object)
+    names = ev["name"].to_numpy(dtype=object)
+    parent = ev["parent"].to_numpy()
+    depth = ev["depth"].to_numpy()
+    n = len(ev)
+    generated = host & ev["name"].str.contains(CPU_GENERATED_KERNEL).to_numpy()
+    is_op = host & (cat == "cpu_op")
+    uniq, codes = np.unique(names, return_inverse=True)
+    known_u = np.array([aten_family(u) != "unknown" for u in uniq], dtype=bool)
+    compute_u = np.array([computes(u) for u in uniq], dtype=bool)
+    known = (is_op & known_u[codes]) | generated
+    compute = (is_op & compute_u[codes]) | generated
+    # walk the tree level by level: does an ancestor already count as work? does a descendant compute?
+    order = np.argsort(depth, kind="stable")
+    levels = np.split(order, np.flatnonzero(np.diff(depth[order])) + 1) if n else []
+    known_above = np.zeros(n, dtype=bool)
+    for level in levels:
+        p = parent[level]
+        has = p >= 0
+        known_above[level[has]] = known_above[p[has]] | known[p[has]]
+    compute_below = np.zeros(n, dtype=bool)
+    for level in reversed(levels):
+        p = parent[level]
+        has = p >= 0
+        np.logical_or.at(compute_below, p[has], compute[level[has]] | compute_below[level[has]])
+    unit = (known & ~known_above) | (compute & ~known & ~known_above & ~compute_below)
+    return np.flatnonzero(unit)
+
+
+def work_items(trace: Trace) -> pd.DataFrame:
+    """One row per unit of work (see the module docstring), in start order.
+
+    Columns: ``name``, ``family``, ``source``, ``unit`` ("device kernel" / "host op"), ``step``,
+    ``start_us``, ``duration_us``, ``op`` (the launching cpu_op for a kernel, the op itself for
+    host work), ``annotation`` (innermost ``record_function`` around it, "" if none),
+    ``launch_call`` and ``launch_us`` (the host-side launch call and its duration; empty / 0 on CPU),
+    ``lane``.
+    """
+    check_trace(trace)
+    ev = trace.events
+    names = ev["name"].to_numpy(dtype=object)
+    device_rows = np.flatnonzero(device_work_mask(ev))
+    dur = ev["dur"].to_numpy()
+    if len(device_rows):
+        rows, unit = device_rows, "device kernel"
+        lb = ev["launched_by"].to_numpy()[rows]
+        launch = ev["launch"].to_numpy()[rows]
+        op = np.where(lb >= 0, names[np.maximum(lb, 0)], "")
+        launch_call = np.where(launch >= 0, names[np.maximum(launch, 0)], "")
+        launch_us = np.where(launch >= 0, dur[np.maximum(launch, 0)], 0.0)
+    else:
+        rows, unit = _host_work_rows(ev), "host op"
+        op = names[rows]
+        launch_call = np.full(len(rows), "", dtype=object)
+        launch_us = np.zeros(len(rows))
+    ann = ev["annotation"].to_numpy()[rows]
+    table = pd.DataFrame(
+        {
+            "name": names[rows],
+            "unit": unit,
+            "step": ev["step"].to_numpy()[rows],
+            "start_us": ev["ts"].to_numpy()[rows] - float(ev["ts"].min()) if len(ev) else np.zeros(0),
+            "duration_us": dur[rows],
+            "op": op,
+            "annotation": np.where(ann >= 0, names[np.maximum(ann, 0)], ""),
+            "launch_call": launch_call,
+            "launch_us": launch_us,
+            "lane": ev["lane"].to_numpy(dtype=object)[rows],
+        }
+    )
+    table["family"], table["source"] = _families(table["name"]) if len(table) else (table["name"], table["name"])
+    cols = [
+        "name",
+        "family",
+        "source",
+        "unit",
+        "step",
+        "start_us",
+        "duration_us",
+        "op",
+        "annotation",
+        "launch_call",
+        "launch_us",
+        "lane",
+    ]
+    return table[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- per-step host and device time
+def _step_windows(trace: Trace) -> pd.DataFrame:
+    """step, host start/end (us) of each profiler step; one row (step -1) spanning the trace without steps."""
+    ev = trace.events
+    host = ev[~ev["on_device"]]
+    is_step = host["name"].str.startswith("ProfilerStep#") & (host["step"] >= 0)
+    steps = host[is_step]
+    if len(steps):
+        out = pd.DataFrame(
+            {
+                "step": steps["step"].to_numpy(),
+                "start": steps["ts"].to_numpy(),
+                "end": (steps["ts"] + steps["dur"]).to_numpy(),
+            }
+        )
+        return out.groupby("step", as_index=False).agg(start=("start", "min"), end=("end", "max"))
+    if host.empty:
+        return pd.DataFrame({"step": [-1], "start": [np.nan], "end": [np.nan]})
+    # No steps: the busiest host thread's span stands for the run
+    lane = host["lane"].value_counts().index[0]
+    main = host[host["lane"] == lane]
+    return pd.DataFrame({"step": [-1], "start": [main["ts"].min()], "end": [(main["ts"] + main["dur"]).max()]})
+
+
+def _idle_by_step(items: pd.DataFrame) -> pd.Series:
+    """Per step: time between its first kernel start and last kernel end when no kernel runs.
+
+    Union of busy intervals, vectorised: sorted by start within each step, a gap is where a kernel
+    starts after every earlier kernel of the step has ended.
+    """
+    dev = items[items["unit"] == "device kernel"]
+    if dev.empty:
+        return pd.Series(dtype=float)
+    df = pd.DataFrame(
+        {
+            "step": dev["step"].to_numpy(),
+            "start": dev["start_us"].to_numpy(),
+            "end": (dev["start_us"] + dev["duration_us"]).to_numpy(),
+        }
+    )
+    df = df.sort_values(["step", "start"], kind="stable")
+    reach = df.groupby("step")["end"].cummax()
+    before = reach.groupby(df["step"]).shift(1)
+    gap = (df["start"] - before).clip(lower=0).fillna(0.0)
+    return gap.groupby(df["step"]).sum()
+
+
+def _per_step(trace: Trace, items: pd.DataFrame) -> pd.DataFrame:
+    """kernels, device_us, launches, launch_us, cpu_us, idle_us for every step of one trace."""
+    windows = _step_windows(trace).set_index("step")
+    has_steps = windows.index[0] != -1
+    # without profiler steps the whole trace is one step (-1)
+    items = items if has_steps else items.assign(step=-1)
+    launched = items.assign(launched=(items["launch_call"] != "").astype(int))
+    per = launched.groupby("step").agg(
+        kernels=("name", "size"),
+        device_us=("duration_us", "sum"),
+        launches=("launched", "sum"),
+        launch_us=("launch_us", "sum"),
+    )
+    out = per.reindex(windows.index).fillna(0)
+    out["cpu_us"] = (windows["end"] - windows["start"]).astype(float)
+    out["idle_us"] = _idle_by_step(items).reindex(windows.index)  # NaN: no device kernel in the step
+    out["kernels"] = out["kernels"].astype(int)
+    out["launches"] = out["launches"].astype(int)
+    return out.reset_index()
+
+
+def _in_steps(trace: Trace, items: pd.DataFrame) -> pd.DataFrame:
+    """The work inside profiler steps (all of it when the trace has no steps): per-step numbers
+    must not count kernels launched before the first or after the last step."""
+    return items[items["step"] >= 0] if trace.steps else items
+
+
+def _labels(traces: tuple[Trace, ...], labels: list[str] | None) -> list[str]:
+    if labels is None:
+        labels = [t.info.label for t in traces]
+    elif len(labels) != len(traces):
+        raise ValueError(f"got {len(labels)} labels for {len(traces)} traces: give one label per trace")
+    out: list[str] = []
+    for lab in map(str, labels):
+        name, k = lab, 2
+        while name in out:  # the same trace twice (or two traces with one label) stay apart
+            name, k = f"{lab} ({k})", k + 1
+        out.append(name)
+    return out
+
+
+def compare(
+    *traces: Trace, by: str = "family", per_step: bool = False, labels: list[str] | None = None
+) -> pd.DataFrame:
+    """Traces side by side: one column block per trace, one row per group of work, then a total.
+
+    - `by`: "family" (gemm, elementwise, fused, memset ... from the kernel names), "annotation"
+      (the innermost ``record_function`` around the launch), "op" (the cpu_op that launched the
+      kernel), "name" (kernel name), or "step" (one row per profiler step).
+    - `per_step`: one row per (step, group) instead of means per step.
+    - `labels`: column names for the traces (default: each trace's label).
+
+    Columns: a MultiIndex (trace label, metric) with metrics
+    ``kernels`` (count), ``device_us`` (time inside those kernels: device time, or host time for
+    the host work of a CPU-only trace), ``launches`` (host launch calls, cudaLaunchKernel or
+    cuLaunchKernelEx ...), ``launch_us`` (host time inside those calls), and on the "total" rows
+    (and every row of ``by="step"``) ``cpu_us`` (host wall time of the step, ``ProfilerStep#N``)
+    and ``idle_us`` (device time between the step's first kernel start and last kernel end with
+    no kernel running). A group a trace does not have shows 0 kernels. In a trace with profiler
+    steps, work outside every step (warm-up, synchronisation after the last step) is left out.
+    """
+    if not traces:
+        raise ValueError("compare() needs at least one trace: compare(eager, compiled, ...)")
+    for i, t in enumerate(traces):
+        check_trace(t, f"argument {i + 1}")
+    if by not in GROUPINGS:
+        raise ValueError(f"by must be one of {GROUPINGS}, got {by!r}")
+    names = _labels(traces, labels)
+    blocks = []
+    for label, trace in zip(names, traces):
+        items = _in_steps(trace, work_items(trace))
+        steps = _per_step(trace, items)
+        n_steps = max(len(steps), 1)
+        if by == "step":
+            table = steps.set_index("step")[list(METRICS)]
+            table.loc["mean"] = table.mean(numeric_only=True)
+        else:
+            key = {"family": "family", "annotation": "annotation", "op": "op", "name": "name"}[by]
+            items = items.assign(
+                group=items[key].replace("", f"(no {by})"), launched=(items["launch_call"] != "").astype(int)
+            )
+            group_keys = ["step", "group"] if per_step else ["group"]
+            table = items.groupby(group_keys, sort=False).agg(
+                kernels=("name", "size"),
+                device_us=("duration_us", "sum"),
+                launches=("launched", "sum"),
+                launch_us=("launch_us", "sum"),
+            )
+            if per_step:
+                totals = steps.set_index("step")[list(METRICS)]
+                totals.index = pd.MultiIndex.from_arrays(
+                    [totals.index, ["total"] * len(totals)], names=["step", "group"]
+                )
+            else:
+                table = table / n_steps
+                totals = steps[list(METRICS)].mean(numeric_only=True).to_frame("total").T
+            table["cpu_us"] = np.nan
+            table["idle_us"] = np.nan
+            table = pd.concat([table[list(METRICS)], totals[list(METRICS)]])
+        table.columns = pd.MultiIndex.from_product([[label], table.columns])
+        blocks.append(table)
+    out = pd.concat(blocks, axis=1, sort=False)
+    # groups a trace does not have: no kernels, no time (but cpu/idle stay undefined there)
+    for label in names:
+        for m in ("kernels", "device_us", "launches", "launch_us"):
+            out[(label, m)] = out[(label, m)].fillna(0.0)
+    out = _order_rows(out, names, by, per_step)
+    out.index.name = by if not per_step or by == "step" else out.index.name
+    return out
+
+
+def _order_rows(out: pd.DataFrame, names: list[str], by: str, per_step: bool) -> pd.DataFrame:
+    """Groups by total device time, largest first; the total row last (per step when per_step)."""
+    if by == "step":
+        steps = [s for s in out.index if s != "mean"]
+        return out.loc[sorted(steps, key=lambda s: int(s)) + ["mean"]]
+    weight = sum(out[(label, "device_us")] for label in names)
+    if per_step:
+        keys = pd.DataFrame(
+            {
+                "step": out.index.get_level_values(0).astype(int),
+                "total": out.index.get_level_values(1) == "total",
+                "weight": -weight.to_numpy(),
+                "group": out.index.get_level_values(1).astype(str),
+            }
+        )
+        return out.iloc[keys.sort_values(["step", "total", "weight", "group"], kind="stable").index.to_numpy()]
+    groups = [g for g in out.index if g != "total"]
+    groups.sort(key=lambda g: (-weight[g], str(g)))
+    return out.loc[groups + ["total"]]
+
+
+# --------------------------------------------------------------------------- what changed, what stayed
+def compare_kernels(a: Trace, b: Trace, labels: tuple[str, str] | None = None) -> pd.DataFrame:
+    """Which kernels two traces share and which are only in one of them (by exact kernel name).
+
+    One row per distinct name: ``name``, ``family``, ``status`` ("both", "only a", "only b"),
+    ``calls_a``/``calls_b`` (per step), ``us_per_step_a``/``us_per_step_b`` (time per step),
+    ``mean_us_a``/``mean_us_b`` (per call), ``change_us`` (b - a per step). Rows: shared kernels
+    first (what stayed), then those only in a (what went), then only in b (what came), each by time.
+    ``df.attrs["labels"]`` holds {"a": ..., "b": ...}. For eager vs compiled MLP on a GPU: the
+    three GEMMs are "both", the gelu and mul kernels "only a", ``triton_poi_fused_..._gelu_mul``
+    "only b"; on a CPU the same holds for ``aten::mm``, ``aten::gelu``/``aten::mul`` and
+    ``graph_0_cpp_fused_..._gelu_mul_0``.
+    """
+    check_trace(a, "a")
+    check_trace(b, "b")
+    la, lb = _labels((a, b), list(labels) if labels is not None else None)
+    sides = []
+    for suffix, trace in (("a", a), ("b", b)):
+        items = _in_steps(trace, work_items(trace))
+        n_steps = max(len(trace.steps), 1)
+        g = items.groupby("name", sort=False).agg(
+            family=("family", "first"), calls=("name", "size"), total=("duration_us", "sum")
+        )
+        sides.append(
+            pd.DataFrame(
+                {
+                    "family": g["family"],
+                    f"calls_{suffix}": g["calls"] / n_steps,
+                    f"us_per_step_{suffix}": g["total"] / n_steps,
+                    f"mean_us_{suffix}": g["total"] / g["calls"],
+                }
+            )
+        )
+    left, right = sides
+    out = left.join(right.drop(columns="family"), how="outer")
+    out["family"] = out["family"].fillna(right["family"].reindex(out.index))
+    in_a, in_b = out["calls_a"].notna(), out["calls_b"].notna()
+    out["status"] = np.select([in_a & in_b, in_a], ["both", "only a"], default="only b")
+    for col in ("calls_a", "calls_b", "us_per_step_a", "us_per_step_b"):
+        out[col] = out[col].fillna(0.0)
+    out["change_us"] = out["us_per_step_b"] - out["us_per_step_a"]
+    out = out.reset_index().rename(columns={"index": "name"})
+    rank = out["status"].map({"both": 0, "only a": 1, "only b": 2})
+    out = out.assign(_rank=rank, _w=-(out["us_per_step_a"] + out["us_per_step_b"]))
+    out = out.sort_values(["_rank", "_w", "name"], kind="stable").drop(columns=["_rank", "_w"])
+    cols = [
+        "name",
+        "family",
+        "status",
+        "calls_a",
+        "calls_b",
+        "us_per_step_a",
+        "us_per_step_b",
+        "mean_us_a",
+        "mean_us_b",
+        "change_us",
+    ]
+    out = out[cols].reset_index(drop=True)
+    out.attrs["labels"] = {"a": la, "b": lb}
+    return out

@@ -1,0 +1,77 @@
+"""Pieces every kernel-name reader shares: shape tokens, layout letters, dtype words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..dtypes import lookup
+
+# Tokens CUTLASS and cuBLAS kernel names use for element types -> the short name ("f16" -> "fp16").
+DTYPE_WORDS: dict[str, str] = {
+    t: lookup(t).short
+    for t in ("bf16", "f16", "fp16", "f32", "fp32", "tf32", "f64", "fp64", "s8", "u8", "s32", "e4m3", "e5m2")
+}
+# One-letter BLAS precision prefixes (`sgemm`, `hgemm`) and CUTLASS accumulator letters.
+PRECISION_LETTER = {"s": "fp32", "d": "fp64", "h": "fp16", "c": "complex64", "z": "complex128", "i": "int32"}
+# nvjet type codes such as `tst`, `hsh`, `tss`: letters read by analogy (t = bf16, h = fp16,
+# s = fp32, d = fp64) as input, compute and output types. Undocumented, hence inferred.
+NVJET_TYPE_LETTER = {"t": "bf16", "h": "fp16", "s": "fp32", "d": "fp64"}
+
+Fields = dict[str, Any]
+
+
+def instruction_shape(digits: str) -> str | None:
+    """Split a CUTLASS-style instruction shape: '16816' -> '16x8x16', '161616' -> '16x16x16'.
+
+    The digits are three MMA dimensions written without separators; each is a power of two, and
+    the split is used only when exactly one split works.
+    """
+    allowed = {"1", "2", "4", "8", "16", "32", "64", "128", "256"}
+    splits = []
+    for i in range(1, len(digits)):
+        for j in range(i + 1, len(digits)):
+            parts = (digits[:i], digits[i:j], digits[j:])
+            if all(p in allowed for p in parts):
+                splits.append("x".join(parts))
+    return splits[0] if len(splits) == 1 else None
+
+
+def parse_dims(token: str) -> list[int] | None:
+    """'256x128' -> [256, 128]; anything else -> None."""
+    if re.fullmatch(r"\d+(?:x\d+)+", token):
+        return [int(p) for p in token.split("x")]
+    return None
+
+
+def join(parts: Iterable[str | None]) -> str:
+    return ", ".join(p for p in parts if p)
+
+
+def stages_text(n: int) -> str:
+    return f"{n} stage" if n == 1 else f"{n} stages"
+
+
+LAYOUT_PRIMER = (
+    "cuBLAS is column-major. PyTorch's row-major y = x @ w.T (nn.Linear) is computed as the "
+    "column-major product y^T = w . x^T: A = w (its row-major [out, in] storage is a column-major "
+    "[in, out] matrix) read transposed (T), B = x^T (a row-major x seen column-major) read as "
+    "stored (N). So a Linear forward reads TN; x @ w with w stored [in, out] (and a Linear's input "
+    "gradient) reads NN; a Linear's weight gradient reads NT."
+)
+
+
+def letter_text(letter: str) -> str:
+    return "T (transposed / row-major)" if letter.lower() == "t" else "N (not transposed / column-major)"
+
+
+def explain_ab(letters: str, documented: bool) -> str:
+    a, b = letters[0], letters[1]
+    basis = (
+        "CUTLASS documents n = column-major, t = row-major."
+        if documented
+        else "Read by analogy with CUTLASS names and cuBLAS's transa/transb (cuBLAS does not "
+        "document its kernel names)."
+    )
+    return f"Layout letters: A {letter_text(a)}, B {letter_text(b)}. {basis} {LAYOUT_PRIMER}"

@@ -1,0 +1,287 @@
+"""The derived columns of an events table: lanes, nesting, launches, annotations, steps.
+
+Computed with numpy over whole columns (a trace can hold a million events), once per trace:
+
+* ``on_device``, ``lane``: where an event is drawn (a host thread or a device stream);
+* ``parent``, ``depth``: the innermost host event enclosing this one on its thread;
+* ``launch``, ``launched_by``: for a device event, the launch call (matched by ``correlation``)
+  and the ``cpu_op`` around it;
+* ``annotation``: the innermost ``record_function`` around it; ``step``: its ``ProfilerStep#N``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .categories import DEVICE_CATEGORIES, HOST_TREE_CATEGORIES, LAUNCH_CATEGORIES, STEP_PREFIX
+
+# A child may overhang its parent by a fraction of a microsecond (clock rounding in the profiler).
+NESTING_TOLERANCE_US = 0.5
+# Marks a missing integer in the id columns while they are built (Kineto ids are never this negative).
+MISSING_ID = -(1 << 62)
+
+
+def _factorize_strings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+def _lanes(events: pd.DataFrame, on_device: np.ndarray, codes: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Lane names and lane codes, made once per distinct (pid, tid, device, stream), not per event."""
+    n = len(events)
+    if n == 0:
+        return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
+    pid_c, pid_u = codes["pid"]
+    tid_c, tid_u = codes["tid"]
+    parts = [on_device.astype(np.int64), pid_c, tid_c]
+    for col in ("device", "stream"):
+        arr = events[col].array
+        codes, _ = pd.factorize(arr.to_numpy(dtype=np.int64, na_value=MISSING_ID))
+        parts.append(codes.astype(np.int64))
+    # one integer per row from the five small codes (mixed radix), then the distinct combinations
+    key = np.zeros(n, dtype=np.int64)
+    for part in parts:
+        key = key * (int(part.max()) + 1) + part
+    _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    dev_val = events["device"].array
+    str_val = events["stream"].array
+    names = []
+    for i in first:
+        if on_device[i]:
+            d = pid_u[pid_c[i]] if dev_val.isna()[i] else dev_val[i]
+            s = tid_u[tid_c[i]] if str_val.isna()[i] else str_val[i]
+            names.append(f"GPU {d} stream {s}")
+        else:
+            names.append(f"CPU {pid_u[pid_c[i]]}/{tid_u[tid_c[i]]}")
+    # Rows of one thread can differ in args (a launch call may carry a stream): code by lane name.
+    name_codes, lane_names = pd.factorize(np.array(names, dtype=object))
+    codes = name_codes[codes.reshape(-1)].astype(np.int64)
+    return np.asarray(lane_names, dtype=object)[codes], codes
+
+
+def _nest_lane_stack(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parents and depths of one thread's events by a stack walk (the reference algorithm).
+
+    Events are in (start, longest first) order. Used when the vectorised pass finds events that
+    do not nest cleanly (partial overlaps beyond the tolerance).
+    """
+    n = len(ts)
+    parent = [-1] * n
+    depth = [0] * n
+    stack: list[int] = []
+    ts_l, end_l = ts.tolist(), end.tolist()
+    tol = NESTING_TOLERANCE_US
+    for i in range(n):
+        start, stop = ts_l[i], end_l[i]
+        while stack and end_l[stack[-1]] <= start:
+            stack.pop()
+        while stack and stop > end_l[stack[-1]] + tol:
+            stack.pop()
+        if stack:
+            top = stack[-1]
+            parent[i] = top
+            depth[i] = depth[top] + 1
+        stack.append(i)
+    return np.array(parent, dtype=np.int64), np.array(depth, dtype=np.int64)
+
+
+def _nest_lane_vectorised(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Parents and depths of one thread's events without a Python loop; the bool says whether it verified.
+
+    With events in (start, longest first) order and cleanly nested, the events still open when
+    event i starts are exactly its ancestors, so depth(i) = #(earlier events that end after i
+    starts), and its parent is the latest earlier event one level up. Events of zero duration
+    never enclose anything, so they are left out of the counting. The result is checked (each
+    parent open at its child's start and enclosing its end); the caller falls back to the stack
+    walk for a thread where the check fails.
+    """
+    n = len(ts)
+    idx = np.arange(n)
+    positive = end > ts
+    P = np.flatnonzero(positive)
+    p_end_sorted = np.sort(end[P])
+    opened = np.empty(n, dtype=np.int64)
+    # earlier positive events: for a positive event its rank among them, for an instant the number
+    # of positive events started at or before it (they all come before it in this order)
+    opened[P] = np.arange(len(P))
+    Z = np.flatnonzero(~positive)
+    opened[Z] = np.searchsorted(ts[P], ts[Z], side="right")
+    closed = np.searchsorted(p_end_sorted, ts, side="right")
+    depth = opened - closed
+    if (depth < 0).any():
+        return np.full(n, -1, np.int64), np.zeros(n, np.int64), False
+    parent = np.full(n, -1, dtype=np.int64)
+    child = np.flatnonzero(depth > 0)
+    if len(child):
+        # latest positive event at depth d-1 before i: search the (depth, position) keys of positive events
+        m = n + 1
+        keys = depth[P] * m + P
+        korder = np.argsort(keys, kind="stable")
+        keys_sorted = keys[korder]
+        q = (depth[child] - 1) * m + idx[child]
+        j = np.searchsorted(keys_sorted, q, side="left") - 1
+        ok = j >= 0
+        cand = np.where(ok, P[korder[np.maximum(j, 0)]], -1)
+        ok &= (cand >= 0) & (depth[np.maximum(cand, 0)] == depth[child] - 1)
+        parent[child] = np.where(ok, cand, -1)
+        p = parent[child]
+        good = (
+            ok
+            & (p < child)
+            & (end[np.maximum(p, 0)] > ts[child])
+            & (end[child] <= end[np.maximum(p, 0)] + NESTING_TOLERANCE_US)
+        )
+        if not good.all():
+            return parent, depth, False
+    return parent, depth, True
+
+
+def _nest(
+    lane_codes: np.ndarray, ts: np.ndarray, end: np.ndarray, rows: np.ndarray, n: int, use_stack: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parent and depth columns for the host-tree events `rows` (in global order), thread by thread."""
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    if len(rows) == 0:
+        return parent, depth
+    codes = lane_codes[rows]
+    order = np.argsort(codes, kind="stable")  # rows grouped by lane, still in time order inside each
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for group in np.split(rows[order], bounds):
+        g_ts, g_end = ts[group], end[group]
+        if use_stack:
+            p, d = _nest_lane_stack(g_ts, g_end)
+        else:
+            p, d, ok = _nest_lane_vectorised(g_ts, g_end)
+            if not ok:
+                p, d = _nest_lane_stack(g_ts, g_end)
+        parent[group] = np.where(p >= 0, group[np.maximum(p, 0)], -1)
+        depth[group] = d
+    return parent, depth
+
+
+def _inherit(parent: np.ndarray, depth: np.ndarray, rows: np.ndarray, is_self: np.ndarray) -> np.ndarray:
+    """For each of `rows`: itself if `is_self`, else the nearest ancestor that is (or -1); level by level."""
+    n = len(parent)
+    out = np.full(n, -1, dtype=np.int64)
+    if len(rows) == 0:
+        return out
+    d = depth[rows]
+    order = np.argsort(d, kind="stable")
+    bounds = np.flatnonzero(np.diff(d[order])) + 1
+    for level in np.split(rows[order], bounds):  # parents sit one level up, so they are done first
+        p = parent[level]
+        inherited = np.where(p >= 0, out[np.maximum(p, 0)], -1)
+        out[level] = np.where(is_self[level], level, inherited)
+    return out
+
+
+def _step_numbers(codes: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """'ProfilerStep#12' -> 12 for each name (-1 for other names), computed once per distinct name."""
+    nums = np.full(len(uniques), -1, dtype=np.int64)
+    for k, u in enumerate(uniques):
+        if isinstance(u, str) and u.startswith(STEP_PREFIX):
+            try:
+                nums[k] = int(u[len(STEP_PREFIX) :])
+            except ValueError:
+                pass
+    return nums[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+
+
+def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None = None) -> None:
+    """Add the derived columns: on_device, lane, parent, depth, launch, launched_by, annotation, step.
+
+    `codes` maps "name", "cat", "pid", "tid" to (codes per row, distinct values) when the caller
+    has them (the column builder does); otherwise they are computed here. `use_stack` forces the
+    reference stack walk for the nesting (tests compare both).
+    """
+    n = len(events)
+    codes = dict(codes or {})
+    for col in ("name", "cat", "pid", "tid"):
+        if col not in codes:
+            codes[col] = _factorize_strings(events[col].to_numpy(dtype=object))
+    cat_codes, cat_uniques = codes["cat"]
+
+    def cat_in(group: frozenset) -> np.ndarray:
+        hit = np.array([c in group for c in cat_uniques], dtype=bool)
+        return hit[cat_codes] if n else np.zeros(0, dtype=bool)
+
+    on_device = cat_in(DEVICE_CATEGORIES)
+    events["on_device"] = on_device
+    lane, lane_codes = _lanes(events, on_device, codes)
+    events["lane"] = lane
+
+    ts = events["ts"].to_numpy()
+    end = ts + np.maximum(events["dur"].to_numpy(), 0.0)
+    in_tree = (~on_device) & cat_in(HOST_TREE_CATEGORIES)
+    parent, depth = _nest(lane_codes, ts, end, np.flatnonzero(in_tree), n, use_stack=use_stack)
+    events["parent"] = parent
+    events["depth"] = depth
+
+    is_op = cat_in(frozenset({"cpu_op"}))
+    step_no = _step_numbers(*codes["name"])
+    is_step = (~on_device) & (step_no >= 0)
+    is_ann = cat_in(frozenset({"user_annotation"})) & ~is_step
+    tree_rows = np.flatnonzero(in_tree)
+    # The innermost cpu_op / user annotation at or above each host event (itself if it is one).
+    enclosing_op = _inherit(parent, depth, tree_rows, is_op)
+    enclosing_ann = _inherit(parent, depth, tree_rows, is_ann)
+
+    launch = np.full(n, -1, dtype=np.int64)
+    launched_by = np.full(n, -1, dtype=np.int64)
+    annotation = enclosing_ann.copy()
+    dev_rows = np.flatnonzero(on_device)
+    if len(dev_rows):
+        corr = events["correlation"].array
+        corr_ok = ~np.asarray(corr.isna())
+        corr_val = corr.to_numpy(dtype=np.int64, na_value=-1)
+        is_launch = cat_in(LAUNCH_CATEGORIES) & corr_ok
+        launch_rows = np.flatnonzero(is_launch)
+        # first launch call per correlation id (ids are unique within one profiling session)
+        by_corr = pd.Index(corr_val[launch_rows])
+        first = ~by_corr.duplicated(keep="first")
+        by_corr, launch_rows = by_corr[first], launch_rows[first]
+        want = dev_rows[corr_ok[dev_rows]]
+        pos = by_corr.get_indexer(corr_val[want])
+        launch[want[pos >= 0]] = launch_rows[pos[pos >= 0]]
+
+        # launched_by: the cpu_op around the launch call (correlation is exact and never reused in
+        # a trace). Without a launch call, fall back on the External id, used only when it names
+        # exactly one cpu_op: ids repeat across profiling cycles and would link to the wrong one.
+        lr = launch[dev_rows]
+        via_launch = np.where(lr >= 0, enclosing_op[np.maximum(lr, 0)], -1)
+        ext = events["external_id"].array
+        ext_val = ext.to_numpy(dtype=np.int64, na_value=-1)
+        ext_ok = ~np.asarray(ext.isna())
+        op_rows = np.flatnonzero(is_op & ext_ok)
+        op_ids = pd.Index(ext_val[op_rows])
+        unique_ids = ~op_ids.duplicated(keep=False)
+        op_ids, op_rows = op_ids[unique_ids], op_rows[unique_ids]
+        pos = op_ids.get_indexer(ext_val[dev_rows])
+        via_ext = np.full(len(dev_rows), -1, dtype=np.int64)
+        hit = (pos >= 0) & ext_ok[dev_rows]
+        via_ext[hit] = op_rows[pos[hit]]
+        launched_by[dev_rows] = np.where(via_launch >= 0, via_launch, via_ext)
+        anchor = np.where(lr >= 0, lr, launched_by[dev_rows])
+        annotation[dev_rows] = np.where(anchor >= 0, enclosing_ann[np.maximum(anchor, 0)], -1)
+    events["launch"] = launch
+    events["launched_by"] = launched_by
+    events["annotation"] = annotation
+
+    # Profiler steps: host events take the "ProfilerStep#N" that encloses their start on the same
+    # thread, device events the step of the call that launched them.
+    step = np.full(n, -1, dtype=np.int64)
+    step_rows = np.flatnonzero(is_step)
+    host_rows = np.flatnonzero(~on_device)
+    for code in np.unique(lane_codes[step_rows]):
+        srows = step_rows[lane_codes[step_rows] == code]
+        srows = srows[np.argsort(ts[srows], kind="stable")]
+        members = host_rows[lane_codes[host_rows] == code]
+        j = np.searchsorted(ts[srows], ts[members], side="right") - 1
+        inside = (j >= 0) & (ts[members] < end[srows[np.maximum(j, 0)]])
+        step[members[inside]] = step_no[srows[j[inside]]]
+    if len(dev_rows):
+        anchor = np.where(launch[dev_rows] >= 0, launch[dev_rows], launched_by[dev_rows])
+        step[dev_rows] = np.where(anchor >= 0, step[np.maximum(anchor, 0)], -1)
+    events["step"] = step

@@ -1,0 +1,308 @@
+"""Questions the lessons ask of a trace, answered as numbers or small tables (no torch needed).
+
+- :func:`trace_cards`: which trace is which (device, torch, date, what it holds);
+- :func:`kernel_table`, :func:`kernels_per_forward`, :func:`kernels_under`: the kernels of a call;
+- :func:`chain_tree`: the dispatch tree of an op, drawn as a tree;
+- :func:`op_costs`, :func:`op_call_times`, :func:`op_input`, :func:`mm_dims`: per-op costs and shapes;
+- :func:`device_properties`: the GPU's properties as the profiler recorded them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .dtypes import from_cpp
+from .kernel_names import decode_kernel
+from .model import NoKernelsError, Trace, check_trace
+
+_DECODED = ("short_name", "family", "source", "op", "tile", "layout", "bias")
+
+
+def kernel_table(trace: Trace, step: int | None = None, decode: bool = True) -> pd.DataFrame:
+    """The device events of one profiler step (default: the first), in launch order, decoded.
+
+    Columns: ``name``, ``kind`` (kernel / memset / memcpy / cpu-generated), ``duration_us``,
+    ``launched_by`` (the operator that launched it), ``input_shapes`` (that operator's recorded
+    input shapes), and with `decode` the fields of :func:`helpers.decode_kernel` that the lessons
+    read: ``short_name``, ``family``, ``source``, ``op``, ``tile``, ``layout``, ``bias`` (None
+    where the name does not say). Raises NoKernelsError for a step without kernels.
+    """
+    check_trace(trace)
+    steps = trace.steps
+    if step is None:
+        if not steps:
+            raise ValueError(f"{trace.info.describe()} has no profiler steps: pass step= explicitly")
+        step = steps[0]
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise TypeError(f"step must be a profiler step number, got {step!r}")
+    if step not in steps:
+        raise ValueError(f"step {step!r} is not in this trace; it has steps {steps}")
+    kernels = trace.kernels(allow_empty=True)
+    rows = kernels[kernels["step"] == step]
+    if rows.empty:
+        raise NoKernelsError(
+            f"step {step} of {trace.info.describe()} holds no kernels: on a CPU-only profile eager "
+            "PyTorch launches none (read ops() instead)"
+        )
+    out = rows[["name", "kind", "duration_us", "launched_by", "input_shapes"]].reset_index(drop=True)
+    if decode:
+        decoded = [decode_kernel(n) for n in out["name"]]
+        for key in _DECODED:
+            out[key] = pd.Series([d.get(key) for d in decoded], dtype=object)
+        out = out[
+            [
+                "short_name",
+                "kind",
+                "family",
+                "source",
+                "op",
+                "tile",
+                "layout",
+                "bias",
+                "duration_us",
+                "launched_by",
+                "input_shapes",
+                "name",
+            ]
+        ]
+    out.attrs["trace"] = f"{trace.info.describe()}, step {step}"
+    return out
+
+
+def trace_cards(*traces: Trace) -> pd.DataFrame:
+    """One row per trace: what it is, where and when it was recorded, and what it holds.
+
+    Columns: ``label``, ``kind`` (live profile / reference trace / trace file), ``device``,
+    ``torch``, ``recorded_on``, ``steps``, ``device_events_per_step`` (kernels, memsets and
+    memcpys; 0 for a CPU-only trace), ``cpu_ops_per_step``.
+    """
+    if not traces:
+        raise ValueError("trace_cards needs at least one Trace")
+    rows = []
+    for i, trace in enumerate(traces):
+        check_trace(trace, f"traces[{i}]")
+        info = trace.info
+        ev = trace.events
+        n_steps = max(len(trace.steps), 1)
+        kernels = trace.kernels(allow_empty=True)
+        device_events = int((kernels["kind"] != "cpu-generated").sum())
+        rows.append(
+            {
+                "label": info.label,
+                "kind": {"live": "live profile", "reference": "reference trace", "file": "trace file"}.get(
+                    info.source, info.source
+                ),
+                "device": info.device,
+                "torch": info.torch_version,
+                "recorded_on": info.recorded_on,
+                "steps": len(trace.steps),
+                "device_events_per_step": device_events / n_steps,
+                "cpu_ops_per_step": int((ev["cat"] == "cpu_op").sum()) / n_steps,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def device_properties(trace: Trace) -> dict[str, Any]:
+    """The GPU's properties as the profiler wrote them into the trace (``name``, ``numSms``, ...).
+
+    Kineto records them for every GPU it saw; this returns the first one's. Raises ValueError for
+    a trace without them (a CPU-only run), so a lesson never computes with a missing SM count.
+    """
+    check_trace(trace)
+    props = [p for p in trace._tables.device_properties if isinstance(p, dict)]
+    if not props:
+        raise ValueError(f"{trace.info.describe()} records no GPU properties (a CPU-only profile?)")
+    return dict(props[0])
+
+
+def mm_dims(input_shapes: str) -> tuple[int, int, int]:
+    """``(m, n, k)`` of a matrix product from its recorded input shapes ``"[[m, k], [k, n]]"``.
+
+    The order matches :func:`helpers.gemm_flops` (m, n, k). Extra inputs (addmm's bias,
+    scalars) are ignored: the two 2-D shapes are the operands; for addmm they come after the bias.
+    """
+    if not isinstance(input_shapes, str):
+        raise TypeError(
+            f"input_shapes must be the recorded text such as '[[8192, 768], [768, 3072]]', "
+            f"got {type(input_shapes).__name__}"
+        )
+    try:
+        shapes = ast.literal_eval(input_shapes) if input_shapes else []
+    except (ValueError, SyntaxError) as err:
+        raise ValueError(f"cannot read shapes from {input_shapes!r}") from err
+    matrices = [s for s in shapes if isinstance(s, list) and len(s) == 2]
+    if len(matrices) < 2:
+        raise ValueError(f"{input_shapes!r} does not hold two matrix operands")
+    (m, k), (k2, n) = matrices[-2], matrices[-1]
+    if k != k2:
+        raise ValueError(f"inner dimensions differ in {input_shapes!r}: {k} vs {k2}")
+    return int(m), int(n), int(k)
+
+
+def kernels_per_forward(trace: Trace, kinds: Iterable[str] | None = ("kernel",)) -> int:
+    """How many device events one profiled call launches (each profiler step holds one call).
+
+    `kinds` filters ``Trace.kernels()["kind"]``: the default counts compute kernels only;
+    ``("kernel", "memset", "memcpy")`` or None counts every device event. Raises ValueError when
+    the steps disagree (then there is no single answer) and NoKernelsError without kernels.
+    """
+    check_trace(trace)
+    if not trace.steps:
+        raise ValueError(f"{trace.info.describe()} has no profiler steps to count kernels per call")
+    kernels = trace.kernels()
+    if kinds is not None:
+        if isinstance(kinds, str):
+            kinds = (kinds,)
+        kinds = tuple(kinds)
+        known = {"kernel", "memset", "memcpy", "cpu-generated"}
+        if not set(kinds) <= known:
+            raise ValueError(f"unknown kinds {sorted(set(kinds) - known)}; use some of {sorted(known)}")
+        kernels = kernels[kernels["kind"].isin(kinds)]
+    counts = kernels.groupby("step").size().reindex(trace.steps, fill_value=0)
+    if counts.nunique() != 1:
+        raise ValueError(f"steps launch different numbers of kernels: {counts.to_dict()}")
+    return int(counts.iloc[0])
+
+
+def chain_tree(trace: Trace, op: str) -> pd.DataFrame:
+    """``Trace.chain(op)`` for reading: indented names, kernels shown by their short decoded name.
+
+    Columns: ``tree`` (indented; a kernel's ATen C++ signature becomes e.g.
+    ``elementwise_kernel<copy>``), ``kind`` (op / kernel / memset / ...), ``count``.
+    """
+    check_trace(trace)
+    chain = trace.chain(op)
+    names = [
+        row["name"] if row["kind"] == "op" else decode_kernel(row["name"])["short_name"] for _, row in chain.iterrows()
+    ]
+    # non-breaking spaces survive HTML rendering, where ordinary leading spaces collapse
+    indent = ["\u00a0\u00a0\u00a0" * (d - 1) + "\u2514\u2500 " if d else "" for d in chain["depth"]]
+    out = pd.DataFrame({"tree": [i + n for i, n in zip(indent, names)], "kind": chain["kind"], "count": chain["count"]})
+    out.attrs["trace"] = f"{trace.info.describe()}: {op}"
+    return out
+
+
+def kernels_under(trace: Trace, op: str) -> float:
+    """Device events launched inside one call of `op`, its children included, averaged over calls.
+
+    0.0 for an operator that launches nothing (a view on a GPU; every op on a CPU-only trace).
+    """
+    check_trace(trace)
+    chain = trace.chain(op)
+    calls = int(chain["calls_of_root"].iloc[0])
+    launched = chain.loc[chain["kind"] != "op", "count"].sum()
+    return float(launched) / calls
+
+
+def op_costs(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
+    """Per-call costs of the named operators: where time goes and whether anything ran on a device.
+
+    Columns: ``name``, ``calls``, ``self_cpu_us_per_call``, ``device_us_per_call`` (device time of
+    everything the op launched, children included), ``kernels_per_call`` (children included).
+    Raises ValueError naming any operator absent from the trace.
+    """
+    check_trace(trace)
+    if isinstance(names, str) or not names:
+        raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::copy_']")
+    ops = trace.ops().set_index("name")
+    missing = [n for n in names if n not in ops.index]
+    if missing:
+        raise ValueError(f"operators {missing} are not in {trace.info.describe()}; present: {list(ops.index[:20])}")
+    rows = []
+    for n in names:
+        row = ops.loc[n]
+        calls = int(row["calls"])
+        rows.append(
+            {
+                "name": n,
+                "calls": calls,
+                "self_cpu_us_per_call": float(row["self_cpu_us"]) / calls,
+                "device_us_per_call": float(row["device_total_us"]) / calls,
+                "kernels_per_call": kernels_under(trace, n),
+            }
+        )
+    out = pd.DataFrame(rows)
+    out.attrs["trace"] = trace.info.describe()
+    return out
+
+
+def op_call_times(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
+    """Wall time on the CPU of each call of the named operators, summarised per operator.
+
+    Columns: ``name``, ``calls``, ``median_us``, ``min_us``, ``max_us`` (total CPU time of one call,
+    children included). The median resists the odd call slowed down by another process, which a
+    sum over calls (as in ``ops()``) does not. Raises ValueError naming operators absent from the trace.
+    """
+    check_trace(trace)
+    if isinstance(names, str) or not names:
+        raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::addmm']")
+    ev = trace.events
+    calls = ev[(ev["cat"] == "cpu_op") & ev["name"].isin(list(names))]
+    missing = [n for n in names if n not in set(calls["name"])]
+    if missing:
+        raise ValueError(f"operators {missing} are not in {trace.info.describe()}")
+    grouped = calls.groupby("name")["dur"]
+    out = (
+        pd.DataFrame(
+            {"calls": grouped.size(), "median_us": grouped.median(), "min_us": grouped.min(), "max_us": grouped.max()}
+        )
+        .reindex(list(names))
+        .reset_index()
+    )
+    out.attrs["trace"] = trace.info.describe()
+    return out
+
+
+@dataclass(frozen=True)
+class OpInput:
+    """The first tensor input of an operator as the profiler recorded it."""
+
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    itemsize: int
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+
+def op_input(trace: Trace, op: str) -> OpInput:
+    """Shape, dtype and size of the first tensor input of `op`, read from the recorded shapes.
+
+    Needs a trace recorded with shapes (``helpers.profile`` records them by default). Raises
+    ValueError when the op is absent, was recorded without shapes, or has an unknown element type.
+    """
+    check_trace(trace)
+    if not isinstance(op, str) or not op:
+        raise TypeError(f"op must be an operator name such as 'aten::gelu', got {op!r}")
+    ev = trace.events
+    rows = ev[(ev["name"] == op) & (ev["cat"] == "cpu_op")]
+    if rows.empty:
+        raise ValueError(f"no operator {op!r} in {trace.info.describe()}")
+    dims_text, types_text = rows["input_dims"].iloc[0], rows["input_types"].iloc[0]
+    if not dims_text:
+        raise ValueError(f"{trace.info.describe()} was recorded without shapes (record_shapes=False)")
+    dims = ast.literal_eval(dims_text)
+    types = ast.literal_eval(types_text) if types_text else []
+    for i, d in enumerate(dims):
+        if isinstance(d, list) and d and i < len(types) and types[i]:
+            found = from_cpp(types[i])
+            if found is None:
+                raise ValueError(f"{op}: unknown element type {types[i]!r} of input {i}")
+            return OpInput(op, tuple(int(v) for v in d), found.torch_name, found.itemsize)
+    raise ValueError(f"{op} has no tensor input with a recorded shape in {trace.info.describe()}")
+
+
+# ---------------------------------------------------------------------------------------------

@@ -1,0 +1,55 @@
+"""The tables of one trace, and the notes on what could not be read cleanly.
+
+:class:`TraceTables` is what :mod:`helpers.trace.events` builds: the events (one row each, with the
+derived columns of :mod:`helpers.trace.links`), process and thread names, flow-arrow counts, the
+GPUs' properties, and counts of what was left out, which :attr:`TraceTables.notes` says in words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .categories import device_work_mask
+
+
+@dataclass
+class TraceTables:
+    """The tables of one trace. ``events`` holds complete ("X") events only, sorted by start time."""
+
+    events: pd.DataFrame
+    process_names: dict[str, str] = field(default_factory=dict)
+    thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
+    flow_count: int = 0
+    unmatched_flows: int = 0
+    device_properties: list[dict[str, Any]] = field(default_factory=list)
+    dropped_without_dur: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def notes(self) -> list[str]:
+        """What was left out or could not be linked while reading, in words (empty when nothing was)."""
+        out = []
+        if self.dropped_without_dur:
+            out.append(
+                f"{self.dropped_without_dur:,} complete events had no 'dur' and were left out "
+                "(they cannot be placed on a timeline)"
+            )
+        # One-ended flow arrows are common (launches at the window's edges) and change nothing here:
+        # kernels are linked through 'correlation' and 'External id', not through flows. What
+        # matters is a kernel that could not be linked at all.
+        ev = self.events
+        if len(ev) and "launched_by" in ev:
+            kernels = device_work_mask(ev)
+            unlinked = int((kernels & (ev["launched_by"].to_numpy() < 0)).sum())
+            if unlinked:
+                out.append(
+                    f"{unlinked:,} of {int(kernels.sum()):,} device events could not be linked to the op "
+                    "that launched them (no launch call with their 'correlation' id and no unique "
+                    "'External id'): their launched_by is empty"
+                )
+        for what, count in sorted(self.skipped.items()):
+            out.append(f"{count:,} {what} skipped")
+        return out

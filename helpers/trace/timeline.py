@@ -1,0 +1,312 @@
+"""An inline timeline of a trace: one lane per CPU thread and per GPU stream, drawn with plotly.
+
+Replaces uploading a trace to an external viewer for the course's purposes: bars for host events
+(nested calls stacked inside their thread's lane) and device kernels, profiler steps shaded,
+and a hover that shows name, duration, shapes and, for a kernel, the op that launched it.
+
+Big traces: a notebook cell must stay responsive and its saved output small. By default the
+figure draws at most `max_events` bars, chosen as whole profiler steps from the first one (a
+contiguous window reads better than a sample), and its title says what was left out and how to
+see it (``steps=``, ``time_range_us=``, ``max_events=``). Above 2,000 bars it draws WebGL line
+segments instead of SVG bars, and each bar's hover text is stored once (on a marker at the
+bar's middle), not once per vertex. With the defaults a figure's JSON stays under ~3 MB.
+Lanes come from events only: a CPU-only trace that declares ``GPU 0..15`` processes in its
+metadata gets no empty GPU lanes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+# Above this many bars, plotly's SVG bars get slow in a browser: switch to WebGL line segments.
+WEBGL_THRESHOLD = 2000
+# Default cap on drawn bars: about 1-2 MB of figure JSON (hover text is most of it).
+DEFAULT_MAX_EVENTS = 10_000
+# Shaded step bands are layout shapes (drawn as SVG even in WebGL figures): keep them few.
+MAX_STEP_BANDS = 60
+HOVER_NAME_CHARS = 90
+HOVER_SHAPE_CHARS = 80
+CATEGORY_COLORS = {
+    "cpu_op": "#4C78A8",
+    "user_annotation": "#9D755D",
+    "cuda_runtime": "#F58518",
+    "cuda_driver": "#E45756",
+    "kernel": "#54A24B",
+    "gpu_memset": "#B279A2",
+    "gpu_memcpy": "#FF9DA6",
+    "python_function": "#BAB0AC",
+}
+
+
+def _as_steps(steps: Any, known: list[int]) -> list[int]:
+    if isinstance(steps, bool):
+        raise TypeError(f"steps must be a step number or a list of them, got {steps!r}")
+    wanted = [steps] if isinstance(steps, (int, np.integer)) else list(steps)
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in wanted):
+        raise TypeError(f"steps must be a step number or a list of them, got {steps!r}")
+    unknown = sorted(set(int(s) for s in wanted) - set(known))
+    if unknown:
+        shown = known if len(known) <= 20 else f"{known[:10]} ... {known[-3:]} ({len(known)} steps)"
+        raise ValueError(f"steps {unknown} are not in this trace; it has steps {shown}")
+    return sorted(set(int(s) for s in wanted))
+
+
+def _step_span(steps: list[int]) -> str:
+    if not steps:
+        return "no steps"
+    if len(steps) <= 4:
+        return ("step " if len(steps) == 1 else "steps ") + ", ".join(map(str, steps))
+    return f"{len(steps):,} steps ({steps[0]}-{steps[-1]})"
+
+
+def _select(
+    trace, steps, max_events: int, max_depth: int, time_range_us: tuple[float, float] | None
+) -> tuple[pd.DataFrame, list[int], str]:
+    """The events to draw, the steps they cover, and a note saying what was left out."""
+    ev = trace.events
+    t0 = float(ev["ts"].min())
+    keep = (
+        (ev["cat"] != "python_function")
+        & (ev["cat"] != "gpu_user_annotation")
+        & (ev["on_device"] | (ev["depth"] <= max_depth))
+    )
+    ev = ev[keep.to_numpy()]
+    all_steps = trace.steps
+    notes: list[str] = []
+    chosen: list[int] = []
+    if time_range_us is not None:
+        lo, hi = (float(v) for v in time_range_us)
+        if not hi > lo:
+            raise ValueError(f"time_range_us must be (start, end) with end > start, got {time_range_us!r}")
+        start = ev["ts"].to_numpy() - t0
+        ev = ev[(start < hi) & (start + ev["dur"].to_numpy() > lo)]
+        notes.append(f"{lo:,.0f}-{hi:,.0f} us")
+        chosen = sorted(int(s) for s in ev["step"].unique() if s >= 0)
+    elif steps is not None:
+        chosen = _as_steps(steps, all_steps)
+        ev = ev[ev["step"].isin(chosen)]
+        notes.append(_step_span(chosen))
+    elif len(ev) > max_events and all_steps:
+        # Whole steps from the first, as many as fit (events outside any step count when they fall
+        # inside the window): the largest k whose window holds at most max_events bars.
+        step_col = ev["step"].to_numpy()
+        ts = ev["ts"].to_numpy()
+        end = ts + ev["dur"].to_numpy()
+        host = ~ev["on_device"].to_numpy()
+        known = np.asarray(all_steps, dtype=np.int64)  # sorted
+        pos = np.minimum(np.searchsorted(known, step_col), len(known) - 1)
+        step_rank = np.where(known[pos] == step_col, pos, -1)
+        loose_ts = ts[step_rank < 0]
+
+        def window(k: int) -> tuple[np.ndarray, float, float]:
+            in_steps = (step_rank >= 0) & (step_rank < k)
+            h = in_steps & host
+            return in_steps, float(ts[h].min()) if h.any() else 0.0, float(end[h].max()) if h.any() else 0.0
+
+        def size(k: int) -> int:
+            in_steps, lo, hi = window(k)
+            return int(in_steps.sum() + ((loose_ts >= lo) & (loose_ts < hi)).sum())
+
+        lo_k, hi_k = 1, len(all_steps)
+        while lo_k < hi_k:
+            mid = (lo_k + hi_k + 1) // 2
+            lo_k, hi_k = (mid, hi_k) if size(mid) <= max_events else (lo_k, mid - 1)
+        chosen = all_steps[:lo_k]
+        in_steps, lo, hi = window(lo_k)
+        ev = ev[in_steps | ((step_rank < 0) & (ts >= lo) & (ts < hi))]
+        notes.append(
+            f"{_step_span(chosen)} of {len(all_steps):,} drawn; pass steps=[...] or "
+            "time_range_us=(start, end) for others"
+        )
+    else:
+        chosen = all_steps
+    if len(ev) > max_events:
+        # Keep the earliest events: a contiguous window reads better than a random sample.
+        dropped = len(ev) - max_events
+        ev = ev.iloc[:max_events]
+        notes.append(
+            f"first {max_events:,} events drawn, {dropped:,} later ones left out (pass steps=, "
+            "time_range_us= or max_events=)"
+        )
+        chosen = [s for s in chosen if (ev["step"] == s).any()]
+    return ev, chosen, "; ".join(notes)
+
+
+def _hover(ev: pd.DataFrame, all_names: np.ndarray) -> np.ndarray:
+    launched_by = ev["launched_by"].to_numpy()
+    texts = []
+    for name, d, dims, lb, cat, lane in zip(
+        ev["name"], ev["dur"].to_numpy(), ev["input_dims"], launched_by, ev["cat"], ev["lane"]
+    ):
+        short = name if len(name) <= HOVER_NAME_CHARS else name[:HOVER_NAME_CHARS] + "..."
+        text = f"<b>{short}</b><br>{cat} on {lane}<br>{d:,.1f} us"
+        if dims:
+            text += f"<br>shapes {dims[:HOVER_SHAPE_CHARS]}"
+        if lb >= 0:
+            text += f"<br>launched by {all_names[lb]}"
+        texts.append(text)
+    return np.array(texts, dtype=object)
+
+
+def timeline_figure(
+    trace,
+    steps: int | list[int] | None = None,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    max_depth: int = 6,
+    webgl: bool | None = None,
+    height: int | None = None,
+    time_range_us: tuple[float, float] | None = None,
+) -> go.Figure:
+    """A plotly timeline of `trace`. Returns the figure (call ``.show()`` yourself).
+
+    - `steps`: a profiler step number or list of them to draw (default: all that fit `max_events`).
+    - `time_range_us`: draw only events overlapping (start, end), in us from the trace start.
+    - `max_events`: cap on drawn bars; what is left out is said in the title and in
+      ``fig.layout.meta["note"]``.
+    - `max_depth`: deepest host nesting level drawn (0 = outermost calls only).
+    - `webgl`: draw with WebGL line segments (default: when there are more than 2,000 bars).
+
+    ``fig.layout.meta`` holds ``lanes``, ``drawn_events``, ``total_events``, ``steps`` (drawn),
+    ``note`` and ``webgl``.
+    """
+    if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
+        raise ValueError(f"max_events must be a positive integer, got {max_events!r}")
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+        raise ValueError(f"max_depth must be an integer >= 0, got {max_depth!r}")
+    ev, drawn_steps, note = _select(trace, steps, max_events, max_depth, time_range_us)
+    t0 = float(trace.events["ts"].min())
+    lanes = sorted(ev.loc[~ev["on_device"], "lane"].unique()) + sorted(ev.loc[ev["on_device"], "lane"].unique())
+    # Each lane gets a band of height 1; host events nest downwards inside it by depth.
+    depth_span = ev.groupby("lane")["depth"].max().add(1).to_dict()
+    lane_top = {lane: k * 1.25 for k, lane in enumerate(lanes)}
+    start = ev["ts"].to_numpy() - t0
+    dur = ev["dur"].to_numpy()
+    lane_col = ev["lane"].to_numpy(dtype=object)
+    row_h = np.array([1.0 / depth_span[lane] for lane in lane_col]) if len(ev) else np.zeros(0)
+    center = (
+        np.array([lane_top[lane] for lane in lane_col]) + (ev["depth"].to_numpy() + 0.5) * row_h
+        if len(ev)
+        else np.zeros(0)
+    )
+    hover = _hover(ev, trace.events["name"].to_numpy(dtype=object))
+
+    use_webgl = len(ev) > WEBGL_THRESHOLD if webgl is None else bool(webgl)
+    fig = go.Figure()
+    cats = ev["cat"].to_numpy(dtype=object)
+    for cat in sorted(set(cats)):
+        idx = np.flatnonzero(cats == cat)
+        color = CATEGORY_COLORS.get(cat, "#72B7B2")
+        if use_webgl:
+            # float32 halves the figure's number payload; sub-ns precision is lost, which no one sees
+            xs = np.column_stack([start[idx], start[idx] + dur[idx], np.full(len(idx), np.nan)]).ravel()
+            ys = np.repeat(center[idx], 3)
+            fig.add_trace(
+                go.Scattergl(
+                    x=xs.astype(np.float32),
+                    y=ys.astype(np.float32),
+                    mode="lines",
+                    line=dict(color=color, width=8),
+                    name=cat,
+                    legendgroup=cat,
+                    hoverinfo="skip",
+                )
+            )
+            fig.add_trace(
+                go.Scattergl(
+                    x=(start[idx] + dur[idx] / 2).astype(np.float32),
+                    y=center[idx].astype(np.float32),
+                    mode="markers",
+                    marker=dict(color=color, size=4),
+                    name=cat,
+                    legendgroup=cat,
+                    showlegend=False,
+                    hovertext=hover[idx],
+                    hoverinfo="text",
+                )
+            )
+        else:
+            fig.add_trace(
+                go.Bar(
+                    base=start[idx],
+                    x=np.maximum(dur[idx], 1e-3),
+                    y=center[idx],
+                    width=row_h[idx] * 0.9,
+                    orientation="h",
+                    marker_color=color,
+                    name=cat,
+                    hovertext=hover[idx],
+                    hoverinfo="text",
+                )
+            )
+    ev_all = trace.events
+    step_rows = ev_all[
+        (~ev_all["on_device"])
+        & ev_all["name"].str.startswith("ProfilerStep#")
+        & ev_all["step"].isin(drawn_steps[:MAX_STEP_BANDS])
+    ]
+    # One layout update for all bands: add_vrect re-validates every shape already there (quadratic).
+    shapes = [
+        dict(
+            type="rect",
+            xref="x",
+            yref="paper",
+            x0=r.ts - t0,
+            x1=r.ts - t0 + r.dur,
+            y0=0,
+            y1=1,
+            fillcolor="#999",
+            opacity=0.08,
+            line_width=0,
+            layer="below",
+        )
+        for r in step_rows.itertuples(index=False)
+    ]
+    labels = [
+        dict(
+            xref="x",
+            yref="paper",
+            x=r.ts - t0,
+            y=1,
+            text=f"step {r.step}",
+            showarrow=False,
+            xanchor="left",
+            yanchor="top",
+        )
+        for r in step_rows.itertuples(index=False)
+    ]
+    fig.update_layout(shapes=shapes, annotations=labels)
+    if len(drawn_steps) > MAX_STEP_BANDS:
+        note = "; ".join(filter(None, [note, f"step bands shown for the first {MAX_STEP_BANDS} steps"]))
+    title = f"{trace.info.describe()}"
+    if note:
+        title += f"<br><sup>{note}</sup>"
+    fig.update_layout(
+        title=title,
+        barmode="overlay",
+        bargap=0,
+        height=height or int(160 + 90 * max(len(lanes), 1)),
+        xaxis_title="time since trace start (us)",
+        legend_title="category",
+        hovermode="closest",
+        yaxis=dict(
+            tickmode="array",
+            tickvals=[lane_top[lane] + 0.5 for lane in lanes],
+            ticktext=lanes,
+            autorange="reversed",
+            zeroline=False,
+        ),
+        margin=dict(l=10, r=10, t=70, b=40),
+    )
+    fig.layout.meta = {
+        "lanes": lanes,
+        "drawn_events": int(len(ev)),
+        "total_events": int(len(trace.events)),
+        "steps": [int(s) for s in drawn_steps],
+        "note": note,
+        "webgl": bool(use_webgl),
+    }
+    return fig

@@ -1,0 +1,296 @@
+"""The Hugging Face Space files, tested without a Docker engine (there is none on these machines).
+
+- the Dockerfile parses, uses only real instructions, follows the Spaces conventions (uid 1000,
+  /app, port 7860, a CMD) and installs the course with the README's own command (`make`), from
+  files that exist, before pre-fetching the pinned Hub kernel;
+- the README's front matter is what the Hub reads (sdk docker, app_port, a valid GPU flavour);
+- space/start.sh refuses to start without JUPYTER_TOKEN, and with one it really starts JupyterLab
+  through `make lab` (here on a loopback port, from a copy of the repository), which answers only
+  with the token, serves the lessons and their learner copies, and stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / "Dockerfile"
+START = REPO / "space" / "start.sh"
+README = REPO / "README.md"
+VENV = Path(sys.prefix)
+SPACE_PORT = 7860
+# Every instruction a Dockerfile may hold (https://docs.docker.com/reference/dockerfile/).
+INSTRUCTIONS = {
+    "ADD",
+    "ARG",
+    "CMD",
+    "COPY",
+    "ENTRYPOINT",
+    "ENV",
+    "EXPOSE",
+    "FROM",
+    "HEALTHCHECK",
+    "LABEL",
+    "MAINTAINER",
+    "ONBUILD",
+    "RUN",
+    "SHELL",
+    "STOPSIGNAL",
+    "USER",
+    "VOLUME",
+    "WORKDIR",
+}
+# What Spaces Dev Mode needs in the image (its documentation: SSH, the VS Code server, git pushes).
+DEV_MODE_PACKAGES = {"bash", "curl", "wget", "procps", "git", "git-lfs"}
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> list[dict]:
+    from dockerfile_parse import DockerfileParser
+
+    parser = DockerfileParser(str(DOCKERFILE))
+    return [i for i in parser.structure if i["instruction"] != "COMMENT"]
+
+
+def _values(instructions: list[dict], name: str) -> list[str]:
+    return [i["value"] for i in instructions if i["instruction"] == name]
+
+
+def front_matter() -> dict:
+    text = README.read_text(encoding="utf-8")
+    match = re.match(r"\A---\n(.*?)\n---\n", text, re.S)
+    assert match, "README.md must start with a YAML front matter block (---) for the Hub to read"
+    return yaml.safe_load(match.group(1))
+
+
+# ------------------------------------------------------------------------------------ Dockerfile
+def test_dockerfile_uses_only_real_instructions(dockerfile):
+    names = [i["instruction"] for i in dockerfile]
+    assert names and names[0] == "FROM", f"a Dockerfile starts with FROM, this one with {names[:1]}"
+    assert set(names) <= INSTRUCTIONS, f"unknown instructions: {set(names) - INSTRUCTIONS}"
+    assert _values(dockerfile, "FROM")[0].startswith("python:3.1"), "the image needs a Python 3.11+ base"
+
+
+def test_dockerfile_follows_the_spaces_conventions(dockerfile):
+    runs = " ".join(_values(dockerfile, "RUN"))
+    # A non-root user with uid 1000, which owns /app, runs everything after its creation.
+    user = re.search(r"useradd\b[^&;]*?(?:-u|--uid)[ =]?1000\s+(\w+)", runs)
+    assert user, "no `useradd --uid 1000 <name>` in the Dockerfile"
+    name = user.group(1)
+    assert _values(dockerfile, "USER") == [name], f"USER must be the uid-1000 user {name!r}"
+    assert re.search(rf"chown {name}(:{name})? /app", runs), "/app must belong to the uid-1000 user (Dev Mode)"
+    user_at = next(i for i, ins in enumerate(dockerfile) if ins["instruction"] == "USER")
+    assert all(i > user_at for i, ins in enumerate(dockerfile) if ins["instruction"] in {"COPY", "WORKDIR"}), (
+        "code must be copied as the uid-1000 user, after USER"
+    )
+    assert all("--chown" in v for v in _values(dockerfile, "COPY")), "every COPY must --chown to the user"
+    assert _values(dockerfile, "WORKDIR") == ["/app"], "the code lives in /app (where Dev Mode looks)"
+    assert _values(dockerfile, "EXPOSE") == [str(SPACE_PORT)]
+    assert front_matter()["app_port"] == SPACE_PORT
+    installed = set(re.findall(r"[\w.+-]+", runs))
+    assert DEV_MODE_PACKAGES <= installed, f"Dev Mode needs {sorted(DEV_MODE_PACKAGES - installed)} in the image"
+    # The container's command: the start script, in exec form (so it receives SIGTERM itself).
+    (cmd,) = _values(dockerfile, "CMD")
+    argv = json.loads(cmd)
+    assert argv[-1] == "space/start.sh" and START.is_file()
+
+
+def test_dockerfile_installs_with_the_readme_commands(dockerfile):
+    readme = README.read_text(encoding="utf-8")
+    assert "make lab" in readme and "make test" in readme, "the README's two commands moved: update this test"
+    runs = _values(dockerfile, "RUN")
+    # Python packages come only from `make install` (the prerequisite of `make lab` and `make test`),
+    # never from a pip line of the Dockerfile's own.
+    assert not [r for r in runs if re.search(r"\bpip\b|\buv\b|conda", r)], "install through make, not pip directly"
+    assert "make install" in [r.strip() for r in runs], f"no `RUN make install` in {runs}"
+    makefile = (REPO / "Makefile").read_text()
+    assert (
+        re.search(r"^install:", makefile, re.M)
+        and re.search(r"^lab: install", makefile, re.M)
+        and re.search(r"^test: install", makefile, re.M)
+    ), "make install must be what `make lab`/`make test` install with"
+    # What is copied before `make install` is what the Makefile installs from, and it all exists.
+    index_of_install = next(i for i, ins in enumerate(dockerfile) if ins["value"].strip() == "make install")
+    copied_before = []
+    for ins in dockerfile[:index_of_install]:
+        if ins["instruction"] == "COPY":
+            parts = [p for p in ins["value"].split() if not p.startswith("--")]
+            copied_before += parts[:-1]
+    for needed in ("pyproject.toml", "Makefile", "README.md", "helpers/"):
+        assert needed in copied_before, f"{needed} must be copied before `make install`"
+    for source in copied_before:
+        assert (REPO / source).exists(), f"COPY source {source} does not exist"
+    # The last COPY is followed by `make install`, so the install stamp is newer than every copied
+    # file and `make lab` in the container does not reinstall when it starts.
+    last_copy = max(i for i, ins in enumerate(dockerfile) if ins["instruction"] == "COPY")
+    assert any(
+        ins["instruction"] == "RUN" and ins["value"].strip() == "make install" for ins in dockerfile[last_copy:]
+    ), "run `make install` again after the last COPY"
+    assert "start.sh" in START.name and "make lab" in START.read_text(), "the start script must run `make lab`"
+
+
+def test_dockerfile_prefetches_the_pinned_kernel(dockerfile):
+    runs = _values(dockerfile, "RUN")
+    prefetch = [k for k, r in enumerate(runs) if "scripts/prefetch_kernels.py prefetch" in r]
+    install = [k for k, r in enumerate(runs) if r.strip() == "make install"]
+    assert prefetch and install and prefetch[0] > install[0], "pre-fetch the Hub kernel after `make install`"
+    import prefetch_kernels
+
+    from helpers.mlp import hub_cache
+
+    assert (hub_cache.LIGER_REPO, hub_cache.LIGER_VERSION) == ("kernels-community/liger-kernels", 1)
+    # The command exists as written (argparse exits 0 on --help, 2 on an unknown command).
+    with pytest.raises(SystemExit) as exit_info:
+        prefetch_kernels.main(["prefetch", "--help"])
+    assert exit_info.value.code == 0
+
+
+def test_dockerignore_keeps_local_builds_out():
+    ignored = (REPO / ".dockerignore").read_text().split()
+    # A local .venv copied over the image's would replace the environment `make install` built.
+    for entry in (".venv", "site", "test-output", "traces/local", "notebooks/learner"):
+        assert entry in ignored, f".dockerignore must exclude {entry}"
+
+
+# ------------------------------------------------------------------------------------ README
+def test_readme_front_matter_is_a_docker_space_on_a_gpu():
+    from huggingface_hub import SpaceHardware
+
+    meta = front_matter()
+    assert meta["sdk"] == "docker"
+    assert meta["app_port"] == SPACE_PORT
+    assert meta["title"] and len(meta.get("short_description", "")) <= 60
+    hardware = meta["suggested_hardware"]
+    assert hardware in {h.value for h in SpaceHardware}, f"{hardware!r} is not a Space hardware flavour"
+    assert not hardware.startswith(("cpu", "zero")), "suggest a GPU: the lessons profile CUDA kernels live"
+    section = README.read_text(encoding="utf-8").split("## Run it on a Hugging Face Space", 1)
+    assert len(section) == 2, "README needs its 'Run it on a Hugging Face Space' section"
+    for needed in ("JUPYTER_TOKEN", "Dev Mode", "/app"):
+        assert needed in section[1], f"the Space section must mention {needed}"
+
+
+# ------------------------------------------------------------------------------------ start.sh
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _status(url: str, token: str | None) -> int:
+    headers = {"Authorization": f"token {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return 0
+
+
+def _space_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"JUPYTER_TOKEN", "PORT", "MAKEFLAGS", "MFLAGS"}}
+    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR"):
+        env[var] = str(tmp_path / "jupyter" / var.lower())
+    env["VENV"] = str(VENV)  # the Makefile's VENV: this environment, already installed
+    env.update(extra)
+    return env
+
+
+def test_start_script_refuses_to_run_without_a_token(tmp_path):
+    result = subprocess.run(["bash", str(START)], env=_space_env(tmp_path), capture_output=True, text=True, timeout=30)
+    assert result.returncode == 64
+    assert "JUPYTER_TOKEN" in result.stderr
+
+
+@pytest.fixture
+def app_copy(tmp_path) -> Path:
+    """The files the image's /app holds, copied with their times (so `make` sees the install as current)."""
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("pyproject.toml", "Makefile", "README.md", "requirements.lock"):
+        shutil.copy2(REPO / name, app / name)
+    ignore = shutil.ignore_patterns("__pycache__", "learner", ".ipynb_checkpoints", "local")
+    for name in ("helpers", "scripts", "space", "notebooks", "traces", "local_kernels"):
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, app / name, ignore=ignore, copy_function=shutil.copy2)
+    return app
+
+
+@pytest.mark.slow
+def test_start_script_starts_jupyterlab(app_copy, tmp_path):
+    # `make lab` reinstalls when pyproject.toml or the Makefile changed since `make install`; that must
+    # not happen here (it would point the editable install at this temporary copy).
+    uptodate = subprocess.run(["make", "-q", "install", f"VENV={VENV}"], cwd=app_copy, timeout=30)
+    if uptodate.returncode != 0:
+        pytest.fail(f"{VENV} was not installed from the current pyproject.toml and Makefile: run `make install`")
+    token, port = secrets.token_hex(16), _free_port()
+    env = _space_env(tmp_path, JUPYTER_TOKEN=token, LAB_HOST="127.0.0.1", LAB_PORT=str(port))
+    log = (tmp_path / "start.log").open("wb")
+    proc = subprocess.Popen(
+        ["bash", "space/start.sh"], cwd=app_copy, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while _status(f"{base}/api/status", token) != 200:
+            assert proc.poll() is None, (
+                f"start.sh exited with {proc.returncode}:\n{(tmp_path / 'start.log').read_text()[-3000:]}"
+            )
+            assert time.monotonic() < deadline, "JupyterLab did not answer within 180 s"
+            time.sleep(1)
+        assert _status(f"{base}/api/status", None) == 403, "the server must refuse requests without the token"
+        assert _status(f"{base}/api/status", "wrong-token") == 403
+        # `make lab` serves notebooks/ and made the learner copies first.
+        request = urllib.request.Request(f"{base}/api/contents", headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            names = {item["name"] for item in json.load(response)["content"]}
+        lessons = {p.name for p in (app_copy / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+        assert lessons and lessons <= names and "learner" in names, f"served: {sorted(names)}"
+        # The Space settings were loaded: the page may only be framed by huggingface.co.
+        request = urllib.request.Request(f"{base}/lab", headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert "frame-ancestors 'self' https://huggingface.co" in response.headers.get(
+                "Content-Security-Policy", ""
+            )
+        # SIGTERM to the script's process alone (make, after exec), as `docker stop` does to PID 1:
+        # JupyterLab must stop with it, leaving nothing behind in the group.
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab kept running after SIGTERM to start.sh")
+        assert _status(f"{base}/api/status", token) == 0
+    finally:
+        if _group_alive(proc.pid):  # only on failure: end what this test started, and only that
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,158 @@
+"""The shape of the repository a maintainer relies on: layers that never import upward, no import
+circles, small modules, notebooks that use only the lesson-facing names of ``helpers``."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import helpers
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "helpers"
+# Lowest first; a module may import its own layer and the ones before it, never a later one.
+LAYERS = ["foundation", "trace", "measure", "fused", "mlp", "lesson"]
+FOUNDATION = {"helpers", "helpers.paths", "helpers.checks", "helpers.triton_env"}
+MAX_LINES = 500
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> str:
+    if module in FOUNDATION:
+        return "foundation"
+    return module.split(".")[1]
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Every helpers module `path` imports, at the top or inside a function (lazy imports count)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("helpers")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("helpers"):
+                submodules = {f"{target}.{a.name}" for a in node.names} & set(_modules())
+                found |= submodules or {target}  # `from . import files` imports the module files
+    modules = _modules()
+    return {m for m in found if m in modules and m != module}
+
+
+def _graph() -> dict[str, set[str]]:
+    return {name: _imports(path, name) for name, path in _modules().items()}
+
+
+def test_layers_never_import_upward():
+    upward = []
+    for module, deps in _graph().items():
+        if module == "helpers":
+            continue  # the lesson-facing API loads names from every layer, lazily
+        for dep in deps:
+            if dep != "helpers" and LAYERS.index(_layer(dep)) > LAYERS.index(_layer(module)):
+                upward.append(f"{module} ({_layer(module)}) imports {dep} ({_layer(dep)})")
+            if dep == "helpers":
+                upward.append(f"{module} imports the top-level helpers package (import the module itself)")
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circles():
+    graph = {m: d - {"helpers"} for m, d in _graph().items() if m != "helpers"}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == 1:
+                cycle = stack[stack.index(d) :] + [d]
+                pytest.fail("import circle: " + " -> ".join(cycle))
+            if d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_the_trace_layer_imports_no_torch():
+    offenders = []
+    for name, path in _modules().items():
+        if _layer(name) == "trace":
+            text = path.read_text(encoding="utf-8")
+            if re.search(r"^\s*(import torch|from torch)", text, re.M):
+                offenders.append(name)
+    assert not offenders, f"reading a trace must not need torch: {offenders}"
+    code = (
+        "import sys, helpers\n"
+        "t = helpers.load_trace(helpers.reference_trace_path('h200_mlp_eager'))\n"
+        "helpers.compare(t); helpers.decode_kernel('triton_poi_fused__unsafe_view_gelu_mul_0'); t.timeline()\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+
+
+def test_modules_stay_small():
+    big = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines usually do two jobs: {big}"
+
+
+def test_every_exported_name_resolves():
+    for name in helpers.__all__:
+        assert getattr(helpers, name) is not None, name
+
+
+def _notebook_code(path: Path) -> str:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_use_only_the_top_level_names(notebook):
+    code = _notebook_code(notebook)
+    deep = re.findall(r"^\s*(?:from|import) (helpers\.[\w.]+)", code, re.M)
+    assert not deep, f"{notebook.name} imports helpers submodules {deep}: use the names helpers exports"
+    used = set(re.findall(r"(?<![\w.])helpers\.([A-Za-z_]\w*)", code))
+    for match in re.findall(r"^\s*from helpers import (\([^)]*\)|[^\n]+)", code, re.M):
+        used |= {n.strip() for n in match.strip("()").replace("\n", ",").split(",") if n.strip()}
+    unknown = used - set(helpers.__all__)
+    assert not unknown, f"{notebook.name} uses names helpers does not export: {sorted(unknown)}"
+
+
+def test_lesson_helpers_say_which_notebook_uses_them():
+    missing = []
+    for name in helpers.__all__:
+        module, _ = helpers._EXPORTS[name]
+        if not module.startswith("lesson."):
+            continue
+        value = getattr(helpers, name)
+        doc = (getattr(value, "__doc__", None) or "").strip()
+        if not re.match(r"Used by notebooks? \d\d", doc):
+            missing.append(name)
+    assert not missing, f'lesson helpers whose docstring does not start "Used by notebook NN": {missing}'

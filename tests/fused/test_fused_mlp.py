@@ -1,0 +1,212 @@
+"""The gate+up GEMM with a GeGLU epilogue and FusedGeGLUMLP (helpers/fused/gate_up.py).
+
+On CPU the kernels run in Triton's interpreter (both paths: the TMA tensor-descriptor kernel the
+H200 uses, and the pointer kernel used for unaligned shapes and pre-Hopper GPUs), on small,
+deliberately awkward shapes: M not a multiple of the tile, dim and hidden not powers of two.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from support import kernel_device as device
+from support import rel_err
+from support import requires_compiled_kernels as requires_cuda
+from support import seeded_randn as randn
+from torch import nn
+
+from helpers.fused import FusedGeGLUMLP, gate_up_geglu, gate_up_tuning, pack_gate_up, triton_mode, unpack_gate_up
+from helpers.fused import gate_up as geglu_mlp
+from helpers.mlp.model import SimpleGeGLUMLP
+
+
+def problem(M: int, K: int, H: int, bias: bool, dtype: torch.dtype = torch.float32, seed: int = 0):
+    x = randn(M, K, dtype=dtype, seed=seed)
+    wg = randn(H, K, dtype=dtype, seed=seed + 1, scale=K**-0.5)
+    wu = randn(H, K, dtype=dtype, seed=seed + 2, scale=K**-0.5)
+    bg = randn(H, dtype=dtype, seed=seed + 3) if bias else None
+    bu = randn(H, dtype=dtype, seed=seed + 4) if bias else None
+    xd = x.double()
+    ref = F.gelu(F.linear(xd, wg.double(), None if bg is None else bg.double()), approximate="tanh") * F.linear(
+        xd, wu.double(), None if bu is None else bu.double()
+    )
+    w = pack_gate_up(wg, wu)
+    b = pack_gate_up(bg, bu) if bias else None
+    return x, w, b, ref
+
+
+# (M, dim, hidden, bias): M not a multiple of any tile; dims 48/80 are not powers of two;
+# dim 37 (fp32: 148-byte rows) cannot be described for TMA, so "auto" takes the pointer kernel.
+SHAPES = [(37, 48, 80, False), (129, 80, 48, True), (129, 37, 40, False)]
+
+
+@pytest.mark.parametrize("kernel", ["auto", "tma", "pointer"])
+@pytest.mark.parametrize("M,K,H,bias", SHAPES)
+def test_fp32_matches_reference(M: int, K: int, H: int, bias: bool, kernel: str) -> None:
+    x, w, b, ref = problem(M, K, H, bias)
+    if kernel == "tma" and K % 4:
+        with pytest.raises(ValueError, match="16-byte aligned.*kernel='auto' or 'pointer'"):
+            gate_up_geglu(x, w, b, kernel=kernel)
+        return
+    out = gate_up_geglu(x, w, b, kernel=kernel)
+    assert out.shape == (M, H) and out.dtype == x.dtype
+    assert torch.isfinite(out).all()
+    assert rel_err(out, ref) < 1e-4
+
+
+def test_auto_picks_the_right_path() -> None:
+    x, w, _, _ = problem(8, 48, 16, False)
+    out = torch.empty(8, 16, device=x.device)
+    expected = "tma" if triton_mode() == "interpreter" or torch.cuda.get_device_capability()[0] >= 9 else "pointer"
+    assert geglu_mlp._choose_kernel("auto", x, w, out) == expected
+    x37, w37, _, _ = problem(8, 37, 16, False)
+    assert geglu_mlp._choose_kernel("auto", x37, w37, out) == "pointer"
+
+
+@pytest.mark.parametrize("kernel", ["tma", "pointer"])
+def test_block_interleaved_packing(kernel: str) -> None:
+    # group = BLOCK_N / 2: each tile holds gate columns then up columns (the epilogue's permute path).
+    M, H = 70, 64
+    x = randn(M, 32, seed=20)
+    wg, wu = _weights(H, 32, seed=21)
+    cfg = gate_up_tuning.gate_up_config(
+        32, 64, 32, 1, 4, group_m=2, GROUP_ROWS=32, **({"FLATTEN": True} if kernel == "tma" else {})
+    )
+    ref = F.gelu(x.double() @ wg.double().T, approximate="tanh") * (x.double() @ wu.double().T)
+    out = gate_up_geglu(x, pack_gate_up(wg, wu, group=32), kernel=kernel, config=cfg)
+    assert out.shape == (M, H)
+    assert rel_err(out, ref) < 1e-4
+
+
+def _weights(H: int, K: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return randn(H, K, seed=seed, scale=K**-0.5), randn(H, K, seed=seed + 1, scale=K**-0.5)
+
+
+def test_pack_unpack_round_trip() -> None:
+    wg, wu = _weights(12, 5, seed=30)
+    packed = pack_gate_up(wg, wu)
+    assert packed.shape == (24, 5)
+    assert torch.equal(packed[0], wg[0]) and torch.equal(packed[1], wu[0]) and torch.equal(packed[23], wu[11])
+    for group in (1, 3, 4, 12):
+        g, u = unpack_gate_up(pack_gate_up(wg, wu, group=group), group=group)
+        assert torch.equal(g, wg) and torch.equal(u, wu)
+    with pytest.raises(ValueError, match="positive divisor"):
+        pack_gate_up(wg, wu, group=5)
+
+
+def test_nd_input() -> None:
+    x, w, b, _ = problem(2 * 3 * 7, 48, 40, True, seed=40)
+    x3 = x.reshape(2, 3, 7, 48)
+    out = gate_up_geglu(x3, w, b)
+    assert out.shape == (2, 3, 7, 40)
+    torch.testing.assert_close(out.reshape(-1, 40), gate_up_geglu(x, w, b))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_from_module_matches_simple_mlp(bias: bool) -> None:
+    torch.manual_seed(0)
+    mlp = SimpleGeGLUMLP(48, 80, bias=bias).to(device())
+    fused = FusedGeGLUMLP.from_module(mlp)
+    assert fused.gate_up_weight.shape == (160, 48)
+    g, u = unpack_gate_up(fused.gate_up_weight.detach())
+    assert torch.equal(g, mlp.gate_proj.weight) and torch.equal(u, mlp.up_proj.weight)
+    x = randn(2, 19, 48, seed=50)  # 38 tokens: not a multiple of any tile
+    with torch.no_grad():
+        assert rel_err(fused(x), mlp(x)) < 1e-4
+
+
+def test_fused_mlp_backward_matches_simple_mlp() -> None:
+    torch.manual_seed(1)
+    mlp = SimpleGeGLUMLP(40, 24, bias=True).to(device())
+    fused = FusedGeGLUMLP.from_module(mlp)
+    x = randn(37, 40, seed=60).requires_grad_()
+    fused(x).square().sum().backward()
+    dx = x.grad.clone()
+    x.grad = None
+    mlp(x).square().sum().backward()
+    assert rel_err(dx, x.grad) < 1e-4
+    gw, uw = unpack_gate_up(fused.gate_up_weight.grad)
+    assert rel_err(gw, mlp.gate_proj.weight.grad) < 1e-4
+    assert rel_err(uw, mlp.up_proj.weight.grad) < 1e-4
+    gb, ub = unpack_gate_up(fused.gate_up_bias.grad)
+    assert rel_err(gb, mlp.gate_proj.bias.grad) < 1e-4 and rel_err(ub, mlp.up_proj.bias.grad) < 1e-4
+    assert rel_err(fused.down_proj.weight.grad, mlp.down_proj.weight.grad) < 1e-4
+
+
+def test_fresh_module_shapes_and_repr() -> None:
+    m = FusedGeGLUMLP(16, 24, device=device())
+    assert m.gate_up_weight.shape == (48, 16) and m.gate_up_bias is None
+    assert m(randn(3, 16)).shape == (3, 16)
+    assert "hidden=24" in repr(m)
+    with pytest.raises(ValueError, match="positive integers"):
+        FusedGeGLUMLP(0, 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad inputs
+# ---------------------------------------------------------------------------------------------
+
+
+def test_rejects_bad_inputs() -> None:
+    x, w, b, _ = problem(8, 16, 8, True)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        gate_up_geglu([1.0], w)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="w_packed must be a torch.Tensor"):
+        gate_up_geglu(x, "w")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"last dimension must equal w_packed's dim \(16\)"):
+        gate_up_geglu(randn(8, 17), w)
+    with pytest.raises(ValueError, match=r"\[2\*hidden, dim\].*pack_gate_up"):
+        gate_up_geglu(x, w[:15])
+    with pytest.raises(ValueError, match="same dtype"):
+        gate_up_geglu(x.half(), w)
+    with pytest.raises(ValueError, match=r"b_packed must have shape \(16,\)"):
+        gate_up_geglu(x, w, b[:8])
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        gate_up_geglu(x, w, kernel="cublas")
+    with pytest.raises(ValueError, match="different devices"):
+        gate_up_geglu(x, w.to("meta"))
+
+
+def test_from_module_rejects_other_modules() -> None:
+    with pytest.raises(TypeError, match="gate_proj, up_proj and down_proj"):
+        FusedGeGLUMLP.from_module(nn.Linear(4, 4))
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: the compiled kernels, bf16
+# ---------------------------------------------------------------------------------------------
+
+
+@requires_cuda
+def test_gpu_blog_shape_bf16() -> None:
+    torch.manual_seed(0)
+    mlp = SimpleGeGLUMLP(768, 3072).to("cuda", torch.bfloat16)
+    fused = FusedGeGLUMLP.from_module(mlp)
+    x = torch.randn(64, 128, 768, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        xf = x.float()
+        h_ref = F.gelu(F.linear(xf, mlp.gate_proj.weight.float()), approximate="tanh") * F.linear(
+            xf, mlp.up_proj.weight.float()
+        )
+        h = gate_up_geglu(x, fused.gate_up_weight)
+        assert rel_err(h, h_ref) < 1e-2
+        y_ref = F.linear(h_ref, mlp.down_proj.weight.float())
+        assert rel_err(fused(x), y_ref) < 1e-2
+
+
+@requires_cuda
+@pytest.mark.parametrize("kernel", ["auto", "pointer"])
+@pytest.mark.parametrize(
+    "M,K,H,bias", [(37, 48, 80, False), (129, 80, 48, True), (1000, 768, 3072, False), (4096, 256, 1024, True)]
+)
+def test_gpu_awkward_shapes_bf16(M: int, K: int, H: int, bias: bool, kernel: str) -> None:
+    x, w, b, ref = problem(M, K, H, bias, dtype=torch.bfloat16)
+    out = gate_up_geglu(x, w, b, kernel=kernel)
+    assert rel_err(out, ref) < 1e-2
+
+
+@requires_cuda
+def test_gpu_fp32_is_ieee_not_tf32() -> None:
+    x, w, b, ref = problem(300, 96, 200, True)
+    assert rel_err(gate_up_geglu(x, w, b), ref) < 1e-5

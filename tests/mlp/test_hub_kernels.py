@@ -1,0 +1,531 @@
+"""The hand-tuned-kernel loader (helpers/hub_kernels.py) on every path, with the real ``kernels`` code.
+
+Only the network boundary is replaced: the Hub endpoint points at a closed local port or at a
+small local HTTP server, the Hugging Face cache at a temporary folder holding a kernel in the
+exact layout ``kernels`` downloads (``refs/v<N>``, ``snapshots/<sha>/build/<variant>/``), and
+``LOCAL_KERNELS`` stands in for a download. ``kernels.get_kernel`` and ``get_local_kernel``
+themselves always run.
+"""
+
+from __future__ import annotations
+
+import http.server
+import importlib.metadata
+import json
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+from huggingface_hub import constants
+
+import helpers
+from helpers.mlp import hub as hk
+from helpers.mlp import hub_cache
+from helpers.mlp.model import MLPConfig
+
+ON_CUDA = torch.cuda.is_available()
+DEVICE_VARIANT = "torch-cuda" if ON_CUDA else "torch-cpu"
+
+# A stand-in for Liger's v1 layer (plain torch), as a kernel package would ship it.
+LAYER_V1 = """
+import torch.nn as nn
+import torch.nn.functional as F
+
+class LigerGEGLUMLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+"""
+# Versions 2 and 3 of liger-kernels: the layer has no constructor argument any more.
+LAYER_V3 = """
+import torch.nn as nn
+
+class LigerGEGLUMLP(nn.Module):
+    def forward(self, x):
+        return x
+"""
+
+
+def write_variant(variant_dir: Path, layer_source: str, kernel_id: str | None = None) -> None:
+    """One build variant: metadata.json and a package ``liger_kernels`` with ``layers``."""
+    pkg = variant_dir / "liger_kernels"
+    pkg.mkdir(parents=True)
+    backend = variant_dir.name.removeprefix("torch-")
+    (variant_dir / "metadata.json").write_text(
+        json.dumps(
+            {
+                "name": "liger-kernels",
+                "id": kernel_id or f"_liger_test_{uuid.uuid4().hex[:10]}",
+                "version": 1,
+                "license": "BSD-2-Clause",
+                "python-depends": [],
+                "backend": {"type": backend},
+            }
+        )
+    )
+    (pkg / "__init__.py").write_text("from . import layers\n")
+    (pkg / "layers.py").write_text(layer_source)
+
+
+def fill_cache(cache: Path, versions: dict[int, str], repo_id: str = hub_cache.LIGER_REPO) -> None:
+    """The cache layout a branch download writes: refs/v<N> -> sha, snapshots/<sha>/build/<variant>/..."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    root = cache / repo_folder_name(repo_id=repo_id, repo_type="kernel")
+    for version, source in versions.items():
+        sha = uuid.uuid4().hex + uuid.uuid4().hex[:8]
+        (root / "refs").mkdir(parents=True, exist_ok=True)
+        (root / "refs" / f"v{version}").write_text(sha)
+        write_variant(root / "snapshots" / sha / "build" / DEVICE_VARIANT, source)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def no_hub(monkeypatch, tmp_path):
+    """The Hub endpoint is a closed local port (connection refused at once); an empty cache."""
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    cache = tmp_path / "hf-cache"
+    cache.mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.delenv("KERNELS_CACHE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("LOCAL_KERNELS", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    return cache
+
+
+@pytest.fixture
+def liger_absent(monkeypatch):
+    """liger-kernel cannot be imported (as in CI), whether or not this machine has it."""
+    monkeypatch.setitem(sys.modules, "liger_kernel", None)
+
+
+class Answering(http.server.BaseHTTPRequestHandler):
+    """A Hub that answers every request with 404 (reachable, but nothing there)."""
+
+    def _answer(self):
+        self.send_response(404)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(b"{}")
+
+    do_GET = do_HEAD = do_POST = _answer
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def answering_hub(monkeypatch, no_hub):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answering)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    yield server
+    server.shutdown()
+
+
+# ------------------------------------------------------------------------------------ the probe
+
+
+def test_probe_of_unreachable_hub_is_fast_and_says_why(no_hub):
+    status = hk.hub_status(timeout=3.0)
+    assert not status.online and not status
+    assert "no connection to http://127.0.0.1" in status.reason
+    assert status.seconds < 3.0
+
+
+def test_probe_never_hangs_on_a_silent_server():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()  # accepts connections, never answers
+        start = time.perf_counter()
+        status = hk.hub_status(timeout=0.5, endpoint=f"http://127.0.0.1:{server.getsockname()[1]}")
+        elapsed = time.perf_counter() - start
+    assert not status.online
+    assert elapsed < 2.5, elapsed
+    assert "0.5 s" in status.reason or "Timeout" in status.reason
+
+
+def test_probe_with_hf_hub_offline_sends_nothing(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    status = hk.hub_status()
+    assert not status.online and status.seconds == 0.0 and "HF_HUB_OFFLINE=1" in status.reason
+
+
+def test_probe_of_answering_hub_is_online(answering_hub):
+    status = hk.hub_status(timeout=3.0)
+    assert status.online and "HTTP 404" in status.reason
+
+
+@pytest.mark.parametrize("bad", [0, -1, 61, True, "3"])
+def test_probe_timeout_is_checked(bad):
+    with pytest.raises(ValueError, match="timeout"):
+        hk.hub_status(timeout=bad)
+
+
+# ------------------------------------------------------------------------------------ the loader
+
+
+def test_offline_machine_skips_hub_misses_cache_and_uses_the_course_repository(no_hub, liger_absent):
+    loaded = hk.load_geglu_mlp(device="cpu" if not ON_CUDA else "cuda")
+    table = loaded.attempts_frame().set_index("source")
+    assert list(table.index) == ["hub", "cache", "package", "local"]
+    assert table.loc["hub", "status"] == "skipped" and "no connection" in table.loc["hub", "reason"]
+    assert table.loc["cache", "status"] == "failed"
+    assert "is not in the local cache" in table.loc["cache", "reason"] and str(no_hub) in table.loc["cache", "reason"]
+    assert table.loc["package", "status"] == "skipped" and "not installed" in table.loc["package", "reason"]
+    assert table.loc["local", "status"] == "used"
+    assert loaded.source == "local" and loaded.variant == DEVICE_VARIANT
+    assert loaded.layer_class.__name__ == "CourseGeGLUMLP"
+    assert loaded.max_abs_error is not None and loaded.max_abs_error < 1e-4
+    # the library's offline warning is kept, not printed
+    assert any("offline mode" in note for note in table.loc["cache", "library notes"].split(" | "))
+    assert "using local" in loaded.explain() and "hub skipped" in loaded.explain()
+    assert "local" in repr(loaded) and "<table" in loaded._repr_html_()
+    # offline mode was only switched on for the cache attempt
+    assert constants.HF_HUB_OFFLINE is False
+
+
+def test_cache_hit_loads_offline_with_the_version_pin(no_hub):
+    fill_cache(no_hub, {1: LAYER_V1})
+    assert list(hub_cache.cached_versions()) == [1]
+    loaded = hk.load_geglu_mlp(sources=("hub", "cache", "local"))
+    assert [a.status for a in loaded.attempts] == ["skipped", "used", "not tried"]
+    assert loaded.source == "cache" and loaded.variant == DEVICE_VARIANT
+    assert "HF_HUB_OFFLINE=1" in loaded.origin and loaded.layer_class.__name__ == "LigerGEGLUMLP"
+    assert constants.HF_HUB_OFFLINE is False
+
+
+def test_version_pin_matters(no_hub):
+    """v3's layer takes no config: the loader says so and falls through; v1 works."""
+    fill_cache(no_hub, {1: LAYER_V1, 3: LAYER_V3})
+    assert list(hub_cache.cached_versions()) == [1, 3]
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("cache",), version=3)
+    (attempt,) = info.value.attempts
+    assert attempt.status == "failed" and "pin version=1" in attempt.reason
+    assert hk.load_geglu_mlp(sources=("cache",), version=1).source == "cache"
+
+
+def test_online_hub_path_calls_get_kernel_with_the_pin(monkeypatch, no_hub, tmp_path):
+    """The Hub answers (the probe is the network boundary); LOCAL_KERNELS stands in for the download."""
+    repo = tmp_path / "liger-download"
+    write_variant(repo / "build" / DEVICE_VARIANT, LAYER_V1)
+    monkeypatch.setenv("LOCAL_KERNELS", f"{hub_cache.LIGER_REPO}={repo}")
+    monkeypatch.setattr(hk, "hub_status", lambda timeout: hub_cache.HubStatus(True, "answered (test)", "test", 0.0))
+    loaded = hk.load_geglu_mlp(sources=("hub", "local"))
+    assert loaded.source == "hub" and loaded.variant == DEVICE_VARIANT
+    assert "kernels.get_kernel('kernels-community/liger-kernels', version=1)" in loaded.origin
+    assert loaded.attempts[1].status == "not tried"
+
+
+def test_misleading_trust_error_is_explained(answering_hub):
+    """A reachable but failing Hub: kernels reports a trust problem, the loader says what it is."""
+    loaded = hk.load_geglu_mlp(sources=("hub", "local"))
+    hub = loaded.attempts[0]
+    assert hub.status == "failed"
+    assert "could not be reached" in hub.reason and "is not untrusted" in hub.reason
+    assert "could not verify publisher trust status" in hub.reason  # the library's words are kept
+    assert loaded.source == "local"
+
+
+def test_raw_get_kernel_offline_shows_the_library_error_and_its_meaning(no_hub):
+    raw = hub_cache.raw_get_kernel(timeout=60)
+    assert not raw.ok
+    assert "could not verify publisher trust status" in raw.error
+    assert raw.explanation.startswith("the Hugging Face Hub could not be reached")
+    assert "what it means" in repr(raw)
+
+
+def test_no_working_source_raises_with_every_attempt(no_hub):
+    with pytest.raises(hk.KernelLoadError, match="no source gave a working GeGLU MLP layer") as info:
+        hk.load_geglu_mlp(sources=("hub", "cache"))
+    assert [a.source for a in info.value.attempts] == ["hub", "cache"]
+    assert isinstance(info.value, ImportError)  # the recording script skips recipes on ImportError
+
+
+def test_missing_local_repository_is_skipped(no_hub, tmp_path):
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("local",), local_repo=tmp_path / "nowhere")
+    assert info.value.attempts[0].status == "skipped" and "no kernel repository" in info.value.attempts[0].reason
+
+
+def test_wrong_layer_name_lists_what_is_there(no_hub):
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("local",), local_layer="Nope")
+    assert "has no layers.Nope; it has: CourseGeGLUMLP" in info.value.attempts[0].reason
+
+
+# ------------------------------------------------------------------------------------ liger-kernel package
+
+
+def fake_liger_distribution(root: Path, layer_source: str) -> None:
+    """An installed 'liger-kernel' distribution (dist-info + package) on a path we control."""
+    (root / "liger_kernel" / "transformers").mkdir(parents=True)
+    (root / "liger_kernel" / "__init__.py").write_text("")
+    (root / "liger_kernel" / "transformers" / "__init__.py").write_text("")
+    (root / "liger_kernel" / "transformers" / "geglu.py").write_text(layer_source)
+    info = root / "liger_kernel-9.9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: liger-kernel\nVersion: 9.9.9\n")
+
+
+@pytest.fixture
+def fake_liger(monkeypatch, tmp_path):
+    for name in list(sys.modules):
+        if name == "liger_kernel" or name.startswith("liger_kernel."):
+            monkeypatch.delitem(sys.modules, name)
+    fake_liger_distribution(tmp_path / "site", LAYER_V1)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    real_version = importlib.metadata.version
+    # the fake must win over a real installation in the venv
+    monkeypatch.setattr(
+        hk.importlib.metadata, "version", lambda name: "9.9.9" if name == "liger-kernel" else real_version(name)
+    )
+
+
+def test_package_absent_is_skipped_with_the_install_command(no_hub, liger_absent):
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("package",))
+    reason = info.value.attempts[0].reason
+    assert info.value.attempts[0].status == "skipped" and "pip install liger-kernel" in reason
+
+
+@pytest.mark.skipif(ON_CUDA, reason="on a GPU the installed package is used, see the next test")
+def test_package_installed_on_cpu_is_skipped_as_gpu_only(no_hub, fake_liger):
+    loaded = hk.load_geglu_mlp(sources=("package", "local"), device="cpu")
+    package = loaded.attempts[0]
+    assert package.status == "skipped" and "liger-kernel 9.9.9 is installed" in package.reason
+    assert "need a CUDA GPU" in package.reason and loaded.source == "local"
+
+
+@pytest.mark.skipif(not ON_CUDA, reason="needs a CUDA GPU: the package path only runs Liger's kernels there")
+def test_package_installed_on_gpu_is_used(no_hub, fake_liger):
+    loaded = hk.load_geglu_mlp(sources=("package", "local"), device="cuda")
+    assert loaded.source == "package" and "liger-kernel 9.9.9" in loaded.origin
+
+
+def _real_liger_installed() -> bool:
+    try:
+        return importlib.metadata.version("liger-kernel") is not None
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    ON_CUDA or not _real_liger_installed(),
+    reason="checks the real liger-kernel package on a CPU-only machine (not installed here, or a GPU is present)",
+)
+def test_real_liger_kernel_does_not_run_on_cpu():
+    """The reason the loader gives for skipping the package on CPU is true."""
+    from liger_kernel.transformers.geglu import LigerGEGLUMLP
+
+    layer = LigerGEGLUMLP(MLPConfig(16, 32))
+    with pytest.raises(Exception):  # noqa: B017 - any error: the layer must not run on a CPU
+        layer(torch.randn(3, 16))
+
+
+@pytest.mark.skipif(not (ON_CUDA and _real_liger_installed()), reason="needs a CUDA GPU and the liger-kernel package")
+def test_real_liger_kernel_is_found_on_gpu(no_hub):
+    loaded = hk.load_geglu_mlp(sources=("hub", "cache", "package"))
+    assert loaded.source == "package" and loaded.max_abs_error < 1e-4
+
+
+# ------------------------------------------------------------------------------------ the course repository
+
+
+def test_course_repository_is_a_kernels_build_layout():
+    from kernels import Metadata
+
+    build = hub_cache.COURSE_KERNEL_REPO / "build"
+    variants = sorted(p.name for p in build.iterdir() if p.is_dir())
+    assert variants == ["torch-cpu", "torch-cuda"]
+    for v in variants:
+        meta = Metadata.read_from_file(build / v / "metadata.json")
+        assert str(meta.name) == "course-geglu" and meta.version == 1 and meta.license == "Apache-2.0"
+        assert str(meta.backend.backend_type).lower().endswith(v.removeprefix("torch-"))
+        # the kernel itself is not copied into the repository: each variant imports helpers.fused
+        code = "".join(p.read_text() for p in (build / v).rglob("*.py"))
+        assert "helpers" in code and "@triton.jit" not in code
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 8, 24), (2, 9, 40, 72), (3, 37, 48, 80)])
+def test_course_layer_from_mlp_matches_simple_mlp(no_hub, shape):
+    """Awkward sizes (rows not a multiple of a tile, widths not powers of two)."""
+    batch, seq, dim, hidden = shape
+    loaded = hk.load_geglu_mlp(sources=("local",))
+    torch.manual_seed(1)
+    device = "cuda" if ON_CUDA else "cpu"
+    mlp = helpers.SimpleGeGLUMLP(dim, hidden).to(device).eval()
+    fast = loaded.from_mlp(mlp)
+    assert type(fast).__name__ == "CourseGeGLUMLP" and not fast.training
+    x = torch.randn(batch, seq, dim, device=device)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), mlp(x), rtol=1e-4, atol=1e-5)
+
+
+def test_from_mlp_rejects_biases_and_other_modules(no_hub):
+    loaded = hk.load_geglu_mlp(sources=("local",), verify=False)
+    with pytest.raises(ValueError, match="bias-free"):
+        loaded.from_mlp(helpers.SimpleGeGLUMLP(8, 16, bias=True))
+    with pytest.raises(TypeError, match="gate_proj"):
+        loaded.from_mlp(torch.nn.Linear(4, 4))
+
+
+def test_check_layer_catches_a_wrong_layer():
+    class Wrong(helpers.SimpleGeGLUMLP):
+        def __init__(self, config):
+            super().__init__(config.hidden_size, config.intermediate_size)
+
+        def forward(self, x):
+            return super().forward(x) * 1.01
+
+    with pytest.raises(ValueError, match="differs from SimpleGeGLUMLP"):
+        hk.check_layer(Wrong)
+
+
+# ------------------------------------------------------------------------------------ prefetch, errors, arguments
+
+
+def test_prefetch_downloads_by_branch_so_offline_loads_work(monkeypatch, no_hub, tmp_path):
+    """The Hub calls are replaced by a fake that writes what a real branch download writes."""
+    import huggingface_hub
+    import kernels
+    from huggingface_hub.file_download import repo_folder_name
+
+    source = tmp_path / "hub-repo"
+    write_variant(source / "build" / DEVICE_VARIANT, LAYER_V1)
+    calls = {}
+
+    def fake_variants(repo_id, *, version=None, revision=None, backend=None):
+        from kernels.variants import get_variants_local, resolve_variants
+
+        return resolve_variants(get_variants_local(source / "build"), backend)[1]
+
+    def fake_snapshot_download(repo_id, *, repo_type, revision, cache_dir, allow_patterns, ignore_patterns):
+        import shutil
+
+        calls.update(repo_type=repo_type, revision=revision, allow_patterns=allow_patterns)
+        root = Path(cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+        sha = "c0ffee" * 6 + "abcd"
+        (root / "refs").mkdir(parents=True)
+        (root / "refs" / revision).write_text(sha)  # a branch download records the branch
+        shutil.copytree(source, root / "snapshots" / sha)
+        return str(root / "snapshots" / sha)
+
+    monkeypatch.setattr(kernels, "get_kernel_variants", fake_variants)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    path = hub_cache.prefetch()
+    assert calls == {"repo_type": "kernel", "revision": "v1", "allow_patterns": [f"build/{DEVICE_VARIANT}/*"]}
+    assert path.is_dir() and list(hub_cache.cached_versions()) == [1]
+    assert hk.load_geglu_mlp(sources=("cache",)).source == "cache"
+
+
+def test_prefetch_refuses_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RuntimeError, match="unset HF_HUB_OFFLINE"):
+        hub_cache.prefetch()
+
+
+def test_offline_mode_restores_both_settings(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with hub_cache.offline_mode():
+        assert constants.HF_HUB_OFFLINE is True and hub_cache.offline_requested()
+    assert constants.HF_HUB_OFFLINE is False and "HF_HUB_OFFLINE" not in __import__("os").environ
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        (
+            "Kernel repository 'a/b' could not verify publisher trust status. Set trust_remote_code=True",
+            "could not be reached",
+        ),
+        (
+            "Version 1 of 'a/b' is not available in the local cache and Hugging Face Hub is in offline mode.",
+            "not in the local cache",
+        ),
+        ("Cannot find a local snapshot for a/b (revision: abc).", "not in the local cache"),
+        (
+            "Cannot find a build variant for this system in a/b (revision: x):\n\ntorch-cuda: backend (cuda) does not match",
+            "has no build for this machine",
+        ),
+        ("something else entirely", None),
+    ],
+)
+def test_explain_kernels_error(message, expected):
+    explained = hub_cache.explain_kernels_error(ValueError(message), "a/b", 1)
+    if expected is None:
+        assert explained is None
+    else:
+        assert expected in explained
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"sources": "local"}, TypeError, "sequence of names"),
+        ({"sources": ("local", "web")}, ValueError, "subset of"),
+        ({"sources": ()}, ValueError, "subset of"),
+        ({"sources": ("local", "local")}, ValueError, "twice"),
+        ({"version": 0}, ValueError, "positive int"),
+        ({"repo_id": "liger"}, ValueError, "owner/name"),
+        ({"device": "tpu"}, ValueError, "cpu.*cuda"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        hk.load_geglu_mlp(**kwargs)
+
+
+def test_mlp_config():
+    assert MLPConfig.from_shape(helpers.MLPShape(dim=12, hidden=34)) == MLPConfig(12, 34)
+    with pytest.raises(ValueError, match="hidden_size"):
+        MLPConfig(0, 3)
+    with pytest.raises(TypeError, match="MLPShape"):
+        MLPConfig.from_shape((1, 2))
+
+
+def test_command_line_status_says_which_path(no_hub, liger_absent, capsys):
+    import prefetch_kernels
+
+    assert prefetch_kernels.main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "from local" in out and "hub      skipped" in out and "cache    failed" in out
+
+
+def test_checking_a_layer_leaves_the_random_state_alone(no_hub):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    hk.load_geglu_mlp(sources=("local",))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_new_layer_from_a_config(no_hub):
+    loaded = hk.load_geglu_mlp(sources=("local",), verify=False)
+    layer = loaded.layer(MLPConfig(16, 24), dtype=torch.float64)
+    assert layer.gate_proj.weight.shape == (24, 16) and layer.gate_proj.weight.dtype == torch.float64
+    with pytest.raises(TypeError, match="hidden_size and intermediate_size"):
+        loaded.layer(object())

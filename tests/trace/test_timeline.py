@@ -1,0 +1,84 @@
+"""Trace.timeline() on real traces, small and big: lanes, windows, caps and the size of the figure."""
+
+from __future__ import annotations
+
+import pytest
+from support import data_file
+from test_trace_scale import tile_document
+
+import helpers
+from helpers.trace import files as tracefile
+from helpers.trace import timeline as timeline_mod
+
+
+@pytest.fixture(scope="module")
+def big_trace() -> helpers.Trace:
+    """The H200 eager MLP tiled 600 times: ~80,000 events, 1,800 profiler steps."""
+    doc = tile_document(tracefile.read_document(data_file("h200_mlp_eager.json.gz")), copies=600)
+    info = helpers.TraceInfo(label="tiled", source="file", device="NVIDIA H200")
+    return helpers.Trace(doc, info, keep_document=False)
+
+
+@pytest.fixture(scope="module")
+def h200_eager() -> helpers.Trace:
+    return helpers.load_trace(data_file("h200_mlp_eager.json.gz"))
+
+
+def test_big_trace_defaults_stay_small_and_say_what_was_left_out(big_trace):
+    fig = big_trace.timeline()
+    meta = fig.layout.meta
+    size = len(fig.to_json())
+    assert size < 3_000_000, f"figure JSON is {size / 1e6:.1f} MB"
+    assert meta["webgl"] and meta["drawn_events"] <= timeline_mod.DEFAULT_MAX_EVENTS
+    assert meta["total_events"] == len(big_trace.events) > 50_000
+    # whole steps from the first one, and the title says how to see the others
+    steps = meta["steps"]
+    assert steps == list(range(1, len(steps) + 1)) and 10 < len(steps) < 1800
+    assert f"of {len(big_trace.steps):,} drawn" in fig.layout.title.text and "steps=" in meta["note"]
+    drawn = big_trace.events[big_trace.events["step"].isin(steps)]
+    assert meta["drawn_events"] >= 0.9 * len(drawn[(drawn["cat"] != "gpu_user_annotation")])
+    # hover text stored once per bar (markers), not once per line vertex
+    hover = sum(len(t.hovertext) for t in fig.data if t.hovertext is not None)
+    assert hover == meta["drawn_events"]
+    assert meta["lanes"] == ["CPU 558/558", "GPU 0 stream 7"]
+
+
+def test_step_window_and_time_window(big_trace, h200_eager):
+    fig = big_trace.timeline(steps=[900, 901])
+    meta = fig.layout.meta
+    assert meta["steps"] == [900, 901] and not meta["webgl"]
+    # copies 300 and 301 hold steps 900 (the recording's step 3) and 901 (its step 1)
+    one = [h200_eager.timeline(steps=s).layout.meta["drawn_events"] for s in (3, 1)]
+    assert meta["drawn_events"] == sum(one) and 40 < one[0] < 60
+    assert len(fig.layout.shapes) == 2
+    start = float(big_trace.events["ts"].min())
+    step = big_trace.events[big_trace.events["name"] == "ProfilerStep#1000"].iloc[0]
+    lo = step["ts"] - start
+    win = big_trace.timeline(time_range_us=(lo, lo + step["dur"]))
+    assert 1000 in win.layout.meta["steps"] and win.layout.meta["drawn_events"] < 200
+    with pytest.raises(ValueError, match=r"steps \[5000\] are not in this trace"):
+        big_trace.timeline(steps=5000)
+    with pytest.raises(ValueError, match="end > start"):
+        big_trace.timeline(time_range_us=(10, 5))
+    with pytest.raises(TypeError, match="step number"):
+        big_trace.timeline(steps="1")
+    with pytest.raises(ValueError, match="max_depth"):
+        big_trace.timeline(max_depth=-1)
+
+
+def test_cap_inside_one_step_says_so(big_trace):
+    fig = big_trace.timeline(max_events=20)
+    assert fig.layout.meta["drawn_events"] == 20
+    assert "left out" in fig.layout.meta["note"] and fig.layout.meta["steps"] == [1]
+
+
+def test_small_gpu_trace_lanes_and_links(h200_eager):
+    fig = h200_eager.timeline()
+    meta = fig.layout.meta
+    assert meta["lanes"] == ["CPU 558/558", "GPU 0 stream 7"]  # no lanes for GPU 1..15 of the metadata
+    assert not meta["webgl"] and meta["note"] == "" and meta["steps"] == [1, 2, 3]
+    hover = " ".join(" ".join(t.hovertext) for t in fig.data)
+    assert "launched by aten::gelu" in hover and "launched by aten::mm" in hover
+    assert len(fig.layout.shapes) == 3 and [a.text for a in fig.layout.annotations] == ["step 1", "step 2", "step 3"]
+    forced = h200_eager.timeline(webgl=True)
+    assert forced.layout.meta["webgl"] and all(t.type == "scattergl" for t in forced.data)
