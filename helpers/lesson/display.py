@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import importlib.metadata
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,20 +20,13 @@ from typing import Any
 import pandas as pd
 import torch
 
-from ..measure.device import cpu_name
+from ..measure.device import cpu_name, package_version
 
 GPU_PATH = "GPU: profiles run live on this GPU and are compared with the H200 reference traces"
 CPU_PATH = (
     "CPU only: profiles run live on this CPU (smaller shapes, float32); GPU lessons read the "
     "reference traces recorded on an NVIDIA H200"
 )
-
-
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,10 +71,10 @@ def environment_report() -> pd.DataFrame:
                 (f"GPU {i} multiprocessors", str(props.multi_processor_count)),
             ]
     rows += [
-        ("triton", _version("triton")),
-        ("kernels", _version("kernels")),
-        ("pandas", _version("pandas")),
-        ("plotly", _version("plotly")),
+        ("triton", package_version("triton") or "not installed"),
+        ("kernels", package_version("kernels") or "not installed"),
+        ("pandas", package_version("pandas") or "not installed"),
+        ("plotly", package_version("plotly") or "not installed"),
         ("lesson path", lesson_path()),
     ]
     return pd.DataFrame(rows, columns=["item", "value"])
