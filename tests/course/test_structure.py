@@ -16,8 +16,9 @@ import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "helpers"
-# Lowest first; a module may import its own layer and the ones before it, never a later one.
-LAYERS = ["foundation", "trace", "measure", "fused", "mlp", "lesson"]
+# Level of each folder, lowest first; a module may import its own folder and lower levels, never a
+# higher one. The subjects (mlp, attention) share a level; the decoder builds on both.
+LEVELS = {"foundation": 0, "trace": 1, "measure": 2, "fused": 3, "mlp": 4, "attention": 4, "decoder": 5, "lesson": 6}
 FOUNDATION = {"helpers", "helpers.paths", "helpers.checks", "helpers.triton_env"}
 MAX_LINES = 500
 
@@ -30,7 +31,9 @@ def _module_name(path: Path) -> str:
 def _layer(module: str) -> str:
     if module in FOUNDATION:
         return "foundation"
-    return module.split(".")[1]
+    layer = module.split(".")[1]
+    assert layer in LEVELS, f"{module}: helpers/{layer}/ is not a known layer; add it to LEVELS (and the README map)"
+    return layer
 
 
 def _modules() -> dict[str, Path]:
@@ -69,7 +72,8 @@ def test_layers_never_import_upward():
         if module == "helpers":
             continue  # the lesson-facing API loads names from every layer, lazily
         for dep in deps:
-            if dep != "helpers" and LAYERS.index(_layer(dep)) > LAYERS.index(_layer(module)):
+            lower_or_own = _layer(dep) == _layer(module) or LEVELS[_layer(dep)] < LEVELS[_layer(module)]
+            if dep != "helpers" and not lower_or_own:
                 upward.append(f"{module} ({_layer(module)}) imports {dep} ({_layer(dep)})")
             if dep == "helpers":
                 upward.append(f"{module} imports the top-level helpers package (import the module itself)")
