@@ -7,7 +7,7 @@ many into a DataFrame for a notebook table.
 
 The rule: never show a guess as fact.
 
-* Core keys, always present: `name`, `short_name`, `family` (gemm / elementwise / reduction /
+* Core keys, always present: `name`, `short_name`, `family` (gemm / elementwise / reduction / attention /
   fused / memset / copy / unknown), `source` (cublas-nvjet / cutlass / cublas-ampere (and
   cublas-volta, cublas-turing ... for the other architecture-prefixed cuBLAS names) /
   cublas-xmma / cublas / triton-inductor / cpp-inductor / aten / liger / course-triton (the
@@ -77,7 +77,7 @@ from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, p
 
 __all__ = ["decode_kernel", "decode_kernels", "FAMILIES", "FIELDS", "COURSE_KERNELS"]
 
-FAMILIES: tuple[str, ...] = ("gemm", "elementwise", "reduction", "fused", "memset", "copy", "unknown")
+FAMILIES: tuple[str, ...] = ("gemm", "elementwise", "reduction", "fused", "attention", "memset", "copy", "unknown")
 
 # Keys in the order a table shows them; the optional ones are absent unless the name says them.
 _CORE_HEAD = ("name", "short_name", "family", "source")
