@@ -12,7 +12,6 @@ import helpers
 from helpers.attention import flex, results
 from helpers.attention import workloads as aw
 from helpers.attention.costs import AttentionShape
-from helpers.fused.flash_attention import attention_reference
 
 
 @pytest.mark.slow
