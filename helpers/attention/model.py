@@ -204,7 +204,9 @@ class KVCache:
         """Store `k`, `v` ([batch, kv_heads, new, head_dim]) after the filled positions; return all filled."""
         new = k.shape[2]
         if k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3] or v.shape != k.shape:
-            raise ValueError(f"cache holds {tuple(self.k.shape)}, got keys {tuple(k.shape)} and values {tuple(v.shape)}")
+            raise ValueError(
+                f"cache holds {tuple(self.k.shape)}, got keys {tuple(k.shape)} and values {tuple(v.shape)}"
+            )
         if self.length + new > self.max_len:
             raise ValueError(f"the cache holds {self.max_len} positions; {self.length} used, {new} more do not fit")
         start, end = self.length, self.length + new

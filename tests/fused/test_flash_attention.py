@@ -118,7 +118,10 @@ def test_backward_with_grouped_heads_and_a_cache_offset() -> None:
         (lambda: (torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16).half(), torch.randn(1, 2, 8, 16)), "dtype"),
         (lambda: (torch.randn(1, 2, 9, 16), torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16)), "more queries"),
         (lambda: (torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 8), torch.randn(1, 2, 8, 8)), "head_dim"),
-        (lambda: (torch.randn(1, 2, 8, 16, 2)[..., 0], torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16)), "contiguous"),
+        (
+            lambda: (torch.randn(1, 2, 8, 16, 2)[..., 0], torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16)),
+            "contiguous",
+        ),
     ],
 )
 def test_bad_inputs_are_rejected_clearly(make, message) -> None:

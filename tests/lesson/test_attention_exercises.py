@@ -67,7 +67,11 @@ def scaffold_kernel(
         else:
             m_i, l_i, acc = skeleton_update(qk, qk_scale, m_i, l_i, acc, v)
     out = acc / l_i[:, None]
-    tl.store(Out + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], out.to(Out.dtype.element_ty), mask=offs_m[:, None] < SEQ)
+    tl.store(
+        Out + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+        out.to(Out.dtype.element_ty),
+        mask=offs_m[:, None] < SEQ,
+    )
 
 
 def launcher(update: int):
@@ -132,4 +136,3 @@ def test_gpu_view_is_live_recorded_or_absent() -> None:
         assert view.kernels().shape[0] > 0
     with pytest.raises(ValueError, match="unknown view"):
         helpers.gpu_view("attention_everything")
-
