@@ -1,0 +1,264 @@
+"""A small Llama-style decoder built from the course's blocks: notebook 08's whole model.
+
+    tokens -> embedding -> N x [ x + attention(norm(x)),  x + mlp(norm(x)) ] -> norm -> LM head (tied) -> logits
+
+- the attention is :class:`helpers.CausalSelfAttention` (QKV, RoPE, SDPA) of notebook 07;
+- the MLP is :class:`helpers.SimpleGeGLUMLP` of notebooks 03-06;
+- :class:`RMSNorm` is written as Llama's reference code writes it (float32 inside, eight ATen ops);
+- the LM head reuses the embedding matrix (tied weights).
+
+The course's kernels replace layers in place (:func:`swap_layers`): the MLP becomes
+``CourseGeGLUMLP.from_module`` or ``FusedGeGLUMLP.from_module``, the attention's implementation
+``"sdpa"``, ``"manual"`` or ``"course"``; nothing is copied from those modules.
+
+Every part of the model runs inside a ``record_function`` scope named after it (:data:`PARTS`)
+while a profiler is recording, so a trace can be broken down by part
+(:func:`helpers.decoder.breakdown.part_breakdown`). Outside a profile and under ``torch.compile``
+the scopes cost nothing (a ``record_function`` costs microseconds of CPU time per call even when
+nobody records).
+
+Two kinds of KV cache: the attention block's own :class:`helpers.KVCache` (grows by one view per
+token: shapes change every step) and :class:`StaticCache` (fixed-size buffers, the position a
+device tensor: every decode step has the same shapes and addresses, so a CUDA graph can replay it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..attention.model import CausalSelfAttention, KVCache, apply_rope, manual_attention
+from ..checks import positive_int
+from ..mlp.model import SimpleGeGLUMLP
+from .config import DecoderConfig, get_config
+
+# The record_function scope names, one per part of the model (what a trace breakdown groups by).
+PARTS = ("embedding", "norm", "attention", "mlp", "residual", "lm_head", "loss")
+
+
+_NO_SCOPE = contextlib.nullcontext()
+
+
+def part(name: str) -> contextlib.AbstractContextManager:
+    """``record_function(name)`` while a profiler records (and not under torch.compile); a no-op otherwise."""
+    if torch.compiler.is_compiling() or not torch.autograd._profiler_enabled():
+        return _NO_SCOPE  # checked first: torch.compile sees a constant and traces no profiler call
+    return torch.profiler.record_function(name)
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square norm as Llama's reference code writes it: float32 inside, then scaled by a weight."""
+
+    def __init__(self, hidden_size: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(positive_int("hidden_size", hidden_size)))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dtype)
+
+
+class StaticLayerCache:
+    """One layer's slot of a :class:`StaticCache`: key and value buffers and the shared position."""
+
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, position: torch.Tensor) -> None:
+        self.k, self.v, self.position = k, v, position
+
+
+class StaticCache:
+    """Keys and values of every layer in fixed-size buffers; the next position is a device tensor.
+
+    ``k[i]``, ``v[i]``: ``[batch, kv_heads, max_len, head_dim]``. A forward of ``s > 1`` tokens is a
+    prefill: it fills positions ``0 .. s-1`` (whatever the cache held) and sets the position to
+    ``s``. A forward of one token is a decode step: it writes at the position, attends to
+    positions ``0 .. position`` through a mask over the whole buffer, and adds one to the position,
+    all on the device. Shapes and addresses never change, so a CUDA graph can capture the step.
+    """
+
+    def __init__(self, config: DecoderConfig, batch: int, max_len: int, device=None, dtype=None) -> None:
+        cfg = get_config(config)
+        positive_int("batch", batch)
+        if positive_int("max_len", max_len) > cfg.max_position_embeddings:
+            raise ValueError(
+                f"max_len {max_len} exceeds max_position_embeddings ({cfg.max_position_embeddings}) of config {cfg.name}"
+            )
+        shape = (batch, cfg.kv_heads, max_len, cfg.dim_per_head)
+        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_hidden_layers)]
+        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_hidden_layers)]
+        self.position = torch.zeros((), dtype=torch.long, device=device)
+        self.slots = [StaticLayerCache(k, v, self.position) for k, v in zip(self.k, self.v)]
+        self.batch, self.max_len = batch, max_len
+
+    def reset(self) -> None:
+        """Back to position 0 (the buffers are reused; a prefill overwrites them)."""
+        self.position.zero_()
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (*self.k, *self.v))
+
+
+class DynamicCache:
+    """One :class:`helpers.KVCache` per layer: the attention block's own cache (shapes grow every token)."""
+
+    def __init__(self, model: Decoder, batch: int, max_len: int) -> None:
+        self.slots = [block.attention.new_cache(batch, max_len) for block in model.layers]
+
+    @property
+    def length(self) -> int:
+        return self.slots[0].length
+
+    def reset(self) -> None:
+        for slot in self.slots:
+            slot.reset()
+
+
+def attend_static(attn: CausalSelfAttention, x: torch.Tensor, slot: StaticLayerCache) -> torch.Tensor:
+    """The attention block's forward against a :class:`StaticCache` slot: static shapes, the position on the device.
+
+    The block's own projections, rotary tables, ``apply_rope``, attention and output projection;
+    only the cache handling differs from ``CausalSelfAttention.forward``.
+    """
+    b, s, _ = x.shape
+    q, k, v = attn.project_qkv(x)
+    if s > 1:  # prefill: positions 0 .. s-1, causal attention within the prompt
+        positions = torch.arange(s, device=x.device)
+    else:
+        positions = slot.position.view(1)
+    cos = attn.rotary.cos.index_select(0, positions).to(q.dtype)
+    sin = attn.rotary.sin.index_select(0, positions).to(q.dtype)
+    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    slot.k.index_copy_(2, positions, k)
+    slot.v.index_copy_(2, positions, v)
+    if s > 1:
+        out = attn.attend(q, k, v)
+    else:  # one new token sees every filled position: a mask over the whole buffer keeps shapes fixed
+        visible = torch.arange(slot.k.shape[2], device=x.device) <= slot.position
+        if attn.attn_impl == "manual":
+            out = manual_attention(q, slot.k, slot.v, causal=True, mask=~visible.view(1, -1))
+        else:  # the course's kernel masks causally only; a partly filled buffer needs SDPA's mask
+            gqa = {"enable_gqa": True} if attn.num_kv_heads != attn.num_heads else {}
+            out = F.scaled_dot_product_attention(q, slot.k, slot.v, attn_mask=visible.view(1, 1, 1, -1), **gqa)
+    return attn.o_proj(out.transpose(1, 2).reshape(b, s, attn.num_heads * attn.head_dim))
+
+
+class DecoderBlock(nn.Module):
+    """``x + attention(norm(x))``, then ``x + mlp(norm(x))``."""
+
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        self.input_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.attention = CausalSelfAttention(config)
+        self.mlp_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp: nn.Module = SimpleGeGLUMLP(config.hidden_size, config.intermediate_size)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | StaticLayerCache | None = None) -> torch.Tensor:
+        with part("norm"):
+            h = self.input_norm(x)
+        with part("attention"):
+            if isinstance(cache, StaticLayerCache):
+                h = attend_static(self.attention, h, cache)
+            else:
+                h = self.attention(h, cache)
+        with part("residual"):
+            x = x + h
+        with part("norm"):
+            h = self.mlp_norm(x)
+        with part("mlp"):
+            h = self.mlp(h)
+        with part("residual"):
+            return x + h
+
+
+class Decoder(nn.Module):
+    """The whole model: ``Decoder(config)(tokens)`` -> logits ``[batch, seq, vocab]``.
+
+    ``forward(tokens, cache=None, last_only=False)``: ``tokens`` is ``[batch, seq]`` of token ids.
+    With a :class:`StaticCache` or :class:`DynamicCache` (:meth:`new_cache`) the tokens continue the
+    cached ones; ``last_only`` computes the logits of the last position only ``[batch, 1, vocab]``. :meth:`loss` is the next-token cross-entropy of a training step.
+    """
+
+    def __init__(self, config: DecoderConfig | str) -> None:
+        super().__init__()
+        cfg = get_config(config)
+        self.config = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        nn.init.normal_(self.embed_tokens.weight, std=0.02)  # small: the tied head's logits stay moderate
+
+    def new_cache(self, batch: int, max_len: int, static: bool = True) -> StaticCache | DynamicCache:
+        """A cache for `batch` sequences of up to `max_len` positions, on the model's device and dtype."""
+        if not static:
+            return DynamicCache(self, batch, max_len)
+        w = self.embed_tokens.weight
+        return StaticCache(self.config, batch, max_len, device=w.device, dtype=w.dtype)
+
+    def forward(
+        self, tokens: torch.Tensor, cache: StaticCache | DynamicCache | None = None, last_only: bool = False
+    ) -> torch.Tensor:
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.long, torch.int):
+            shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+            raise ValueError(f"tokens must be a [batch, seq] tensor of token ids (torch.long), got {shape}")
+        slots: list[Any] = cache.slots if cache is not None else [None] * len(self.layers)
+        with part("embedding"):
+            x = self.embed_tokens(tokens)
+        for block, slot in zip(self.layers, slots):
+            x = block(x, slot)
+        if isinstance(cache, StaticCache):
+            if tokens.shape[1] > 1:
+                cache.position.fill_(tokens.shape[1])
+            else:
+                cache.position.add_(1)
+        if last_only:  # generation needs the next token only: the LM head on the last position
+            x = x[:, -1:]
+        with part("norm"):
+            x = self.norm(x)
+        with part("lm_head"):
+            return F.linear(x, self.embed_tokens.weight)
+
+    def loss(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean next-token cross-entropy (computed in float32) of the logits of `tokens` against `targets`."""
+        logits = self(tokens)
+        with part("loss"):
+            return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+
+    def extra_repr(self) -> str:
+        return self.config.describe()
+
+
+def build_model(
+    config: DecoderConfig | str = "tiny",
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    seed: int = 0,
+) -> Decoder:
+    """A :class:`Decoder` with random weights (reproducible from `seed`), built on `device` in `dtype`.
+
+    Defaults: CUDA when present, else CPU; bf16 on a GPU, float32 on a CPU. The same seed gives the
+    same weights on the same device, so every configuration of a comparison starts from one model.
+    """
+    from ..measure.workload import default_dtype, workload_device
+
+    dev = workload_device(device)
+    dt = dtype or default_dtype(dev)
+    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.bfloat16, got {dt!r}")
+    torch.manual_seed(seed)
+    with dev:
+        model = Decoder(config)
+    return model.to(dtype=dt)
+
+
+def random_tokens(config: DecoderConfig | str, batch: int, seq: int, device=None, seed: int = 0) -> torch.Tensor:
+    """``[batch, seq]`` random token ids (a batch of prompts, or training data), reproducible from `seed`."""
+    cfg = get_config(config)
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, cfg.vocab_size, (positive_int("batch", batch), positive_int("seq", seq)), generator=g)
+    return ids.to(device or "cpu")

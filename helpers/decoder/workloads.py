@@ -1,0 +1,167 @@
+"""The decoder workloads notebook 08, the benchmark and the recording script profile, defined once.
+
+Each builder returns a :class:`helpers.measure.workload.Built`: call ``fn(*inputs)`` (or hand it to
+:func:`helpers.profile`). On a GPU the 1B model (:data:`~helpers.decoder.config.CONFIGS` ``"1b"``)
+in bf16 at the benchmark's sizes; on a CPU the tiny model in float32 at small sizes.
+
+- :func:`prefill`: one prefill of a batch of prompts (the KV cache filled, the first tokens chosen);
+- :func:`decode`: one decode step, the cache already filled by a prefill (each call adds a token;
+  with a CUDA-graph configuration the step is captured before the first call);
+- :func:`training`: one training step (forward, backward, fused AdamW), gradients on even when
+  called under ``torch.no_grad`` (as the profiler helpers do by default).
+
+:data:`GPU_VIEWS` names the workloads whose H200 traces ship in ``traces/`` (few layers for the
+training step, to keep the files small); :data:`VARIANT_X` is the model of the transfer exercise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import torch
+
+from ..measure.workload import Built, default_dtype, workload_device
+from .config import CONFIGS, DecoderConfig, get_config
+from .configurations import CONFIGURATIONS, CPU_SIZES, GPU_SIZES, Configuration, Sizes
+from .generate import Generator
+from .model import random_tokens
+from .training import TrainingStep
+
+# The transfer exercise's model: the 1B model's widths, 4 layers, Llama 3's vocabulary of 128,256 tokens.
+VARIANT_X = CONFIGS["1b"].with_(vocab_size=128256, num_hidden_layers=4, name="variant X")
+# Its CPU stand-in: the small widths with a 32,000-token vocabulary.
+VARIANT_X_CPU = CONFIGS["small"].with_(vocab_size=32000, name="variant X (CPU)")
+TRAINING_VIEW_LAYERS = 4  # the training reference traces keep 4 of the 1B model's 16 layers (small files)
+
+
+def _setup(device, config, sizes) -> tuple[torch.device, torch.dtype, DecoderConfig, Sizes]:
+    dev = workload_device(device)
+    cfg = get_config(config or ("1b" if dev.type == "cuda" else "tiny"))
+    return dev, default_dtype(dev), cfg, sizes or (GPU_SIZES if dev.type == "cuda" else CPU_SIZES)
+
+
+def _configuration(configuration: str | Configuration) -> Configuration:
+    if isinstance(configuration, Configuration):
+        return configuration
+    if configuration not in CONFIGURATIONS:
+        raise ValueError(f"unknown configuration {configuration!r}; known: {', '.join(CONFIGURATIONS)}")
+    return CONFIGURATIONS[configuration]
+
+
+def prefill(
+    device=None,
+    config: DecoderConfig | str | None = None,
+    sizes: Sizes | None = None,
+    configuration: str | Configuration = "eager",
+    prefill_logits: str = "all",
+    seed: int = 0,
+) -> Built:
+    """One prefill of ``[prefill_batch, prompt_len]`` prompts; ``fn(prompts)`` returns the first new tokens."""
+    dev, dt, cfg, sz = _setup(device, config, sizes)
+    conf = _configuration(configuration)
+    model = conf.build(cfg, dev, dt, seed).eval()
+    gen = Generator(model, sz.prefill_batch, sz.prompt_len + 1, prefill_logits=prefill_logits)
+    prompts = random_tokens(cfg, sz.prefill_batch, sz.prompt_len, device=dev, seed=seed)
+
+    def run_prefill(tokens: torch.Tensor) -> torch.Tensor:
+        with conf.running():
+            return gen.prefill(tokens)
+
+    details = {"config": cfg.name, "configuration": conf.name, "batch": sz.prefill_batch, "prompt_len": sz.prompt_len}
+    return Built(f"prefill_{conf.name}", run_prefill, (prompts,), dev, dt, cfg, {**details, "logits": prefill_logits})
+
+
+def decode(
+    device=None,
+    config: DecoderConfig | str | None = None,
+    sizes: Sizes | None = None,
+    configuration: str | Configuration = "eager",
+    room: int = 64,
+    seed: int = 0,
+) -> Built:
+    """One decode step after a prefill of ``[decode_batch, decode_prompt_len]``; `room` more steps fit."""
+    dev, dt, cfg, sz = _setup(device, config, sizes)
+    conf = _configuration(configuration)
+    model = conf.build(cfg, dev, dt, seed).eval()
+    gen = Generator(model, sz.decode_batch, sz.decode_prompt_len + room, graph=conf.graph)
+    prompts = random_tokens(cfg, sz.decode_batch, sz.decode_prompt_len, device=dev, seed=seed)
+    gen.prefill(prompts)
+    if conf.graph:
+        gen.capture()
+
+    def decode_step(token: torch.Tensor) -> torch.Tensor:
+        return gen.step()
+
+    details = {
+        "config": cfg.name,
+        "configuration": conf.name,
+        "batch": sz.decode_batch,
+        "prompt_len": sz.decode_prompt_len,
+    }
+    return Built(f"decode_{conf.name}", decode_step, (gen.token,), dev, dt, cfg, details)
+
+
+def training(
+    device=None,
+    config: DecoderConfig | str | None = None,
+    sizes: Sizes | None = None,
+    configuration: str | Configuration = "eager",
+    optimizer: str = "fused",
+    seed: int = 0,
+) -> Built:
+    """One training step on ``[train_batch, train_seq]`` tokens; ``fn(tokens)`` returns the loss."""
+    dev, dt, cfg, sz = _setup(device, config, sizes)
+    conf = _configuration(configuration)
+    model = conf.build(cfg, dev, dt, seed)
+    step = TrainingStep(model, sz.train_batch, sz.train_seq, optimizer=optimizer, seed=seed)
+
+    def training_step(tokens: torch.Tensor) -> torch.Tensor:
+        with torch.enable_grad(), conf.running():
+            return step()
+
+    details = {
+        "config": cfg.name,
+        "configuration": conf.name,
+        "batch": sz.train_batch,
+        "seq": sz.train_seq,
+        "optimizer": optimizer,
+    }
+    return Built(f"train_{conf.name}", training_step, (step.tokens,), dev, dt, cfg, details)
+
+
+def variant_x(device=None, sizes: Sizes | None = None, prefill_logits: str = "all") -> Built:
+    """The transfer exercise: a prefill of the variant model (its make-up is for the learner to find)."""
+    dev = workload_device(device)
+    return prefill(dev, VARIANT_X if dev.type == "cuda" else VARIANT_X_CPU, sizes, prefill_logits=prefill_logits)
+
+
+def _training_view(device: torch.device, configuration: str) -> Built:
+    if device.type != "cuda":
+        return training(device, configuration=configuration)
+    cfg = CONFIGS["1b"].with_(num_hidden_layers=TRAINING_VIEW_LAYERS, name=f"1b, {TRAINING_VIEW_LAYERS} layers")
+    return training(device, cfg, replace(GPU_SIZES, train_batch=4), configuration=configuration)
+
+
+# name -> (builder, what it shows); reference traces are traces/h200_<name>.json.gz
+GPU_VIEWS: dict[str, tuple[Callable[[torch.device], Built], str]] = {
+    "decoder_prefill": (lambda d: prefill(d), "prefill of 4 x 1024 prompt tokens, 1B decoder, eager (notebook 08)"),
+    "decoder_decode": (lambda d: decode(d), "one decode step at batch 1 after a 128-token prompt, eager (notebook 08)"),
+    "decoder_decode_graph": (
+        lambda d: decode(d, configuration="eager+graph"),
+        "the same decode step replayed from a CUDA graph (notebook 08)",
+    ),
+    "decoder_decode_compiled_graph": (
+        lambda d: decode(d, configuration="compile+graph"),
+        "the decode step of compiled blocks replayed from a CUDA graph (notebook 08)",
+    ),
+    "decoder_train": (
+        lambda d: _training_view(d, "eager"),
+        f"a training step (fused AdamW) of the 1B model's first {TRAINING_VIEW_LAYERS} layers, 4 x 1024 tokens (notebook 08)",
+    ),
+    "decoder_train_recompute": (
+        lambda d: _training_view(d, "course+recompute"),
+        "the same training step with the course's fused MLP recomputing in the backward (notebook 08)",
+    ),
+    "decoder_variant_x": (lambda d: variant_x(d), "the transfer exercise's model variant, prefill (notebook 08)"),
+}
