@@ -13,6 +13,9 @@ The package is built in layers; each imports only the ones above it in this list
   hand-tuned kernel loader, the variants benchmark and its results;
 - ``helpers.attention``: the attention block: model (QKV, heads, RoPE, KV cache), costs, SDPA
   backends, FlexAttention, workloads, the sequence sweep, the benchmark and its results;
+- ``helpers.decoder``: a whole model, a Llama-style decoder built from the two: configs, caches,
+  layer swaps, generation and CUDA graphs, a training step, time by model part from a trace, the
+  benchmark and its results;
 - ``helpers.lesson``: what a notebook shows and checks: display helpers, exercises.
 
 Notebooks import only ``helpers`` and use the names below (a test enforces it). Names are loaded
@@ -161,6 +164,35 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_attention_benchmark": ("attention.bench", "run"),
     "load_attention_results": ("attention.results", "load_attention_results"),
     "AttentionResults": ("attention.results", "AttentionResults"),
+    # -- the whole model (a decoder built from the attention block and the MLP)
+    "DecoderConfig": ("decoder.config", "DecoderConfig"),
+    "DECODER_CONFIGS": ("decoder.config", "CONFIGS"),
+    "decoder_configs_table": ("decoder.config", "configs_table"),
+    "Decoder": ("decoder.model", "Decoder"),
+    "build_model": ("decoder.model", "build_model"),
+    "random_tokens": ("decoder.model", "random_tokens"),
+    "MODEL_PARTS": ("decoder.model", "PARTS"),
+    "swap_layers": ("decoder.layers", "swap_layers"),
+    "compile_blocks": ("decoder.layers", "compile_blocks"),
+    "describe_layers": ("decoder.layers", "describe_layers"),
+    "Generator": ("decoder.generate", "Generator"),
+    "generate_dynamic": ("decoder.generate", "generate_dynamic"),
+    "decode_timing": ("decoder.generate", "decode_timing"),
+    "prefill_timing": ("decoder.generate", "prefill_timing"),
+    "weight_read_floor_us": ("decoder.generate", "weight_read_floor_us"),
+    "TrainingStep": ("decoder.training", "TrainingStep"),
+    "make_optimizer": ("decoder.training", "make_optimizer"),
+    "step_timing": ("decoder.training", "step_timing"),
+    "step_peak_memory": ("decoder.training", "step_peak_memory"),
+    "part_breakdown": ("decoder.breakdown", "part_breakdown"),
+    "kernel_parts": ("decoder.breakdown", "kernel_parts"),
+    "idle_share": ("decoder.breakdown", "idle_share"),
+    "queue_latency_us": ("decoder.breakdown", "queue_latency_us"),
+    "graph_prediction": ("decoder.breakdown", "graph_prediction"),
+    "DECODER_CONFIGURATIONS": ("decoder.configurations", "CONFIGURATIONS"),
+    "measure_configuration": ("decoder.configurations", "measure"),
+    "decoder_workloads": ("decoder.workloads", ""),
+    "run_decoder_benchmark": ("decoder.bench", "run"),
     # -- lessons
     "exercises": ("lesson.exercises", ""),
     "on_gpu": ("lesson.display", "on_gpu"),

@@ -201,11 +201,10 @@ def idle_share(breakdown: pd.DataFrame) -> float:
 
 def _gaps_in_steps(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The idle gaps inside each step's kernel window (helpers.idle_gaps), and the per-step kernel spans."""
-    from ..trace.overlap import idle_gaps  # the trace layer's idle-time analysis
-
     k = kernel_parts(trace)
     if k.empty:
         raise ValueError(f"{trace.info.describe()} holds no GPU kernels: a graph's gain is read from a GPU trace")
+    from ..trace.overlap import idle_gaps  # the trace layer's idle-time analysis
     k = k[k["step"] >= 0] if (k["step"] >= 0).any() else k
     spans = (
         k.assign(end_us=k["start_us"] + k["duration_us"])

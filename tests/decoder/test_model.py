@@ -1,0 +1,158 @@
+"""The decoder: sizes, numerics of every cache and layer swap against the plain forward, bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import helpers
+from helpers.decoder import config as dconfig
+from helpers.decoder.layers import Recomputed, RunsEager, compile_blocks, describe_layers, swap_layers
+from helpers.decoder.model import PARTS, StaticCache
+
+TINY = helpers.DECODER_CONFIGS["tiny"]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return helpers.build_model("tiny", "cpu")
+
+
+def tokens(batch, seq, seed=0):
+    return helpers.random_tokens("tiny", batch, seq, seed=seed)
+
+
+@pytest.mark.parametrize("name", list(dconfig.CONFIGS))
+def test_parameter_count_matches_the_built_model(name):
+    cfg = dconfig.CONFIGS[name]
+    with torch.device("meta"):  # sizes only: the 1B model is not materialised
+        model = helpers.Decoder(cfg)
+    assert sum(p.numel() for p in model.parameters()) == cfg.num_parameters()  # tied: the head adds nothing
+
+
+def test_presets_the_course_relies_on():
+    assert 1.0e9 < dconfig.CONFIGS["1b"].num_parameters() < 1.2e9
+    nine = dconfig.CONFIGS["8x2048"]
+    assert (nine.num_hidden_layers, nine.hidden_size) == (8, 2048)
+    gqa = TINY.with_(num_key_value_heads=2)
+    assert gqa.kv_cache_bytes(1, 10, 4) == 2 * TINY.num_hidden_layers * 2 * TINY.dim_per_head * 10 * 4
+
+
+def test_same_seed_same_weights_and_defaults():
+    a, b = helpers.build_model("tiny", "cpu", seed=3), helpers.build_model("tiny", "cpu", seed=3)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert a.embed_tokens.weight.dtype == torch.float32 and a.embed_tokens.weight.device.type == "cpu"
+    assert a.embed_tokens.weight is not None and not hasattr(a, "lm_head")  # the head is the embedding
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_cached_prefill_and_decode_equal_the_full_forward(tiny, static):
+    x = tokens(2, 24)
+    with torch.no_grad():
+        full = tiny(x)
+        cache = tiny.new_cache(2, 40, static=static)
+        pieces = [tiny(x[:, :9], cache)] + [tiny(x[:, i : i + 1], cache) for i in range(9, 24)]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, atol=1e-5, rtol=1e-5)
+    if static:
+        assert int(cache.position) == 24
+    else:
+        assert cache.length == 24
+
+
+def test_generators_agree_and_last_only_logits(tiny):
+    prompts = tokens(3, 7, seed=1)
+    gen = helpers.Generator(tiny, batch=3, max_len=32)
+    static = gen.generate(prompts, 12)
+    assert static.shape == (3, 12) and gen.length == 7 + 11
+    assert torch.equal(static, helpers.generate_dynamic(tiny, prompts, 12))
+    with torch.no_grad():
+        torch.testing.assert_close(tiny(prompts, last_only=True), tiny(prompts)[:, -1:])
+    last = helpers.Generator(tiny, batch=3, max_len=32, prefill_logits="last")
+    assert torch.equal(last.generate(prompts, 12), static)
+
+
+def test_generator_refuses_what_cannot_work(tiny):
+    gen = helpers.Generator(tiny, batch=1, max_len=8)
+    with pytest.raises(ValueError, match="prefill"):
+        gen.step()
+    with pytest.raises(ValueError, match="no room"):
+        gen.prefill(tokens(1, 8))
+    gen.prefill(tokens(1, 6))
+    gen.step(), gen.step()
+    with pytest.raises(ValueError, match="full"):
+        gen.step()
+    with pytest.raises(ValueError, match=r"batch=1"):
+        gen.prefill(tokens(2, 3))
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            helpers.Generator(tiny, 1, 8, graph=True)
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        StaticCache(TINY, 1, TINY.max_position_embeddings + 1)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="unknown decoder config"):
+        helpers.build_model("huge", "cpu")
+    with pytest.raises(ValueError, match="multiple"):
+        TINY.with_(num_key_value_heads=3)
+    with pytest.raises(TypeError, match="floating"):
+        helpers.build_model("tiny", "cpu", dtype=torch.int32)
+    model = helpers.build_model("tiny", "cpu")
+    with pytest.raises(ValueError, match=r"\[batch, seq\]"):
+        model(torch.randn(2, 3))
+    with pytest.raises(ValueError, match="eager"):
+        swap_layers(swap_layers(helpers.build_model("tiny", "cpu"), recompute=True), mlp="course")
+    with pytest.raises(ValueError, match="mlp must be"):
+        swap_layers(model, mlp="liger")
+    with pytest.raises(TypeError, match="Decoder"):
+        swap_layers(torch.nn.Linear(2, 2))
+
+
+def test_swapped_layers_keep_the_outputs():
+    x = tokens(2, 16, seed=2)
+    ref = helpers.build_model("tiny", "cpu")
+    with torch.no_grad():
+        expected = ref(x)
+        fused_qkv = swap_layers(helpers.build_model("tiny", "cpu"), fused_qkv=True)
+        torch.testing.assert_close(fused_qkv(x), expected, atol=1e-5, rtol=1e-4)
+        manual = swap_layers(helpers.build_model("tiny", "cpu"), attention="manual")
+        torch.testing.assert_close(manual(x), expected, atol=1e-5, rtol=1e-4)
+        course = swap_layers(helpers.build_model("tiny", "cpu"), mlp="course")  # Triton's interpreter on a CPU
+        torch.testing.assert_close(course(x), expected, atol=1e-4, rtol=1e-3)
+    table = describe_layers(course)
+    assert table.loc[0, "blocks"] == TINY.num_hidden_layers and table.loc[0, "mlp"].startswith("CourseGeGLUMLP")
+
+
+def _grads(model, x):
+    model.zero_grad(set_to_none=True)
+    model.loss(x[:, :-1], x[:, 1:]).backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters()}
+
+
+def test_recomputation_gives_the_same_gradients_and_keeps_less():
+    x = tokens(2, 33, seed=4)
+    eager = _grads(helpers.build_model("tiny", "cpu"), x)
+    model = swap_layers(helpers.build_model("tiny", "cpu"), recompute=True)
+    assert all(isinstance(b.mlp, Recomputed) for b in model.layers)
+    recomputed = _grads(model, x)
+    assert set(recomputed) == {n.replace("mlp.", "mlp.inner.") for n in eager}
+    for name, grad in eager.items():
+        torch.testing.assert_close(recomputed[name.replace("mlp.", "mlp.inner.")], grad, atol=1e-6, rtol=1e-5)
+
+
+def test_parts_are_scoped_only_while_profiling(tiny):
+    x = tokens(1, 8)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof, torch.no_grad():
+        tiny(x)
+    seen = {e.key for e in prof.key_averages()}
+    assert {"embedding", "norm", "attention", "mlp", "residual", "lm_head"} <= seen and set(PARTS) >= {"loss"}
+    from helpers.decoder.model import _NO_SCOPE, part
+
+    assert part("mlp") is _NO_SCOPE  # no profiler: no record_function, whose enter costs microseconds
+
+
+def test_compile_blocks_wraps_course_layers_and_keeps_outputs():
+    model = swap_layers(helpers.build_model("tiny", "cpu"), mlp="course")
+    compile_blocks(model)  # marks the blocks for compilation; nothing compiles until a call
+    assert all(isinstance(b.mlp, RunsEager) for b in model.layers)
+    assert describe_layers(model)["compiled"].all()
