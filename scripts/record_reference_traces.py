@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import helpers  # noqa: E402  (first: on a CPU-only machine it switches on Triton's interpreter)
+from helpers.decoder.workloads import GPU_VIEWS as DECODER_VIEWS  # noqa: E402
 from helpers.measure.device import provenance, resolve_device  # noqa: E402
 from helpers.mlp import workloads as wl  # noqa: E402
 
@@ -97,7 +98,19 @@ RECIPES: list[Recipe] = [
         "five views (t, transpose, view, reshape, as_strided) and two copies (contiguous, flatten) "
         "of the MLP's [tokens, dim] activations (notebook 01)",
     ),
+    # Notebook 08's whole model (helpers.decoder.workloads.GPU_VIEWS): few steps, so each file stays small.
+    *(
+        Recipe(
+            name,
+            _gpu_only(view.build, "CUDA graphs replay GPU launches") if view.gpu_only else view.build,
+            view.what,
+            steps=view.steps,
+            warmup=2,
+        )
+        for name, view in DECODER_VIEWS.items()
+    ),
 ]
+MAX_TRACE_BYTES = 3_000_000  # a reference trace a learner downloads with the course
 
 
 def _gpu_prefix(device: torch.device) -> str:
@@ -169,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as err:
             print(f"    skipped: {err}", flush=True)
             continue
+        if rows[-1]["bytes"] > MAX_TRACE_BYTES:
+            print(f"    warning: {rows[-1]['file']} is over {MAX_TRACE_BYTES / 1e6:.0f} MB: record fewer steps", flush=True)
         print(
             f"    saved {rows[-1]['file']} ({rows[-1]['bytes'] / 1e3:.0f} kB, "
             f"{rows[-1]['kernels_per_step']} kernels/step) in {time.perf_counter() - t0:.1f}s",

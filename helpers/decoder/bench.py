@@ -46,6 +46,8 @@ ORDER = (
     "sdpa-math",
 )
 QUICK = {"eager": None, "recompute": None, "sdpa-math": None, "course": ("prefill",)}  # CPU smoke run: uses
+# The smoke run's sizes: the course's kernels run in Triton's interpreter on a CPU, slowly.
+QUICK_SIZES = Sizes(prefill_batch=1, prompt_len=16, decode_prompt_len=8, decode_steps=4, train_batch=2, train_seq=32)
 COMPILE_RESERVE_S = 45.0  # a compiled configuration starts only with this much budget left
 TARGETS = {"decode_pct_of_floor": 55.0, "graph_prediction_error": 0.25, "recompute_memory_ratio": 0.7}
 
@@ -67,7 +69,7 @@ def run(
     """
     dev = resolve_device(device)
     cfg = get_config("tiny" if quick else config)
-    sizes = sizes or (CPU_SIZES if quick or dev.type != "cuda" else GPU_SIZES)
+    sizes = sizes or (QUICK_SIZES if quick else CPU_SIZES if dev.type != "cuda" else GPU_SIZES)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
     names = list(QUICK) if quick else list(configurations or ORDER)
     unknown = [n for n in names if n not in CONFIGURATIONS]

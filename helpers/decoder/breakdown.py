@@ -135,12 +135,13 @@ def part_breakdown(trace: Trace, parts: Sequence[str] = PARTS) -> pd.DataFrame:
     """Time per step by model part, plus GPU idle time by cause (GPU) or time outside ATen ops (CPU).
 
     One row per part found (in the order of `parts`, then ``backward``, ``optimizer``, ``other``),
-    then the idle rows. Columns: ``part``, ``count`` (kernels, or gaps for the idle rows, on a GPU; ATen ops at every nesting level on a CPU; per
-    step), ``time_us`` (per step: summed kernel time on a GPU, summed self CPU time of the ops on a
-    CPU), ``share`` (of the step: on a GPU from its first kernel's start to its last kernel's end;
-    on a CPU the ``ProfilerStep`` itself). ``df.attrs``: ``basis`` ("device time" or "CPU time"),
-    ``steps``, ``step_us``, ``trace``. Kernels of several streams at once would count twice
-    (the decoder runs one stream).
+    then the idle rows. Columns, per step: ``part``; ``count`` (on a GPU the kernels, or the gaps
+    for the idle rows; on a CPU the ATen operators the model calls, not those an operator calls
+    inside itself); ``time_us`` (summed kernel time on a GPU, summed self CPU time of the
+    operators on a CPU); ``share`` (of the step: on a GPU from its first kernel's start to its last
+    kernel's end, on a CPU the ``ProfilerStep`` itself). ``df.attrs``: ``basis`` ("device time" or
+    "CPU time"), ``steps``, ``step_us``, ``trace``. Kernels of several streams at once would count
+    twice (the decoder runs one stream).
     """
     check_trace(trace)
     order = [*parts, "backward", "optimizer", "other"]
@@ -177,6 +178,8 @@ def _cpu_breakdown(trace: Trace, parts: Sequence[str], order: list[str]) -> pd.D
         windows = windows[windows["step"].isin(trace.steps)]
     window = _in_window(ev["ts"].to_numpy(), windows.reset_index(drop=True))
     rows_idx = np.flatnonzero(is_op & (window >= 0))
+    # count the operators the model calls (outermost ones), not those an operator calls inside itself
+    outermost = ~((parent >= 0) & is_op[np.maximum(parent, 0)])
     if not len(rows_idx):
         raise ValueError(
             f"{trace.info.describe()} has no ATen operators inside its steps: was the CPU activity recorded?"
@@ -186,7 +189,11 @@ def _cpu_breakdown(trace: Trace, parts: Sequence[str], order: list[str]) -> pd.D
     self_us = dur[rows_idx] - child[rows_idx]
     n_steps = len(windows)
     step_us = float((windows["end"] - windows["start"]).mean())
-    rows = [{"part": p, "count": int((labels == p).sum()), "time_us": float(self_us[labels == p].sum())} for p in order]
+    top = outermost[rows_idx]
+    rows = [
+        {"part": p, "count": int((top & (labels == p)).sum()), "time_us": float(self_us[labels == p].sum())}
+        for p in order
+    ]
     rows.append({"part": OUTSIDE_OPS, "count": 0, "time_us": max(step_us * n_steps - float(self_us.sum()), 0.0)})
     return _finish(rows, n_steps, step_us, "CPU time", trace)
 
@@ -205,6 +212,7 @@ def _gaps_in_steps(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     if k.empty:
         raise ValueError(f"{trace.info.describe()} holds no GPU kernels: a graph's gain is read from a GPU trace")
     from ..trace.overlap import idle_gaps  # the trace layer's idle-time analysis
+
     k = k[k["step"] >= 0] if (k["step"] >= 0).any() else k
     spans = (
         k.assign(end_us=k["start_us"] + k["duration_us"])

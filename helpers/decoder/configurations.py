@@ -158,7 +158,7 @@ class Sizes:
 
 
 GPU_SIZES = Sizes()
-CPU_SIZES = Sizes(prefill_batch=2, prompt_len=64, decode_prompt_len=16, decode_steps=10, train_batch=2, train_seq=64)
+CPU_SIZES = Sizes(prefill_batch=2, prompt_len=64, decode_prompt_len=16, decode_steps=10, train_batch=4, train_seq=128)
 
 
 def _free() -> None:
