@@ -8,7 +8,7 @@ kernel computes both products tile by tile and applies the GeGLU in its epilogue
 Layers, as in ``geglu_pointwise.py`` (and Liger-Kernel):
 
 1. Kernels: ``gate_up_kernels.py`` (forward: Hopper TMA path and portable pointer path) and
-   ``gate_up_backward_kernels.py`` (the ``dh`` GEMM with a GeGLU-backward epilogue); their tile
+   ``gate_up_kernels.py`` (the ``dh`` GEMM with a GeGLU-backward epilogue); their tile
    configurations in ``gate_up_tuning.py``.
 2. Launchers (here): :func:`gate_up_geglu` / :func:`gate_up_forward` and :func:`geglu_backward_gemm`:
    checks, path choice, configuration, launch plans (``launch_plans.py``).

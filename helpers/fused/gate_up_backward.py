@@ -1,4 +1,4 @@
-"""Launcher of the backward GEMM with a GeGLU-backward epilogue (kernels: ``gate_up_backward_kernels.py``).
+"""Launcher of the backward GEMM with a GeGLU-backward epilogue (kernels: ``gate_up_kernels.py``).
 
 :func:`geglu_backward_gemm` computes, for the MLP ``y = h @ W_down.T`` with ``h = gelu_tanh(gate) * up``,
 the gradient of the pre-activations ``gu`` (gate and up interleaved) in one kernel: the
@@ -12,8 +12,8 @@ import torch
 import triton
 
 from ..triton_env import check_device
-from .gate_up_backward_kernels import _geglu_backward_gemm_kernel, _geglu_backward_gemm_tma_kernel
 from .gate_up_choice import choose_path, configs_for, launch_first, padded_cols, programs, tma_aligned
+from .gate_up_kernels import _geglu_backward_gemm_kernel, _geglu_backward_gemm_tma_kernel
 from .geglu_pointwise import SUPPORTED_DTYPES
 from .launch_plans import LaunchPlan, TensorDescriptor, plan_cache
 

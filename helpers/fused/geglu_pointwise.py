@@ -65,7 +65,7 @@ def _geglu_grads(d, g, u):
 
     gelu(g) = g * s with s = sigmoid(2z), 2z = g (K0 + K1 g^2); d(2z)/dg = K0 + 3 K1 g^2, so
     gelu'(g) = s + g s (1 - s) (K0 + 3 K1 g^2). Shared by the pointwise backward kernel below and
-    the backward GEMM's epilogue (``gate_up_backward_kernels.py``).
+    the backward GEMM's epilogue (``gate_up_kernels.py``).
     """
     s = _sigmoid_2z(g)
     gelu = g * s

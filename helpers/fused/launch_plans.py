@@ -168,8 +168,9 @@ def _direct_launcher(compiled: Any, grid: tuple[int, ...]) -> Callable[..., Any]
     """
     if compiled is None or hasattr(compiled, "result"):  # interpreter, or an asynchronous compile
         return None
+    grid3 = tuple(grid) + (1,) * (3 - len(grid))  # the runner reads grid[0], grid[1], grid[2]
     try:
-        runner = compiled[grid]
+        runner = compiled[grid3]
     except Exception:  # noqa: BLE001 - an older or newer Triton without it: keep the JIT launch
         return None
     return runner if callable(runner) else None

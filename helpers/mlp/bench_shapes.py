@@ -68,6 +68,14 @@ SHAPES: dict[str, ShapePreset] = {
             tags=("model",),
         ),
         ShapePreset(
+            "model-4096x14336-m16384",
+            MLPShape(128, 128, 4096, 14336),
+            "bfloat16",
+            "the 4096 -> 14336 MLP at M = 16384 tokens (the top of the issue's range)",
+            variants=("eager", "compile", "course-geglu-cat", "course-fused"),
+            tags=("model",),
+        ),
+        ShapePreset(
             "decode-4096x14336-m128",
             MLPShape(128, 1, 4096, 14336),
             "bfloat16",

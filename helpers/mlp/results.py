@@ -22,7 +22,8 @@ from ..measure.roofline import roofline_figure, roofline_frame
 from ..paths import REPO_ROOT
 from .bench import RESULTS_ENV, RESULTS_PATH, SCHEMA
 from .model import MLPShape
-from .plans import POINTWISE_ROLES
+from .bench_measure import derive_rates
+from .plans import POINTWISE_ROLES, kernel_role
 
 OLD_SCHEMA = "course-mlp-variants/1"
 # The four times of an inference call, in the order the notebook explains them.
@@ -66,6 +67,27 @@ class BenchResults:
         self.data = dict(data) if schema == SCHEMA else _upgrade(data)
         self.source = source  # "live" or "file"
         self.path = path
+        if source != "live":
+            self._reread_kernel_names()
+
+    def _reread_kernel_names(self) -> None:
+        """Read recorded kernel names again with today's decoder (roles, and plans read from names).
+
+        The times are the recording's; what a name means is knowledge that improves (a recording
+        of 2026-11-29 read max-autotune's template name as a GeGLU fused into the GEMM, while its
+        trace shows a separate pointwise kernel computing it).
+        """
+        ceilings = self.ceilings
+        for name in self.shape_names():
+            s = self.data["shapes"][name]
+            dtype = getattr(torch, s["dtype"])
+            for v in s["variants"].values():
+                if v.get("status") != "ok" or "kernels" not in v:
+                    continue
+                for k in v["kernels"]:
+                    k["role"] = kernel_role(k["name"])
+                if v.get("plan_source") != "by design":
+                    v.update(derive_rates(v, None, self.mlp_shape(name), dtype, ceilings))
 
     # ------------------------------------------------------------------ what it is
     @property

@@ -131,6 +131,43 @@ def test_launch_plan_checks_parameter_names() -> None:
         LaunchPlan.build("t", _gate_up_geglu_kernel, (1,), cfg, "test", "pointer", {}, ["x_ptr"])
 
 
+def test_plan_switches_to_the_direct_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The GPU path, with stand-ins for Triton's JIT function and compiled kernel: the first launch
+    # goes through the JIT (which compiles), later ones through compiled[grid] with the same arguments.
+    import triton
+
+    from helpers.fused import launch_plans
+
+    calls: list[tuple] = []
+
+    class Compiled:
+        def __getitem__(self, grid):
+            assert len(grid) == 3, "CompiledKernel's runner reads grid[0], grid[1] and grid[2]"
+            return lambda *args: calls.append(("direct", grid, args))
+
+    class Kernel:
+        arg_names = ["x_ptr", "M", "BLOCK_M", "EXTRA"]
+
+        @staticmethod
+        def fn(x_ptr, M, BLOCK_M, EXTRA=7):
+            pass
+
+        def __getitem__(self, grid):
+            def launch(*args, num_warps, num_stages):
+                calls.append(("jit", grid, args, num_warps, num_stages))
+                return Compiled()
+
+            return launch
+
+    monkeypatch.setattr(launch_plans, "triton_mode", lambda: "cuda")
+    cfg = triton.Config({"BLOCK_M": 8, "FLATTEN": True}, num_warps=4, num_stages=2)  # FLATTEN: not a parameter
+    plan = LaunchPlan.build("fake", Kernel(), (5,), cfg, "test", "pointer", {"M": 3}, ["x_ptr"])
+    plan.launch("a")
+    plan.launch("b")
+    assert calls == [("jit", (5,), ("a", 3, 8, 7), 4, 2), ("direct", (5, 1, 1), ("b", 3, 8, 7))]
+    assert plan.row()["direct_launch"] and plan.row()["launches"] == 2
+
+
 @pytest.mark.parametrize("kernel", ["auto", "pointer"])
 def test_unaligned_hidden_keeps_a_fast_path(kernel: str) -> None:
     # hidden 13 in fp32: 52-byte rows, no TMA descriptor for a contiguous [M, 13] output. The TMA
