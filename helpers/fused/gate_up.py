@@ -52,6 +52,8 @@ from .gate_up_kernels import _gate_up_geglu_kernel, _gate_up_geglu_tma_kernel
 from .geglu_pointwise import SUPPORTED_DTYPES
 from .launch_plans import LaunchPlan, TensorDescriptor, plan_cache
 
+_PLANS = plan_cache()  # the same dict object for the life of the process (clear_plans empties it)
+
 __all__ = ["pack_gate_up", "unpack_gate_up", "gate_up_geglu", "gate_up_forward", "geglu_backward_gemm", "KERNELS"]
 
 
@@ -179,7 +181,7 @@ def gate_up_forward(
     except (AttributeError, RuntimeError, TypeError):
         _check_forward_args(x, w_packed, b_packed)  # raises a clear error for what was wrong
         raise
-    plan = plan_cache().get(key)
+    plan = _PLANS.get(key)
     K = w_packed.shape[1]
     x2 = x if x.dim() == 2 else x.reshape(-1, K)
     if not x2.is_contiguous():
