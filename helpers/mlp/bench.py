@@ -238,7 +238,7 @@ def run(
                 budget,
                 stage,
             )
-        result["gate_up_plans"] = plans_table().to_dict(orient="records")
+        result["gate_up_plans"] = json.loads(plans_table().to_json(orient="records"))  # plain JSON types
         result["timings"]["total_s"] = budget.elapsed()
         result["complete"] = True
         stage(result)
