@@ -21,8 +21,8 @@ from ..measure.ceilings import Ceilings, ceilings_from_dict
 from ..measure.roofline import roofline_figure, roofline_frame
 from ..paths import REPO_ROOT
 from .bench import RESULTS_ENV, RESULTS_PATH, SCHEMA
-from .model import MLPShape
 from .bench_measure import derive_rates
+from .model import MLPShape
 from .plans import POINTWISE_ROLES, kernel_role
 
 OLD_SCHEMA = "course-mlp-variants/1"
