@@ -265,7 +265,7 @@ def test_course_triton_kernels() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["my_custom_kernel", "flash_fwd_kernel", "triton_poi_something", "cpp_helper", "x", "kernel<1, 2>"]
+    "name", ["my_custom_kernel", "fwd_kernel", "triton_poi_something", "cpp_helper", "x", "kernel<1, 2>"]
 )
 def test_unknown_names_invent_nothing(name: str) -> None:
     d = decode_kernel(name)

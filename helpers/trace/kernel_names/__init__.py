@@ -71,13 +71,37 @@ from typing import Any
 import pandas as pd
 
 from .aten import parse_aten
+from .attention import parse_attention
+from .communication import parse_custom_collective, parse_nccl
+from .cudnn import parse_cudnn
+from .extensions import parse_by_words, parse_extensions
 from .inductor import parse_cpp_inductor, parse_triton_inductor
 from .libraries import COURSE_KERNELS, parse_course, parse_liger, parse_memory
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
+from .rocm import parse_rocm
 
-__all__ = ["decode_kernel", "decode_kernels", "FAMILIES", "FIELDS", "COURSE_KERNELS"]
+__all__ = ["decode_kernel", "decode_kernels", "FAMILIES", "FIELDS", "COURSE_KERNELS", "MAX_NAME_CHARS"]
 
-FAMILIES: tuple[str, ...] = ("gemm", "elementwise", "reduction", "fused", "memset", "copy", "unknown")
+# What a kernel is for, as a user compares traces by. `other` is a kernel whose job is known (a
+# sort, an embedding lookup: see `op`) but is none of the others; `unknown` says nothing is known.
+FAMILIES: tuple[str, ...] = (
+    "gemm",
+    "convolution",
+    "attention",
+    "communication",
+    "normalization",
+    "softmax",
+    "reduction",
+    "elementwise",
+    "fused",
+    "memset",
+    "copy",
+    "other",
+    "unknown",
+)
+# Longer names are not read (the longest real C++ kernel names, CUTLASS 3 / CuTe templates, are
+# around 10-20 thousand characters): a name past this is reported as too long to decode.
+MAX_NAME_CHARS = 32_768
 
 # Keys in the order a table shows them; the optional ones are absent unless the name says them.
 _CORE_HEAD = ("name", "short_name", "family", "source")
@@ -108,23 +132,38 @@ _OPTIONAL = (
     "src_memory",
     "dst_memory",
     "index",
+    "collective",
+    "reduce_op",
+    "algorithm",
+    "protocol",
+    "phase",
+    "head_dim",
 )
 _CORE_TAIL = ("summary", "explain", "inferred", "unparsed")
 FIELDS: tuple[str, ...] = _CORE_HEAD + _OPTIONAL + _CORE_TAIL
 
 # Tried in order; the first that recognises a name decodes it.
+# (Libraries that name their kernels after another's come first: cuDNN's convolutions are built
+# from xmma and CUTLASS kernels, attention kernels from CUTLASS pieces.)
 _PARSERS = (
     parse_memory,
+    parse_nccl,
+    parse_attention,
+    parse_cudnn,
     parse_nvjet,
     parse_cutlass,
     parse_cublas_arch,
     parse_xmma,
     parse_cublas_other,
+    parse_rocm,
     parse_triton_inductor,
     parse_cpp_inductor,
     parse_liger,
     parse_course,
+    parse_extensions,
     parse_aten,
+    parse_custom_collective,
+    parse_by_words,
 )
 
 
@@ -139,6 +178,8 @@ def decode_kernel(name: str) -> dict[str, Any]:
     text = name.strip()
     if not text:
         raise ValueError("decode_kernel got an empty kernel name")
+    if len(text) > MAX_NAME_CHARS:
+        return _finish(text, _too_long(len(text)))
     for parser in _PARSERS:
         fields = parser(text)
         if fields is not None:
@@ -198,4 +239,14 @@ def _unknown() -> dict[str, Any]:
         "family": "unknown",
         "source": "unknown",
         "summary": "Not a kernel name this decoder knows: nothing is read from it.",
+    }
+
+
+def _too_long(length: int) -> dict[str, Any]:
+    return {
+        "family": "unknown",
+        "source": "unknown",
+        "short_name": "(name too long to decode)",
+        "summary": f"Too long to decode: {length:,} characters (names past {MAX_NAME_CHARS:,} are not read); "
+        "nothing is read from it.",
     }
