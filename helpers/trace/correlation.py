@@ -107,21 +107,26 @@ def match_launches(
     hit = result >= 0
     launch[want[hit]] = launch_rows[result[hit]]
 
-    # ids that several launch calls of one process share: count the device events they touch
+    # ids that several launch calls share (of the device's process; of any process when it is unknown)
     key_l = l_pid * span + lc
-    dup_keys = pd.Index(key_l)[pd.Index(key_l).duplicated(keep=False)].unique()
-    ambiguous, example = 0, ""
-    if len(dup_keys):
-        q_keys = np.where(known, q_owner * span + qc, -1)
-        touched = np.isin(q_keys, dup_keys.to_numpy())
-        ambiguous = int(touched.sum())
-        if ambiguous:
-            k = q_keys[np.flatnonzero(touched)[0]]
-            calls = launch_rows[key_l == k]
-            example = (
-                f"correlation id {int(l_corr[np.flatnonzero(key_l == k)[0]])} is used by {len(calls)} launch calls "
-                f"({', '.join(sorted(set(map(str, names[calls]))))}) of one process"
-            )
+    touched = np.zeros(len(q_rows), dtype=bool)
+    for launch_keys, query_keys, mask in ((key_l, q_owner * span + qc, known), (lc, qc, ~known)):
+        index = pd.Index(launch_keys)
+        repeated = index[index.duplicated(keep=False)].unique().to_numpy()
+        if len(repeated) and mask.any():
+            touched[mask] = np.isin(query_keys[mask], repeated)
+    ambiguous, example = int(touched.sum()), ""
+    if ambiguous:
+        first = int(np.flatnonzero(touched)[0])
+        same = lc == qc[first]
+        if known[first]:
+            same &= l_pid == q_owner[first]
+        calls = launch_rows[same]
+        example = (
+            f"correlation id {int(q_corr[first])} is used by {len(calls)} launch calls "
+            f"({', '.join(sorted(set(map(str, names[calls]))))})"
+            + (" of one process" if known[first] or len(host_pids) == 1 else "")
+        )
     return LaunchMatch(launch, owner, ambiguous, example)
 
 
