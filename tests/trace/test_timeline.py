@@ -92,7 +92,9 @@ def test_launch_calls_are_linked_to_their_kernels(h200_eager):
     links = next(t for t in fig.data if t.name == timeline_mod.LINK_NAME)
     assert links.visible is True and len(links.x) == 3 * meta["launch_links"]
     hover = " ".join(" ".join(t.hovertext) for t in fig.data if t.hovertext is not None)
-    assert "<b>cudaLaunchKernel</b>" in hover and "launches vectorized_elementwise_kernel" in hover.replace("void at::native::", "")
+    assert "<b>cudaLaunchKernel</b>" in hover and "launches vectorized_elementwise_kernel" in hover.replace(
+        "void at::native::", ""
+    )
     assert "launch call cuLaunchKernelEx at" in hover
 
 
