@@ -96,7 +96,9 @@ def work_kinds(events: pd.DataFrame) -> np.ndarray:
     )
     if len(rows):
         cats = events["cat"].to_numpy(dtype=object)[rows]
-        kinds = np.array([DEVICE_WORK_KIND.get(c, "") for c in cats], dtype=object)
+        kinds = np.full(len(rows), "", dtype=object)
+        for category, kind in DEVICE_WORK_KIND.items():
+            kinds[cats == category] = kind
         mtia = np.flatnonzero(cats == MTIA_CATEGORY)
         if len(mtia):
             names = events["name"].to_numpy(dtype=object)[rows[mtia]]
@@ -107,4 +109,12 @@ def work_kinds(events: pd.DataFrame) -> np.ndarray:
 
 def device_work_mask(events: pd.DataFrame) -> np.ndarray:
     """Rows of an events table that are device work: kernels, memsets and memcpys on a device lane."""
-    return work_kinds(events) != ""
+    on_device = events["on_device"].to_numpy()
+    cat = events["cat"]
+    mask = on_device & cat.isin(list(DEVICE_WORK_KIND)).to_numpy()
+    mtia = on_device & (cat == MTIA_CATEGORY).to_numpy()
+    if mtia.any():
+        names = events["name"].to_numpy(dtype=object)
+        rows = np.flatnonzero(mtia)
+        mask[rows] = [name in MTIA_WORK_KIND for name in names[rows]]
+    return mask

@@ -86,7 +86,7 @@ def match_launches(
     if len(host_pids) == 1 and by_corr.is_unique:  # the usual trace: one lookup
         pos = by_corr.get_indexer(q_corr)
         launch[want[pos >= 0]] = launch_rows[pos[pos >= 0]]
-        return LaunchMatch(launch, {int(p): int(host_pids[0]) for p in np.unique(pid[q_rows])})
+        return LaunchMatch(launch)  # one host process: nothing to keep apart
 
     owner = _owners(l_corr, l_pid, q_corr, pid[q_rows]) if len(host_pids) > 1 else {}
     q_owner = owner_of(owner, pid[q_rows])

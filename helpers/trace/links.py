@@ -258,7 +258,8 @@ def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None =
         # by correlation id, process by process (see helpers.trace.correlation)
         match = match_launches(corr_val, corr_ok, pid_c, ts, _Names(name_c, name_u), launch_rows, dev_rows)
         launch[dev_rows] = match.launch
-        events.attrs["duplicate_correlation"] = (match.ambiguous, match.example)
+        if match.ambiguous:  # (attrs travel with every copy of the frame: set only when there is news)
+            events.attrs["duplicate_correlation"] = (match.ambiguous, match.example)
 
         # launched_by: the cpu_op around the launch call (correlation is exact and never reused in
         # a trace). Without a launch call, fall back on the External id, used only when it names

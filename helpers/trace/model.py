@@ -419,19 +419,15 @@ def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     correlation id many kernels share; any launch call shared by several device events counts too.
     """
     launch = events["launch"].to_numpy()[rows]
-    if len(rows) == 0:
-        return np.zeros(0, dtype=bool)
-    names = events["name"].to_numpy(dtype=object)
-    has = launch >= 0
-    by_name = np.zeros(len(rows), dtype=bool)
-    if has.any():
-        launch_names = pd.Series(names[launch[has]])
-        by_name[has] = launch_names.str.contains(GRAPH_LAUNCH_PATTERN, regex=True).to_numpy()
-    shared = np.zeros(len(rows), dtype=bool)
-    if has.any():
-        counts = pd.Series(launch[has]).value_counts()
-        shared[has] = pd.Series(launch[has]).map(counts).to_numpy() > 1
-    return by_name | shared
+    out = np.zeros(len(rows), dtype=bool)
+    has = np.flatnonzero(launch >= 0)
+    if not len(has):
+        return out
+    calls, which, shared = np.unique(launch[has], return_inverse=True, return_counts=True)
+    call_names = pd.Series(events["name"].to_numpy(dtype=object)[calls])
+    graph = call_names.str.contains(GRAPH_LAUNCH_PATTERN, regex=True).to_numpy() | (shared > 1)
+    out[has] = graph[which.reshape(-1)]
+    return out
 
 
 def load_trace(path: str | os.PathLike, label: str | None = None, keep_document: bool | None = None) -> Trace:

@@ -188,6 +188,12 @@ class MultiRankTrace(Trace):
     def __repr__(self) -> str:
         return f"<MultiRankTrace of ranks {self.ranks}: {super().__repr__()[1:-1]}>"
 
+    def save(self, *args, **kwargs):
+        """Not available on a run: save each rank's own trace (``run.rank_traces[i].save()``)."""
+        raise ValueError(
+            "a run of several ranks is not one trace file: save each rank's trace with run.rank_traces[i].save(...)"
+        )
+
     def step_times(self) -> pd.DataFrame:
         """Host time of every profiler step on every rank, and the slowest rank of each step.
 

@@ -7,21 +7,33 @@ many into a DataFrame for a notebook table.
 
 The rule: never show a guess as fact.
 
-* Core keys, always present: `name`, `short_name`, `family` (gemm / elementwise / reduction /
-  fused / memset / copy / unknown), `source` (cublas-nvjet / cutlass / cublas-ampere (and
-  cublas-volta, cublas-turing ... for the other architecture-prefixed cuBLAS names) /
-  cublas-xmma / cublas / triton-inductor / cpp-inductor / aten / liger / course-triton (the
-  kernels of helpers/fused) / cuda (memsets and memcpys) / unknown), `summary` (one sentence), `explain` (what the letters and numbers mean, or None when
-  there is nothing to explain), `inferred` (the keys whose reading is an inference, see below) and
+* Core keys, always present: `name`, `short_name`, `family` (see `FAMILIES`: gemm, convolution,
+  attention, communication, normalization, softmax, reduction, elementwise, fused, memset, copy,
+  other = a known job that is none of these, named in `op`; unknown), `source` (the library:
+  cublas-nvjet / cutlass / cublas-ampere (and cublas-volta ...) / cublas-xmma / cublas / cudnn /
+  nccl / flash-attn / pytorch-flash / pytorch-mem-efficient / xformers-cutlass / triton-inductor /
+  cpp-inductor / aten / tensile / composable-kernel / aiter / miopen / fbgemm / cub / liger /
+  course-triton (the kernels of helpers/fused) / cuda (memsets and memcpys) / unknown ...),
+  `summary` (one sentence), `explain` (what the letters and numbers mean, or None when there is
+  nothing to explain), `inferred` (the keys whose reading is an inference, see below) and
   `unparsed` (tokens of the name that were read but not interpreted).
 * Every other key is *absent* when the name does not say it: `arch`, `layout`, `tile`, `dtype`,
   `out_dtype`, `accumulate`, `stages`, `instruction`, `alignment`, `bias`, `activation`,
   `cluster`, `type_code`, `opcode_class`, `kind`, `kind_code`, `fused_ops`, `op`, `vector_width`,
   `block_threads`, `items_per_thread`, `output_vec_size`, `direction`, `src_memory`,
-  `dst_memory`, `index`. In `decode_kernels` an absent key is a missing value (None/NaN).
+  `dst_memory`, `index`, `collective`, `reduce_op`, `algorithm`, `protocol` (NCCL), `phase`
+  (forward / backward passes of convolutions and attention), `head_dim`. In `decode_kernels` an
+  absent key is a missing value (None/NaN).
   `bias` is only ever True: a name without a bias token does not prove the GEMM has no bias.
 * `inferred` lists keys whose *meaning* comes from analogy rather than from a documented naming
-  scheme. The unknown family/source pair carries no other key at all.
+  scheme or a library's own source: `family` when it is read from words in the name (a cuDNN
+  `scudnn` kernel is a convolution; `_my_attn_fwd` reads as attention), `source` when a library is
+  recognised by a function name other projects copy. The unknown family/source pair carries no
+  other key at all. A name longer than `MAX_NAME_CHARS` is not read ("too long to decode").
+* Modules, one per group of libraries: `nvidia_gemm` (cuBLAS, CUTLASS), `cudnn`, `communication`
+  (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`, `aten`, `extensions` (FBGEMM, CUB, Apex,
+  Transformer Engine, and the last-resort reading of words), `libraries` (memcpy/memset, Liger,
+  the course's kernels).
 
 What is documented and what is inferred
 ----------------------------------------
