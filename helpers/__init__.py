@@ -42,6 +42,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "KERNEL_FAMILIES": ("trace.kernel_names", "FAMILIES"),
     "compare": ("trace.compare", "compare"),
     "compare_kernels": ("trace.compare", "compare_kernels"),
+    "kernel_breakdown": ("trace.compare", "kernel_breakdown"),
     "work_items": ("trace.compare", "work_items"),
     "trace_cards": ("trace.queries", "trace_cards"),
     "kernel_table": ("trace.queries", "kernel_table"),

@@ -30,7 +30,7 @@ from .categories import device_work_mask
 from .kernel_names import decode_kernels
 from .model import CPU_GENERATED_KERNEL, Trace, check_trace, graph_launched
 
-GROUPINGS = ("family", "annotation", "op", "name", "step")
+GROUPINGS = ("family", "source", "annotation", "op", "name", "step")
 METRICS = ("kernels", "device_us", "launches", "launch_us", "cpu_us", "idle_us")
 
 
@@ -251,7 +251,8 @@ def compare(
 ) -> pd.DataFrame:
     """Traces side by side: one column block per trace, one row per group of work, then a total.
 
-    - `by`: "family" (gemm, elementwise, fused, memset ... from the kernel names), "annotation"
+    - `by`: "family" (gemm, elementwise, fused, memset ... from the kernel names), "source" (the
+      library: cublas-nvjet, cudnn, nccl, aten, triton-inductor ...), "annotation"
       (the innermost ``record_function`` around the launch), "op" (the cpu_op that launched the
       kernel), "name" (kernel name), or "step" (one row per profiler step).
     - `per_step`: one row per (step, group) instead of means per step.
@@ -284,7 +285,7 @@ def compare(
             table = steps.set_index("step")[list(METRICS)]
             table.loc["mean"] = table.mean(numeric_only=True)
         else:
-            key = {"family": "family", "annotation": "annotation", "op": "op", "name": "name"}[by]
+            key = by
             items = items.assign(group=items[key].replace("", f"(no {by})"))
             group_keys = ["step", "group"] if per_step else ["group"]
             table = items.groupby(group_keys, sort=False).agg(
@@ -395,3 +396,34 @@ def compare_kernels(a: Trace, b: Trace, labels: tuple[str, str] | None = None) -
     out = out[cols].reset_index(drop=True)
     out.attrs["labels"] = {"a": la, "b": lb}
     return out
+
+
+def kernel_breakdown(trace: Trace) -> pd.DataFrame:
+    """Device time by kernel family and the library that provides it, as HTA's kernel breakdown.
+
+    One row per (family, source), or per (rank, family, source) on a run of several ranks:
+    ``kernels`` (count), ``device_us`` (sum of durations), ``pct`` (share of the rank's device time),
+    ``mean_us``, ``example`` (the name with the most time). Largest first. Covers all device work
+    of the trace (not only inside profiler steps).
+    """
+    check_trace(trace)
+    items = work_items(trace)
+    keys = ["family", "source"]
+    if "rank" in trace.events.columns:
+        items = items.assign(rank=trace.events["rank"].to_numpy()[np.flatnonzero(device_work_mask(trace.events))])
+        keys = ["rank", *keys]
+    if items.empty:
+        return pd.DataFrame(columns=[*keys, "kernels", "device_us", "pct", "mean_us", "example"])
+    top = items.groupby([*keys, "name"], sort=False)["duration_us"].sum().reset_index()
+    example = top.sort_values("duration_us", ascending=False, kind="stable").drop_duplicates(keys)
+    out = items.groupby(keys, sort=False).agg(kernels=("name", "size"), device_us=("duration_us", "sum")).reset_index()
+    if keys[0] == "rank":
+        total = out.groupby("rank")["device_us"].transform("sum")
+    else:
+        total = out["device_us"].sum()
+    out["pct"] = 100.0 * out["device_us"] / total
+    out["mean_us"] = out["device_us"] / out["kernels"]
+    out = out.merge(example[[*keys, "name"]].rename(columns={"name": "example"}), on=keys, how="left")
+    order = ["rank", "device_us"] if keys[0] == "rank" else ["device_us"]
+    asc = [True, False] if keys[0] == "rank" else [False]
+    return out.sort_values(order, ascending=asc, kind="stable").reset_index(drop=True)

@@ -253,3 +253,18 @@ def test_achieved_tflops_of_attention_and_convolution(tmp_path):
     bare = _one_op_trace(tmp_path, "aten::convolution", [[2, 3, 33, 17], [8, 3, 5, 3], [8]], "x_kernel", 4.0)
     row = helpers.achieved_flops(bare).iloc[0]
     assert row["tflops"] != row["tflops"] and "Concrete Inputs" in row["note"]  # NaN, and why
+
+
+def test_kernel_breakdown_by_family_and_library():
+    trace = helpers.load_trace(data_file(NCCL))
+    table = helpers.kernel_breakdown(trace)
+    work = [e for e in load_json(NCCL)["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert table["kernels"].sum() == len(work)
+    assert table["device_us"].sum() == pytest.approx(sum(e["dur"] for e in work))
+    assert table["pct"].sum() == pytest.approx(100.0)
+    rows = table.set_index(["family", "source"])
+    assert rows.loc[("communication", "nccl"), "example"].startswith("ncclKernel_AllReduce")
+    assert ("convolution", "cudnn") in rows.index and ("unknown", "unknown") not in rows.index
+    run = helpers.load_traces([data_file(RANK0), data_file(RANK1)])
+    per_rank = helpers.kernel_breakdown(run)
+    assert per_rank.groupby("rank")["pct"].sum().round(6).tolist() == [100.0, 100.0]
