@@ -59,6 +59,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "MultiRankTrace": ("trace.ranks", "MultiRankTrace"),
     "overlap": ("trace.overlap", "overlap"),
     "idle_gaps": ("trace.overlap", "idle_gaps"),
+    "rank_summary": ("trace.overlap", "rank_summary"),
     "achieved_flops": ("trace.flops", "achieved_flops"),
     # -- measuring here
     "profile": ("measure.profile", "profile"),

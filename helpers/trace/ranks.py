@@ -109,6 +109,14 @@ def event_ranks(trace: Trace, default: int = 0) -> tuple[np.ndarray, list[str]]:
     return ranks, notes
 
 
+def _rank_lanes(ranks: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """'rank <r> · <lane>' for every event, built once per distinct (rank, lane)."""
+    lane_codes, lane_names = pd.factorize(lanes)
+    pair_codes, pairs = pd.factorize(ranks.astype(np.int64) * (len(lane_names) + 1) + lane_codes)
+    names = [f"rank {p // (len(lane_names) + 1)}{RANK_SEPARATOR}{lane_names[p % (len(lane_names) + 1)]}" for p in pairs]
+    return np.asarray(names, dtype=object)[pair_codes] if len(lanes) else lanes
+
+
 def _base_us(trace: Trace) -> float:
     base = trace.base_time_ns
     return float(base) / 1000.0 if isinstance(base, (int, float)) and not isinstance(base, bool) else 0.0
@@ -129,7 +137,7 @@ def combine_ranks(traces: Sequence[Trace], label: str | None = None) -> MultiRan
         ev = trace.events.copy()
         ev["rank"] = ranks
         ev["ts"] = ev["ts"] + (bases[i] - origin)
-        ev["lane"] = [f"rank {r}{RANK_SEPARATOR}{lane}" for r, lane in zip(ranks, ev["lane"].to_numpy())]
+        ev["lane"] = _rank_lanes(ranks, ev["lane"].to_numpy(dtype=object))
         for col in INDEX_COLUMNS:
             values = ev[col].to_numpy()
             ev[col] = np.where(values >= 0, values + offset, -1)

@@ -163,6 +163,19 @@ REAL_NAMES = [
         "miopen",
     ),
     ("MIOpenBatchNormFwdTrainSpatial", "normalization", "miopen"),
+    (
+        "_ZN2ck27kernel_gemm_xdl_cshuffle_v3INS_30GridwiseGemmMX_xdl_cshuffle_v3INS_13tensor_layout4gemm8RowMajorENS3_"
+        "11ColumnMajorES4_NS_9f4x2_pk_tENS_11e8m0_bexp_tES6_S7_fDF16_DF16_NS_16tensor_operation12element_w",
+        "gemm",
+        "composable-kernel",
+    ),
+    (
+        "ck_tile::kentry<ck_tile::gfx950_t, 2, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSSageAttn<"
+        "ck_tile::BlockFmhaPipelineProblem<pk_float4_e2m1_t, pk_float4_e2m1_t, pk_float4_e2m1_t, float, float, float>>>>",
+        "attention",
+        "composable-kernel",
+    ),
+    ("_ZN5aiter24paged_attention_ll4mi_QKV_mfma16_kernelI", "attention", "aiter"),
     ("SubTensorOpWithScalar1d", "elementwise", "miopen"),
     ("batched_transpose_32x16_dword", "copy", "miopen"),
     # FBGEMM and CUB (recommendation models)
