@@ -12,6 +12,7 @@ from collections import Counter
 from functools import lru_cache
 from itertools import accumulate
 
+import orjson
 import pytest
 from support import data_file
 
@@ -25,7 +26,7 @@ CUPTI = "hta__cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz"
 
 @lru_cache(maxsize=4)
 def raw_events(name: str) -> list[dict]:
-    doc = json.loads(gzip.decompress(data_file(name).read_bytes()))
+    doc = orjson.loads(gzip.decompress(data_file(name).read_bytes()))
     return doc if isinstance(doc, list) else doc["traceEvents"]
 
 
