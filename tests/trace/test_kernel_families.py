@@ -353,3 +353,39 @@ def test_coverage_on_the_full_traces_when_asked(capsys) -> None:
         with capsys.disabled():
             print(f"  {share:7.1%}  {path.name}")
         assert share >= 0.95, path.name
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "source"),
+    [
+        (
+            "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_128x128_32x5_nhwc_align8>"
+            "(cutlass_tensorop_f16_s16816fprop_optimized_f16_128x128_32x5_nhwc_align8::Params)",
+            "convolution",
+            "cudnn",
+        ),
+        (
+            "void xmma_cudnn::gemm::kernel<xmma_cudnn::implicit_gemm::fprop_indexed::Kernel_traits<xmma_cudnn::Ampere_hmma"
+            "_fp32_traits, xmma_cudnn::Cta_tile<xmma_cudnn::Ampere, 64, 64, 64, 2, 2, 1, 1>>, false>(xmma_cudnn::"
+            "implicit_gemm::fprop_indexed::Params)",
+            "convolution",
+            "cudnn",
+        ),
+        (
+            "void attention_kernel_batched_impl<AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, true, 64, 64, 64, "
+            "true, true> >(AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+            "attention",
+            "xformers-cutlass",
+        ),
+        ("triton_red_fused__log_softmax_0", "softmax", "triton-inductor"),
+        ("triton_tem_fused_convolution_0", "convolution", "triton-inductor"),
+        (
+            "void wvSplitK_hf_sml_<__half, 64, 2, 16, 8, 2, 1>(int, int, __half const*, __half const*, __half*)",
+            "gemm",
+            "unknown",
+        ),
+    ],
+)
+def test_older_and_vendor_forms(name: str, family: str, source: str) -> None:
+    d = decode_kernel(name)
+    assert (d["family"], d["source"]) == (family, source), d["summary"]

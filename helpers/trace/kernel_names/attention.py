@@ -130,6 +130,15 @@ def _mem_efficient(text: str) -> dict[str, Any] | None:
             "PyTorch memory-efficient attention kernel",
             _phase_of(text),
         )
+    if re.search(r"\battention_kernel_batched_impl|\bAttentionKernel<|\bAttentionBackwardKernel<", text):
+        info = _attention(
+            "xformers-cutlass",
+            "AttentionKernel",
+            "Memory-efficient attention kernel (xFormers' CUTLASS FMHA)",
+            "backward" if "Backward" in text else "forward",
+        )
+        info["inferred"] = ["source"]
+        return info
     return None
 
 

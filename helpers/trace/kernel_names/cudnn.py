@@ -115,7 +115,7 @@ def parse_cudnn(text: str) -> dict[str, Any] | None:
             info["unparsed"] = re.findall(r"n[hc]w[ch]\w*?(?=_|$)", kname)[:2]
         return info
     # CUTLASS convolution kernels inside cuDNN: cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_...>
-    m = re.search(r"\b(cutlass_cudnn\w*)::", text)
+    m = re.search(r"\b(cutlass\w*?_cudnn\w*)::", text)
     if m:
         inner = re.search(r"cutlass_tensorop_\w+", text)
         short = inner.group(0) if inner else m.group(1)
@@ -126,6 +126,12 @@ def parse_cudnn(text: str) -> dict[str, Any] | None:
         if t := re.search(r"_(\d+x\d+)_(\d+)x(\d+)_", short):
             info["tile"], info["stages"] = f"{t.group(1)}x{t.group(2)}", int(t.group(3))
         return info
+    # cuDNN 8's xmma kernels in its own namespace: xmma_cudnn::gemm::kernel<xmma_cudnn::implicit_gemm::fprop...>
+    m = re.search(r"\b(xmma\w*?_cudnn\w*)::", text)
+    if m:
+        if re.search(r"fprop|dgrad|wgrad|implicit_gemm|conv", text):
+            return _conv("cudnn", m.group(1), "cuDNN convolution (xmma implicit-GEMM kernel)", text)
+        return {"family": "gemm", "source": "cudnn", "short_name": m.group(1), "summary": "A GEMM kernel run by cuDNN."}
     # scudnn / hcudnn kernels: cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1, cudnn_ampere_scudnn_...
     m = re.search(
         r"\b(?:cudnn_(?:infer|train)_)?(?:cudnn_)?(maxwell|pascal|volta|turing|ampere|hopper)_([shd])cudnn_\w+", text

@@ -180,14 +180,15 @@ def parse_extensions(text: str) -> dict[str, Any] | None:
 # that name a job without doubt. Always listed as inferred; a name matching none stays unknown.
 _WORDS = (
     (
-        r"flash_?attn|(?<![a-z])attn_(?:fwd|bwd)|attention|(?<![a-z])sdpa(?![a-z])|paged_attn|(?<![a-z])mla_",
+        r"flash_?attn|(?<![a-z])attn_(?:fwd|bwd)|attention|(?<![a-z])sdpa(?![a-z])|paged_attn|(?<![a-z])mla_|fmha"
+        r"|(?<![a-z])mha_",
         "attention",
     ),
     (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", "communication"),
     (r"softmax", "softmax"),
     (r"layer_?norm|rms_?norm|group_?norm|batch_?norm", "normalization"),
     (r"(?<![a-z])conv(?:olution|olve)?(?:[123]d)?(?![a-z])|convolve", "convolution"),
-    (r"fused_moe|moe_\w*gemm|grouped_gemm|(?<![a-z])(?:s|d|h)?gemm(?![a-z])|matmul|(?<![a-z])gemv(?![a-z])", "gemm"),
+    (r"fused_moe|gemm|matmul|gemv|wv_?split_?k", "gemm"),
     (r"(?:silu|gelu|act)_and_mul", "fused"),
     (r"rotary|(?<![a-z])rope(?![a-z])|quant|(?<![a-z])cast(?![a-z])", "elementwise"),
     (r"reshape_and_cache|kv_cache|copy_blocks|(?<![a-z])transpose(?![a-z])", "copy"),

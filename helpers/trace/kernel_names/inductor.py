@@ -76,7 +76,10 @@ def _inductor_family(kind: str | None, ops: list[str]) -> str:
     """Family from the kind (documented) or, for C++ kernels that carry no kind, from the ops."""
     compute = [o for o in ops if not _is(o, "view", "wrapper", "copy")]
     if kind in ("reduction", "persistent reduction"):
-        return "reduction"
+        # what the reduction is for, when the ops say it: a softmax, a norm
+        if any(_is(o, "softmax") for o in ops):
+            return "softmax"
+        return "normalization" if any(_is(o, "normalization") for o in ops) else "reduction"
     if kind == "template":
         if any(_is(o, "attention") for o in ops):
             return "attention"  # FlexAttention: Inductor's flex_attention templates
@@ -85,7 +88,11 @@ def _inductor_family(kind: str | None, ops: list[str]) -> str:
         return "gemm" if any(_is(o, "gemm") or o in ("matmul", "linear") for o in ops) else "unknown"
     if kind in ("split scan", "unknown"):
         return "unknown"
-    if kind is None and any(_is(o, "reduction", "normalization") for o in ops):
+    if kind is None and any(_is(o, "softmax") for o in ops):
+        return "softmax"
+    if kind is None and any(_is(o, "normalization") for o in ops):
+        return "normalization"
+    if kind is None and any(_is(o, "reduction") for o in ops):
         return "reduction"
     if ops and not compute:
         return "copy"
