@@ -187,6 +187,7 @@ _CUDNN_FUNCTIONS = (
         False,
     ),
     (r"winograd", "convolution", None, "cuDNN Winograd convolution (a transform or product step)", False),
+    (r"\bim2col|\bcol2im", "convolution", None, "cuDNN im2col: the input unfolded for a GEMM convolution", False),
     (r"\bfft2d_|\bfft3d_|\bflip_filter", "convolution", None, "cuDNN FFT convolution (a transform step)", True),
     (r"\breduce_wgrad|\bcompute\w*OffsetsKernel|\bcask_cudnn", "convolution", None, "cuDNN convolution helper", True),
     (r"\brnn|\bLSTM|\bGRU|elemWiseRNNcell", "other", "rnn", "cuDNN recurrent network kernel", True),
