@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .categories import device_work_mask
+from .links import link_notes
 
 
 @dataclass
@@ -39,17 +39,8 @@ class TraceTables:
             )
         # One-ended flow arrows are common (launches at the window's edges) and change nothing here:
         # kernels are linked through 'correlation' and 'External id', not through flows. What
-        # matters is a kernel that could not be linked at all.
-        ev = self.events
-        if len(ev) and "launched_by" in ev:
-            kernels = device_work_mask(ev)
-            unlinked = int((kernels & (ev["launched_by"].to_numpy() < 0)).sum())
-            if unlinked:
-                out.append(
-                    f"{unlinked:,} of {int(kernels.sum()):,} device events could not be linked to the op "
-                    "that launched them (no launch call with their 'correlation' id and no unique "
-                    "'External id'): their launched_by is empty"
-                )
+        # matters is a kernel that could not be linked at all (helpers.trace.links says why).
+        out.extend(link_notes(self.events))
         for what, count in sorted(self.skipped.items()):
             out.append(f"{count:,} {what} skipped")
         return out

@@ -86,10 +86,8 @@ def parse_course(text: str) -> dict[str, Any] | None:
     if text not in COURSE_KERNELS:
         return None
     family, what = COURSE_KERNELS[text]
-    return {
-        "family": family,
-        "source": "course-triton",
-        "fused_ops": ["gelu", "mul"],
-        "inferred": ["source"],
-        "summary": f"The course's own Triton kernel: {what}.",
-    }
+    info: dict[str, Any] = {"family": family, "source": "course-triton", "inferred": ["source"]}
+    if "geglu" in text:
+        info["fused_ops"] = ["gelu", "mul"]
+    info["summary"] = f"The course's own Triton kernel: {what}."
+    return info
