@@ -372,3 +372,23 @@ def test_gpu_portable_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert rel_err(gate_up_geglu(x, w, b), ref) < 1e-2
     assert _plan_of()["path"] == "pointer"
     clear_plans()
+
+
+def test_every_course_kernel_is_known_to_the_trace_reader():
+    """The trace layer names the course's kernels without importing them: the two lists must agree."""
+    import importlib
+    import pkgutil
+
+    import helpers.fused
+    from helpers.trace.kernel_names.libraries import COURSE_KERNELS
+
+    kernels = set()
+    for info in pkgutil.iter_modules(helpers.fused.__path__):
+        module = importlib.import_module(f"helpers.fused.{info.name}")
+        for name, value in vars(module).items():
+            if name.endswith("_kernel") and callable(getattr(value, "fn", None)):
+                kernels.add(name)
+    assert kernels and kernels <= set(COURSE_KERNELS), sorted(kernels - set(COURSE_KERNELS))
+    for name in kernels:
+        decoded = helpers.decode_kernel(name)
+        assert decoded["source"] == "course-triton" and decoded["family"] != "unknown", name
