@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from . import files as tracefile
+from . import stream as tracestream
 from .categories import IGNORED_CATEGORIES
 from .links import MISSING_ID as _MISSING
 from .links import annotate
@@ -72,6 +73,10 @@ _INT_ARGS = {"external_id": "External id", "correlation": "correlation", "stream
 _TEXT_ARGS = {"input_dims": "Input Dims", "input_types": "Input type", "grid": "grid", "block": "block"}
 _FLOW_PHASES = ("s", "f", "t")
 _BEGIN_END = "begin/end ('B'/'E') events (torch writes complete 'X' events; pair them first)"
+_NO_PHASE = "events without a 'ph' (phase) field, so of no known kind,"
+_NEGATIVE = "complete events with a negative 'dur'"
+_NO_NAME = "(no name)"
+_UNNAMED = f"events had an empty name; they are listed as {_NO_NAME!r}"
 _EMPTY: dict = {}
 
 
@@ -207,10 +212,14 @@ class _Builder:
         self.flows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.dropped_without_dur = 0
         self.skipped: dict[str, int] = {}
+        self.fixed: dict[str, int] = {}
+        self.examples: dict[str, str] = {}
 
-    def _skip(self, what: str, count: int = 1) -> None:
+    def _skip(self, what: str, count: int = 1, example: str | None = None) -> None:
         if count:
             self.skipped[what] = self.skipped.get(what, 0) + count
+            if example is not None:
+                self.examples.setdefault(what, example)
 
     def add(self, events: list) -> None:
         """Add a slice of events: typed records (from :func:`decode_slice`) or dicts."""
@@ -228,7 +237,9 @@ class _Builder:
         flows = []
         for e in rest:
             ph = e.get("ph")
-            if ph == "M":
+            if not ph or not isinstance(ph, str):
+                self._skip(_NO_PHASE, 1, _example(e.get("name"), e.get("ts")))
+            elif ph == "M":
                 self._metadata(e)
             elif ph in _FLOW_PHASES:
                 flows.append((ph, e.get("cat"), e.get("id", e.get("id2"))))
@@ -245,7 +256,9 @@ class _Builder:
             rest = [e for e in events if e.ph != "X"]
             self._add_flows([(e.ph, e.cat, e.id) for e in rest if e.ph in _FLOW_PHASES])
             for e in rest:
-                if e.ph == "M":
+                if not e.ph:
+                    self._skip(_NO_PHASE, 1, _example(e.name, e.ts))
+                elif e.ph == "M":
                     args = e.args
                     if args is not None and e.name in ("process_name", "thread_name"):
                         self._metadata({"name": e.name, "pid": e.pid, "tid": e.tid, "args": {"name": args.name}})
@@ -328,6 +341,12 @@ class _Builder:
             return X, dur_list
         keep = [d is not None for d in dur_list]
         self.dropped_without_dur += len(X) - sum(keep)
+        first = X[keep.index(False)]
+        typed = not isinstance(first, dict)
+        self.examples.setdefault(
+            "dur",
+            _example(first.name, first.ts) if typed else _example(first.get("name"), first.get("ts")),
+        )
         return [e for e, k in zip(X, keep) if k], [d for d in dur_list if d is not None]
 
     def _complete(self, X: list) -> None:
@@ -352,6 +371,27 @@ class _Builder:
             part[col] = self.texts[col].encode_present(_text_keys(values))
         self.parts.append(part)
 
+    @staticmethod
+    def _peek(parts: list[dict[str, np.ndarray]], key: str, i: int) -> Any:
+        """Row `i` of column `key` across the unjoined slices."""
+        for p in parts:
+            if i < len(p[key]):
+                return p[key][i]
+            i -= len(p[key])
+        raise IndexError(i)
+
+    def _count_unnamed(self, ts: np.ndarray, cats: np.ndarray) -> None:
+        """Count the events whose empty name became "(no name)" (an empty kernel name breaks tables grouped by name)."""
+        codes, table = self.codes["name"]
+        unnamed = np.flatnonzero(table == _NO_NAME)
+        if not len(unnamed):
+            return
+        rows = np.flatnonzero(np.isin(codes, unnamed))
+        if len(rows):
+            i = int(rows[0])
+            self.fixed[_UNNAMED] = len(rows)
+            self.examples.setdefault(_UNNAMED, f"a {cats[i] or 'complete'} event at ts {ts[i]:.0f}")
+
     def frame(self) -> pd.DataFrame:
         """The events table (unsorted slices joined, filtered and sorted by start time)."""
         parts, self.parts = self.parts, []
@@ -368,6 +408,12 @@ class _Builder:
         if bad_time[keep].any():
             self._skip("complete events with a non-numeric 'ts' or 'dur'", int(bad_time[keep].sum()))
         keep &= ~bad_time
+        negative = keep & (dur < 0)  # an event cannot end before it starts: nothing sensible to show
+        if negative.any():
+            i = int(np.flatnonzero(negative)[0])
+            name = self.names.values()[self._peek(parts, "name", i)]
+            self._skip(_NEGATIVE, int(negative.sum()), _example(name, ts[i], f"dur {dur[i]:g}"))
+            keep &= ~negative
         # Sort by start, longest first: a parent comes before the children it encloses.
         order = np.flatnonzero(keep)
         order = order[np.lexsort((-dur[order], ts[order]))]
@@ -381,12 +427,13 @@ class _Builder:
 
         self.codes: dict[str, tuple[np.ndarray, np.ndarray]] = {"cat": (cat[order], cat_values)}
         cols: dict[str, Any] = {
-            "name": lookup(self.names, "name"),
+            "name": lookup(self.names, "name", _name_text),
             "cat": cat_values[cat[order]],
             "ts": ts[order],
             "dur": dur[order],
         }
         del ts, dur, cat
+        self._count_unnamed(cols["ts"], cols["cat"])
         cols["pid"] = lookup(self.pids, "pid")
         cols["tid"] = lookup(self.tids, "tid")
         for col in _INT_ARGS:
@@ -397,6 +444,22 @@ class _Builder:
             table = np.array([_text_of_key(v) for v in self.texts[col].values()] + [""], dtype=object)
             cols[col] = table[joined(col)[order]]
         return pd.DataFrame({c: cols.pop(c) for c in EVENT_COLUMNS}, copy=False)
+
+
+def _name_text(value: Any) -> str:
+    """The name shown for an event; empty or missing names get one that says so."""
+    text = "" if value is None else str(value)
+    return text if text.strip() else _NO_NAME
+
+
+def _example(name: Any, ts: Any, extra: str = "") -> str:
+    """A short description of one event for a note: its name and start."""
+    text = f"{str(name)[:60]!r}" if name not in (None, "") else "an event without a name"
+    try:
+        text += f" at ts {float(ts):.0f}"
+    except (TypeError, ValueError):
+        pass
+    return text + (f", {extra}" if extra else "")
 
 
 def _text_keys(values: list) -> list:
@@ -446,20 +509,24 @@ def events_from_document(doc: dict[str, Any]) -> TraceTables:
 
 
 def events_from_file(
-    path: str | os.PathLike, block_bytes: int = tracefile.STREAM_BLOCK_BYTES
+    path: str | os.PathLike, block_bytes: int = tracestream.STREAM_BLOCK_BYTES, max_bytes: int | None = None
 ) -> tuple[TraceTables, dict[str, Any]]:
-    """Build :class:`TraceTables` from a trace file, streaming its events (see :class:`tracefile.EventStream`).
+    """Build :class:`TraceTables` from a trace file, streaming its events (see :class:`tracestream.EventStream`).
 
     Returns the tables and the document's other top-level keys (``traceEvents`` left empty).
+    `max_bytes`: the most JSON text read (see :class:`helpers.trace.files.TraceText`). The tables
+    remember where the events lie in the file (``source``), so that a copy can be saved.
     """
-    stream = tracefile.stream_events(path, block_bytes, decode=decode_slice)
+    stream = tracestream.stream_events(path, block_bytes, decode=decode_slice, max_bytes=max_bytes)
     builder = _Builder()
     with _no_cyclic_gc():
         for chunk in stream:
             builder.add(chunk)
             del chunk
         doc = stream.document or {"traceEvents": []}
-        return _finish(builder, doc), doc
+        tables = _finish(builder, doc)
+    tables.source = stream.source
+    return tables, doc
 
 
 def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
@@ -476,4 +543,6 @@ def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
         device_properties=[p for p in props if isinstance(p, dict)] if isinstance(props, list) else [],
         dropped_without_dur=builder.dropped_without_dur,
         skipped=builder.skipped,
+        fixed=builder.fixed,
+        examples=builder.examples,
     )
