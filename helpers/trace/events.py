@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
@@ -41,6 +41,7 @@ import pandas as pd
 from . import files as tracefile
 from . import stream as tracestream
 from .categories import IGNORED_CATEGORIES
+from .columns import Codes, float_array, int_array, text_keys, text_of_key
 from .links import MISSING_ID as _MISSING
 from .links import annotate
 from .tables import TraceTables
@@ -128,87 +129,22 @@ else:  # pragma: no cover - depends on the environment
     decode_slice = None
 
 
-# --------------------------------------------------------------------------- building columns
-def _int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 values, missing mask) from a list of ints with _MISSING holes; tolerates strings/floats."""
-    try:
-        arr = np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        # Unusual input (None, strings such as "12", floats): convert one by one, NaN when impossible.
-        num = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan
-        )
-        bad = ~np.isfinite(num) | (np.abs(np.nan_to_num(num)) >= 2.0**62)  # beyond int64: missing
-        arr = np.where(bad, _MISSING, np.nan_to_num(num)).astype(np.int64)
-        return arr, bad | (arr == _MISSING)
-    return arr, arr == _MISSING
-
-
-def _float_array(values: list) -> np.ndarray:
-    try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan
-        )
-
-
-class _Codes:
-    """A lookup table that gives each distinct value a small integer code (strings are kept once)."""
-
-    def __init__(self) -> None:
-        self.table: dict[Any, int] = {}
-
-    def encode(self, values: Iterable[Any]) -> np.ndarray:
-        vals = values if isinstance(values, list) else list(values)
-        table = self.table
-        if vals and type(vals[0]) is int:
-            try:  # all integers (pids, tids): sort-based unique in C, a dict lookup per distinct value
-                arr = np.array(vals, dtype=np.int64)
-            except (TypeError, ValueError, OverflowError):
-                arr = None
-            if arr is not None:
-                uniques, inverse = np.unique(arr, return_inverse=True)
-                remap = np.array([table.setdefault(int(u), len(table)) for u in uniques], dtype=np.int64)
-                return remap[inverse.reshape(-1)]
-        setdefault = table.setdefault
-        try:
-            # Values repeat a lot (op names, categories, thread ids): a dict lookup per value is the
-            # cheapest way to share them (measured faster than pandas.factorize on object arrays).
-            codes = [setdefault(v, len(table)) for v in vals]
-        except TypeError:  # an unhashable value (a list where a name should be): use its text
-            codes = [
-                setdefault(v if isinstance(v, (str, int, float, bytes, type(None))) else str(v), len(table))
-                for v in vals
-            ]
-        return np.array(codes, dtype=np.int64)
-
-    def encode_present(self, values: Iterable[Any]) -> np.ndarray:
-        """Like :meth:`encode`, with -1 for None (no dict lookup for the many absent values)."""
-        table = self.table
-        setdefault = table.setdefault
-        return np.array([-1 if v is None else setdefault(v, len(table)) for v in values], dtype=np.int64)
-
-    def values(self) -> list[Any]:
-        return list(self.table)
-
-
 class _Builder:
     """Accumulates columns from slices of events (typed records or dicts); keeps no per-event object."""
 
     def __init__(self) -> None:
-        self.names = _Codes()
-        self.cats = _Codes()
-        self.pids = _Codes()
-        self.tids = _Codes()
-        self.texts = {col: _Codes() for col in _TEXT_ARGS}
+        self.names = Codes()
+        self.cats = Codes()
+        self.pids = Codes()
+        self.tids = Codes()
+        self.texts = {col: Codes() for col in _TEXT_ARGS}
         self.parts: list[dict[str, np.ndarray]] = []
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[tuple[str, str], str] = {}
         # flow arrows, slice by slice: (is start, category code, id) arrays. Kept as arrays, not as
         # a set of tuples: a few hundred thousand small long-lived objects scattered among the
         # parser's short-lived ones keep its freed memory from returning to the system.
-        self.flow_cats = _Codes()
+        self.flow_cats = Codes()
         self.flows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.dropped_without_dur = 0
         self.skipped: dict[str, int] = {}
@@ -285,7 +221,7 @@ class _Builder:
                 values = np.fromiter(map(attrgetter(col), args), dtype=np.int64, count=len(args))
                 part[col], part[col + "_na"] = values, values == _MISSING
             except OverflowError:  # an id beyond 64 bits: such values become missing
-                part[col], part[col + "_na"] = _int_array(list(map(attrgetter(col), args)))
+                part[col], part[col + "_na"] = int_array(list(map(attrgetter(col), args)))
         for col in _TEXT_ARGS:
             table = self.texts[col].table
             setdefault = table.setdefault
@@ -356,8 +292,8 @@ class _Builder:
         part: dict[str, np.ndarray] = {
             "name": self.names.encode([e.get("name", "") for e in X]),
             "cat": self.cats.encode([e.get("cat") or "" for e in X]),
-            "ts": _float_array([e.get("ts", 0.0) for e in X]),
-            "dur": _float_array(dur_list),
+            "ts": float_array([e.get("ts", 0.0) for e in X]),
+            "dur": float_array(dur_list),
             "pid": self.pids.encode([e.get("pid", "") for e in X]),
             "tid": self.tids.encode([e.get("tid", "") for e in X]),
         }
@@ -365,10 +301,10 @@ class _Builder:
         if not all(type(a) is dict for a in args):
             args = [a if isinstance(a, dict) else _EMPTY for a in args]
         for col, key in _INT_ARGS.items():
-            part[col], part[col + "_na"] = _int_array([a.get(key, _MISSING) for a in args])
+            part[col], part[col + "_na"] = int_array([a.get(key, _MISSING) for a in args])
         for col, key in _TEXT_ARGS.items():
             values = [a.get(key) for a in args]
-            part[col] = self.texts[col].encode_present(_text_keys(values))
+            part[col] = self.texts[col].encode_present(text_keys(values))
         self.parts.append(part)
 
     @staticmethod
@@ -418,7 +354,7 @@ class _Builder:
         order = np.flatnonzero(keep)
         order = order[np.lexsort((-dur[order], ts[order]))]
 
-        def lookup(codes: _Codes, key: str, convert=str) -> np.ndarray:
+        def lookup(codes: Codes, key: str, convert=str) -> np.ndarray:
             table = np.array([convert(v) for v in codes.values()] or [""], dtype=object)
             sorted_codes = joined(key)[order]
             # annotate() reuses the codes: factorizing a million strings again would cost a second
@@ -441,7 +377,7 @@ class _Builder:
             cols[col] = pd.arrays.IntegerArray(values, joined(col + "_na", bool)[order])
         for col in _TEXT_ARGS:
             # code -1 (absent) picks the "" appended at the end of the table
-            table = np.array([_text_of_key(v) for v in self.texts[col].values()] + [""], dtype=object)
+            table = np.array([text_of_key(v) for v in self.texts[col].values()] + [""], dtype=object)
             cols[col] = table[joined(col)[order]]
         return pd.DataFrame({c: cols.pop(c) for c in EVENT_COLUMNS}, copy=False)
 
@@ -460,21 +396,6 @@ def _example(name: Any, ts: Any, extra: str = "") -> str:
     except (TypeError, ValueError):
         pass
     return text + (f", {extra}" if extra else "")
-
-
-def _text_keys(values: list) -> list:
-    """Hashable keys for shape-like args (lists): their compact JSON; None stays None."""
-    if all(v is None for v in values):
-        return values
-    dumps = tracefile.dumps_compact
-    return [None if v is None or v == "" else dumps(v) for v in values]
-
-
-def _text_of_key(key: Any) -> str:
-    """The text shown for a shape-like arg: Python's str() of the value, as before ('[128, 32]')."""
-    if not isinstance(key, (bytes, str)):  # None (pandas may hand it back as NaN)
-        return ""
-    return str(tracefile.loads(key))
 
 
 # --------------------------------------------------------------------------- public entry points
