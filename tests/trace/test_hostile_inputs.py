@@ -109,9 +109,7 @@ def test_an_unclosed_event_list_is_found_in_one_pass(tmp_path, monkeypatch):
 @BOTH_PATHS
 def test_gzip_bomb_of_whitespace_stops_early(tmp_path, keep_document):
     """40 MB of text from a few KB of gzip: refused after the first 32 MB, on both paths."""
-    path = write_gz_blocks(
-        tmp_path / "bomb.json.gz", [b'{"traceEvents": ['] + [b" " * (1 << 20)] * 40 + [b"]}"]
-    )
+    path = write_gz_blocks(tmp_path / "bomb.json.gz", [b'{"traceEvents": ['] + [b" " * (1 << 20)] * 40 + [b"]}"])
     assert path.stat().st_size < 200_000
     with pytest.raises(tracefile.TraceTooLargeError, match="times its compressed size"):
         load(path, keep_document)
