@@ -20,7 +20,6 @@ from ..trace import files as tracefile
 from ..trace.model import Trace, TraceInfo
 from .device import device_name, synchronize
 
-
 # Bounds on profile()'s loops. The profiler keeps every event of every profiled step in memory
 # (a big model's step holds tens of thousands of events), and warm-up calls only need to reach a
 # steady state; the course profiles 2 to 10 steps after 1 to 3 warm-up calls.
