@@ -257,7 +257,8 @@ class EventStream:
             yield events
         # 3. The end: the last events, the ']' closing the array, then the rest of the document.
         close = _list_end(buf)
-        if close < 0:
+        if close < 0:  # damage, or a list cut short: the parser says where it stops
+            self._decoded(b"[" + buf, offset - 1, final=True)
             raise not_json(self.source_name, "the traceEvents list is never closed", offset + len(buf))
         events = self._decoded(b"[" + buf[: close + 1], offset - 1, final=True)
         # the document's other keys: the header, an empty list in place of the events, what follows

@@ -61,22 +61,23 @@ def write_gz_blocks(path: Path, blocks) -> Path:
 
 
 # --------------------------------------------------------------------------- 1. a damaged byte deep in a big trace
-@BOTH_PATHS
-def test_damaged_byte_deep_in_a_trace_fails_at_once_with_its_offset(tmp_path, monkeypatch, keep_document):
+@pytest.mark.parametrize(
+    "keep_document, block", [(True, 0), (False, 16_384), (False, 8 << 20)], ids=["whole", "slices", "last-slice"]
+)
+def test_damaged_byte_deep_in_a_trace_fails_at_once_with_its_offset(tmp_path, monkeypatch, keep_document, block):
     """Streaming used to retry every later slice and then every ']' of the tail: no answer after 300 s."""
     text = tiled_text(copies=40)  # ~2 MB
     where = text.index(b'"name"', int(len(text) * 0.6))
     damaged = text[:where] + b"#" + text[where + 1 :]
     path = tmp_path / "damaged.json"
     path.write_bytes(damaged)
-    block = 16_384
     decodes: list[int] = []
     real = events_mod.decode_slice
 
     def counting(data: bytes) -> list:
         decodes.append(len(data))
-        if len(decodes) > len(damaged) // block + 10:
-            raise AssertionError(f"{len(decodes)} slice parses for {len(damaged) // block} blocks: retrying")
+        if len(decodes) > len(damaged) // (block or len(damaged)) + 10:
+            raise AssertionError(f"{len(decodes)} slice parses: retrying")
         return real(data)
 
     monkeypatch.setattr(events_mod, "decode_slice", counting)
@@ -88,6 +89,24 @@ def test_damaged_byte_deep_in_a_trace_fails_at_once_with_its_offset(tmp_path, mo
     assert abs(near_byte(info.value) - where) <= 1, str(info.value)
     # slices before the damage parse once; the damaged one is reported, never retried
     assert keep_document or len(decodes) <= where // block + 2
+
+
+def test_the_benchmark_of_hostile_inputs_runs(tmp_path):
+    """benchmarks/hostile_inputs.py on small probes: each answered by a clear error, fast and small."""
+    import hostile_inputs
+
+    out = tmp_path / "result.json"
+    args = ["--quick", "--probes", "damaged_80mb,bomb_events", "--workdir", str(tmp_path / "work"), "--json", str(out)]
+    assert hostile_inputs.main(args) == 0
+    result = json.loads(out.read_text())
+    assert [(r["probe"], r["path"]) for r in result["rows"]] == [
+        ("damaged_80mb", "whole"),
+        ("damaged_80mb", "streamed"),
+        ("bomb_events", "whole"),
+        ("bomb_events", "streamed"),
+    ]
+    assert result["target_met"], result["rows"]
+    assert result["provenance"]["device_type"] == "cpu"
 
 
 def test_an_unclosed_event_list_is_found_in_one_pass(tmp_path, monkeypatch):
