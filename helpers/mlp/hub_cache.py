@@ -187,10 +187,16 @@ def explain_kernels_error(
         )
     if _OFFLINE_CACHE_MISS in text or _NO_SNAPSHOT in text:
         have = cached_versions(repo_id) if repo_id.count("/") == 1 else {}
+        again = "(python scripts/prefetch_kernels.py prefetch, or kernels.get_kernel with network)"
+        if version in have:  # the branch is recorded, its files are not: say that, not "missing"
+            return (
+                f"the local cache ({cache_dir()}) records {which} as commit {have[version][:12]}, but the files "
+                f"of that commit for this machine are missing or incomplete there. Download it again while "
+                f"online {again}."
+            )
         return (
             f"{which} is not in the local cache ({cache_dir()}; cached versions: "
-            f"{', '.join(f'v{v}' for v in have) or 'none'}). Download it once while online "
-            "(python scripts/prefetch_kernels.py prefetch, or kernels.get_kernel with network)."
+            f"{', '.join(f'v{v}' for v in have) or 'none'}). Download it once while online {again}."
         )
     if _NO_VARIANT in text:
         detail = "; ".join(line.strip() for line in text.splitlines()[2:] if line.strip())[:400]
@@ -353,22 +359,42 @@ def raw_get_kernel(repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, time
 
 
 def prefetch(
-    repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, backend: str | None = None, all_variants: bool = False
+    repo_id: str = LIGER_REPO,
+    version: int = LIGER_VERSION,
+    backend: str | None = None,
+    all_variants: bool = False,
+    revision: str | None = None,
+    lockfile: str | os.PathLike | None = None,
 ) -> Path:
-    """Download `version` of a Hub kernel into the cache so that offline loads work later; returns the snapshot.
+    """Download the pinned Hub kernel into the cache so that offline loads work later; returns the snapshot.
 
-    Downloads by *branch name* (``revision="v<version>"``), which writes ``refs/v<version>`` in the
-    cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1`` resolves the version through
-    that file (a download by commit hash writes no such ref and cannot be found offline). Only the
-    build variant this machine would load is fetched, unless `all_variants`. Needs network.
+    With an exact pin (`revision`, or the lock file: :func:`helpers.mlp.hub_pin.kernel_pin`) the
+    library downloads that commit itself (``kernels.install_kernel``, the Python side of
+    ``kernels download``), after checking the publisher on the Hub. Without one, the branch
+    ``v<version>`` is downloaded by name (``revision="v<version>"``), which writes
+    ``refs/v<version>`` in the cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1``
+    resolves the version through that file, and the library's own downloads (by commit) write no
+    such ref. Only the build variant this machine would load is fetched, unless `all_variants`.
+    Needs network.
     """
     import kernels
     from huggingface_hub import snapshot_download
+
+    from .hub_pin import check_publisher, kernel_pin
 
     if offline_requested():
         raise RuntimeError("prefetch downloads from the Hub: unset HF_HUB_OFFLINE for this step")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"version must be a positive int, got {version!r}")
+    check_publisher(repo_id)  # the cache route trusts what is downloaded here
+    pin = kernel_pin(repo_id, version, revision, lockfile)
+    if pin.exact:
+        if all_variants:
+            from kernels.install import install_kernel_all_variants
+
+            return Path(install_kernel_all_variants(repo_id, revision=pin.revision)).parent
+        variant = Path(kernels.install_kernel(repo_id, revision=pin.revision, backend=backend))
+        return variant.parent.parent  # snapshots/<commit>/build/<variant> -> snapshots/<commit>
     decisions = kernels.get_kernel_variants(repo_id, version=version, backend=backend)
     accepted = [d.variant.variant_str for d in decisions if isinstance(d, kernels.VariantAccepted)]
     if not accepted:
