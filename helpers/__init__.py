@@ -117,6 +117,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "raw_get_kernel": ("mlp.hub_cache", "raw_get_kernel"),
     "LIGER_REPO": ("mlp.hub_cache", "LIGER_REPO"),
     "COURSE_KERNEL_REPO": ("mlp.hub_cache", "COURSE_KERNEL_REPO"),
+    "kernel_pin": ("mlp.hub_pin", "kernel_pin"),
+    "KERNEL_LOCK_FILE": ("mlp.hub_pin", "KERNEL_LOCK_FILE"),
     "LIVE_VARIANTS": ("mlp.bench", "LIVE_VARIANTS"),
     "run_variants_benchmark": ("mlp.bench", "run"),
     "load_benchmark_results": ("mlp.results", "load_results"),

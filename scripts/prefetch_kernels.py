@@ -18,8 +18,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.mlp.hub import KernelLoadError, load_geglu_mlp  # noqa: E402
-from helpers.mlp.hub_cache import LIGER_REPO, LIGER_VERSION, offline_mode, prefetch  # noqa: E402
-from helpers.mlp.hub_pin import KERNEL_LOCK_DIR, kernel_pin  # noqa: E402
+from helpers.mlp.hub_cache import LIGER_REPO, LIGER_VERSION, offline_mode  # noqa: E402
+from helpers.mlp.hub_pin import KERNEL_LOCK_DIR, kernel_pin, prefetch  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

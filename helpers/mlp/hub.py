@@ -16,7 +16,7 @@ The course's machines are usually offline, so :func:`load_geglu_mlp` tries, in o
 1. ``hub``: the Hub, only when it answers a short probe (:func:`hub_status`, never hangs);
    ``kernels`` checks the publisher's trust on the Hub itself;
 2. ``cache``: the same pin with ``HF_HUB_OFFLINE=1``, served from the local cache (filled earlier
-   while online, e.g. by :func:`prefetch` when a Space is built; with a lock file,
+   while online, e.g. by :func:`helpers.mlp.hub_pin.prefetch` when a Space is built; with a lock file,
    ``kernels.load_kernel``). ``kernels`` skips the trust check offline, so the loader checks the
    publisher, the commit and the files' content hashes (:func:`hub_pin.check_cached_kernel`);
 3. ``package``: the ``liger-kernel`` package from PyPI, when installed (the same

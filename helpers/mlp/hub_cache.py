@@ -2,7 +2,7 @@
 
 - :func:`hub_status`: does the Hub answer (a short probe that never hangs)?
 - :func:`offline_mode`, :func:`cache_dir`, :func:`cached_versions`: the local cache that offline
-  loads read; :func:`prefetch`: fill it while online (the Space's build step);
+  loads read (:func:`helpers.mlp.hub_pin.prefetch` fills it while online: the Space's build step);
 - :func:`explain_kernels_error`: what the library's misleading errors mean;
 - :func:`raw_get_kernel`: the plain library call a learner writes, with a timeout;
 - :func:`describe_repository`: the build variants of a kernel repository on disk.
@@ -94,7 +94,7 @@ def cached_versions(repo_id: str = LIGER_REPO) -> dict[int, str]:
     """Versions of a Hub kernel present in the local cache: ``{version: commit}``, read from ``refs/v<N>``.
 
     Reads files only, never the network. A snapshot downloaded by commit hash writes no
-    ``refs/v<N>`` (so ``version=N`` cannot find it offline): download by branch, see :func:`prefetch`.
+    ``refs/v<N>`` (so ``version=N`` cannot find it offline): download by branch, see :func:`helpers.mlp.hub_pin.prefetch`.
     """
     from huggingface_hub.file_download import repo_folder_name
 
@@ -351,71 +351,3 @@ def raw_get_kernel(repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, time
         f"no answer within {timeout:g} s",
         "the network hangs: set HF_HUB_OFFLINE=1 to use the cache without asking the Hub",
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# the cache, filled while online (a Space's build step)
-# ---------------------------------------------------------------------------------------------
-
-
-def prefetch(
-    repo_id: str = LIGER_REPO,
-    version: int = LIGER_VERSION,
-    backend: str | None = None,
-    all_variants: bool = False,
-    revision: str | None = None,
-    lockfile: str | os.PathLike | None = None,
-) -> Path:
-    """Download the pinned Hub kernel into the cache so that offline loads work later; returns the snapshot.
-
-    With an exact pin (`revision`, or the lock file: :func:`helpers.mlp.hub_pin.kernel_pin`) the
-    library downloads that commit itself (``kernels.install_kernel``, the Python side of
-    ``kernels download``), after checking the publisher on the Hub. Without one, the branch
-    ``v<version>`` is downloaded by name (``revision="v<version>"``), which writes
-    ``refs/v<version>`` in the cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1``
-    resolves the version through that file, and the library's own downloads (by commit) write no
-    such ref. Only the build variant this machine would load is fetched, unless `all_variants`.
-    Needs network.
-    """
-    import kernels
-    from huggingface_hub import snapshot_download
-
-    from .hub_pin import check_publisher, kernel_pin
-
-    if offline_requested():
-        raise RuntimeError("prefetch downloads from the Hub: unset HF_HUB_OFFLINE for this step")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"version must be a positive int, got {version!r}")
-    check_publisher(repo_id)  # the cache route trusts what is downloaded here
-    pin = kernel_pin(repo_id, version, revision, lockfile)
-    if pin.exact:
-        if all_variants:
-            from kernels.install import install_kernel_all_variants
-
-            return Path(install_kernel_all_variants(repo_id, revision=pin.revision)).parent
-        variant = Path(kernels.install_kernel(repo_id, revision=pin.revision, backend=backend))
-        return variant.parent.parent  # snapshots/<commit>/build/<variant> -> snapshots/<commit>
-    decisions = kernels.get_kernel_variants(repo_id, version=version, backend=backend)
-    accepted = [d.variant.variant_str for d in decisions if isinstance(d, kernels.VariantAccepted)]
-    if not accepted:
-        reasons = "; ".join(f"{d.variant.variant_str}: {getattr(d, 'reason', '')}" for d in decisions)
-        raise FileNotFoundError(
-            f"{repo_id} version {version} has no build for this machine ({reasons or 'no variants'})"
-        )
-    chosen = accepted if all_variants else accepted[:1]
-    path = Path(
-        snapshot_download(
-            repo_id,
-            repo_type="kernel",
-            revision=f"v{version}",
-            cache_dir=os.environ.get("KERNELS_CACHE") or None,
-            allow_patterns=[f"build/{v}/*" for v in chosen],
-            ignore_patterns=["*.pyc", "**/__pycache__/**"],
-        )
-    )
-    if version not in cached_versions(repo_id):
-        raise RuntimeError(
-            f"downloaded {repo_id} to {path} but {cache_dir()} has no refs/v{version}: "
-            "offline loads by version would not find it"
-        )
-    return path

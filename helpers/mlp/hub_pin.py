@@ -20,6 +20,9 @@ Trust, on every route (:mod:`helpers.mlp.hub`):
   and each cached file against the content hash its blob is named by (:func:`check_cached_kernel`);
 - the ``liger-kernel`` package: its installed files against the hashes pip recorded (:func:`check_installed`);
 - the course's own kernel repository: part of this git repository.
+
+:func:`prefetch` fills the cache while online (the Space's build step): with an exact pin the
+library downloads that commit itself (``kernels.install_kernel``, what ``kernels download`` does).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..paths import REPO_ROOT
+from .hub_cache import LIGER_REPO, LIGER_VERSION, cache_dir, cached_versions, offline_requested
 
 KERNEL_LOCK_DIR = REPO_ROOT / "local_kernels" / "hub-lock"
 KERNEL_LOCK_FILE = KERNEL_LOCK_DIR / "kernels.lock"
@@ -76,7 +80,10 @@ class KernelPin:
 
 
 def kernel_pin(
-    repo_id: str, version: int, revision: str | None = None, lockfile: str | os.PathLike | None = None
+    repo_id: str = LIGER_REPO,
+    version: int = LIGER_VERSION,
+    revision: str | None = None,
+    lockfile: str | os.PathLike | None = None,
 ) -> KernelPin:
     """The pin for `repo_id`: `revision` (a full commit sha), else the lock file, else the branch ``v<version>``.
 
@@ -203,3 +210,69 @@ def check_installed(distribution: str) -> str:
     if not checked:
         raise UntrustedKernelError(f"{distribution} records no file hashes to check (not installed by pip?)")
     return f"{checked} Python files match the hashes pip recorded"
+
+
+# ---------------------------------------------------------------------------------------------
+# the cache, filled while online (a Space's build step)
+# ---------------------------------------------------------------------------------------------
+
+
+def prefetch(
+    repo_id: str = LIGER_REPO,
+    version: int = LIGER_VERSION,
+    backend: str | None = None,
+    all_variants: bool = False,
+    revision: str | None = None,
+    lockfile: str | os.PathLike | None = None,
+) -> Path:
+    """Download the pinned Hub kernel into the cache so that offline loads work later; returns the snapshot.
+
+    With an exact pin (`revision`, or the lock file: :func:`helpers.mlp.hub_pin.kernel_pin`) the
+    library downloads that commit itself (``kernels.install_kernel``, the Python side of
+    ``kernels download``), after checking the publisher on the Hub. Without one, the branch
+    ``v<version>`` is downloaded by name (``revision="v<version>"``), which writes
+    ``refs/v<version>`` in the cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1``
+    resolves the version through that file, and the library's own downloads (by commit) write no
+    such ref. Only the build variant this machine would load is fetched, unless `all_variants`.
+    Needs network.
+    """
+    import kernels
+    from huggingface_hub import snapshot_download
+
+    if offline_requested():
+        raise RuntimeError("prefetch downloads from the Hub: unset HF_HUB_OFFLINE for this step")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive int, got {version!r}")
+    check_publisher(repo_id)  # the cache route trusts what is downloaded here
+    pin = kernel_pin(repo_id, version, revision, lockfile)
+    if pin.exact:
+        if all_variants:
+            from kernels.install import install_kernel_all_variants
+
+            return Path(install_kernel_all_variants(repo_id, revision=pin.revision)).parent
+        variant = Path(kernels.install_kernel(repo_id, revision=pin.revision, backend=backend))
+        return variant.parent.parent  # snapshots/<commit>/build/<variant> -> snapshots/<commit>
+    decisions = kernels.get_kernel_variants(repo_id, version=version, backend=backend)
+    accepted = [d.variant.variant_str for d in decisions if isinstance(d, kernels.VariantAccepted)]
+    if not accepted:
+        reasons = "; ".join(f"{d.variant.variant_str}: {getattr(d, 'reason', '')}" for d in decisions)
+        raise FileNotFoundError(
+            f"{repo_id} version {version} has no build for this machine ({reasons or 'no variants'})"
+        )
+    chosen = accepted if all_variants else accepted[:1]
+    path = Path(
+        snapshot_download(
+            repo_id,
+            repo_type="kernel",
+            revision=f"v{version}",
+            cache_dir=os.environ.get("KERNELS_CACHE") or None,
+            allow_patterns=[f"build/{v}/*" for v in chosen],
+            ignore_patterns=["*.pyc", "**/__pycache__/**"],
+        )
+    )
+    if version not in cached_versions(repo_id):
+        raise RuntimeError(
+            f"downloaded {repo_id} to {path} but {cache_dir()} has no refs/v{version}: "
+            "offline loads by version would not find it"
+        )
+    return path

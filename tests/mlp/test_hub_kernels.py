@@ -469,7 +469,7 @@ def test_prefetch_downloads_by_branch_so_offline_loads_work(monkeypatch, no_hub,
 
     monkeypatch.setattr(kernels, "get_kernel_variants", fake_variants)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
-    path = hub_cache.prefetch()
+    path = hub_pin.prefetch()
     assert calls == {"repo_type": "kernel", "revision": "v1", "allow_patterns": [f"build/{DEVICE_VARIANT}/*"]}
     assert path.is_dir() and list(hub_cache.cached_versions()) == [1]
     assert hk.load_geglu_mlp(sources=("cache",)).source == "cache"
@@ -478,7 +478,7 @@ def test_prefetch_downloads_by_branch_so_offline_loads_work(monkeypatch, no_hub,
 def test_prefetch_refuses_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RuntimeError, match="unset HF_HUB_OFFLINE"):
-        hub_cache.prefetch()
+        hub_pin.prefetch()
 
 
 def test_offline_mode_restores_both_settings(monkeypatch):
@@ -682,11 +682,11 @@ def test_prefetch_with_an_exact_pin_lets_kernels_download_the_commit(monkeypatch
         return tmp_path / "snapshots" / revision / "build" / DEVICE_VARIANT
 
     monkeypatch.setattr(kernels, "install_kernel", fake_install)
-    path = hub_cache.prefetch(revision=SHA_A)
+    path = hub_pin.prefetch(revision=SHA_A)
     assert calls == {"repo_id": hub_cache.LIGER_REPO, "revision": SHA_A}
     assert path == tmp_path / "snapshots" / SHA_A
     with pytest.raises(hub_pin.UntrustedKernelError, match="not one the course trusts"):
-        hub_cache.prefetch(repo_id="someone/kernels", revision=SHA_A)
+        hub_pin.prefetch(repo_id="someone/kernels", revision=SHA_A)
 
 
 def test_cached_branch_without_its_files_is_not_called_missing_and_cached(no_hub, no_course_lock):
