@@ -150,6 +150,8 @@ def write_gzip_atomic(data: bytes | Iterable[bytes], path: str | os.PathLike, ov
         ) from err
     except OSError as err:
         _discard(tmp)
+        if err.errno is None:  # raised with its own words (e.g. by the data: its source file vanished)
+            raise
         raise _write_error(err, target) from err
     except BaseException:
         _discard(tmp)

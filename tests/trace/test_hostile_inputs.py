@@ -414,3 +414,33 @@ def test_a_symbolic_link_loop_is_not_reported_as_missing(tmp_path):
     dangling.symlink_to(tmp_path / "gone.json")
     with pytest.raises(FileNotFoundError, match=r"symbolic link to .*gone\.json.*which does not exist"):
         helpers.load_trace(dangling)
+
+
+def test_a_source_file_that_vanishes_during_the_copy_is_reported_as_such(tmp_path, monkeypatch):
+    source = tmp_path / "src.json"
+    source.write_bytes(tiled_text(copies=2))
+    streamed = helpers.load_trace(source, keep_document=False)
+    real_read = tracefile.TraceText.read
+
+    def vanishing(self, size):
+        if self.path == source and source.exists():
+            source.unlink()  # gone while its events are being copied
+        return real_read(self, size)
+
+    monkeypatch.setattr(tracefile.TraceText, "read", vanishing)
+    with pytest.raises(FileNotFoundError, match="no longer exists") as info:
+        streamed.save(tmp_path / "copy.json.gz")
+    assert "Errno" not in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_saving_a_trace_that_was_parsed_whole_while_streaming_keeps_its_label(tmp_path):
+    """A layout the slicer does not take (a nested 'traceEvents' key first) is parsed whole; saving still works."""
+    doc = eager_doc()
+    source = tmp_path / "odd.json"
+    source.write_text(json.dumps({"meta": {"traceEvents": []}, **doc}))
+    streamed = helpers.load_trace(source, keep_document=False, label="odd")
+    assert streamed._tables.source is not None and streamed._tables.source.events_span is None
+    again = helpers.load_trace(streamed.save(tmp_path / "copy.json.gz"))
+    assert again.info.label == "odd"
+    pd.testing.assert_frame_equal(again.events, streamed.events)
