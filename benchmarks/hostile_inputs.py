@@ -212,9 +212,13 @@ def main(argv: list[str] | None = None) -> int:
 
         from helpers.measure.device import provenance
 
+        commit = subprocess.run(
+            ["git", "-C", str(args.helpers), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
         summary = {
             "provenance": provenance(torch.device("cpu")),
             "helpers_from": str(args.helpers),
+            "helpers_commit": commit or None,  # the code measured (provenance's commit is this script's)
             "quick": args.quick,
             "timeout_s": args.timeout,
             "probes": {k: {kk: str(vv) if kk == "path" else vv for kk, vv in v.items()} for k, v in probes.items()},
