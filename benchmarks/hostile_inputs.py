@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small probes (1/32 and 1/8 of the sizes): a CI check")
     parser.add_argument("--probes", default=",".join(PROBES), help=f"which probes, of {', '.join(PROBES)}")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument(
+        "--note", default="", help="free text stored with the results (e.g. which code --helpers holds)"
+    )
     args = parser.parse_args(argv)
     names = tuple(p.strip() for p in args.probes.split(",") if p.strip())
     if not names or set(names) - set(PROBES):
@@ -219,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             "provenance": provenance(torch.device("cpu")),
             "helpers_from": str(args.helpers),
             "helpers_commit": commit or None,  # the code measured (provenance's commit is this script's)
+            "note": args.note,
             "quick": args.quick,
             "timeout_s": args.timeout,
             "probes": {k: {kk: str(vv) if kk == "path" else vv for kk, vv in v.items()} for k, v in probes.items()},
