@@ -26,6 +26,7 @@ import gzip
 import json
 import os
 import re
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,9 +84,9 @@ def as_path(path: str | os.PathLike) -> Path:
 
 
 def check_file(p: Path) -> None:
-    """FileNotFoundError or ValueError in words when `p` is not a readable file (missing, a folder, a link loop)."""
+    """FileNotFoundError or ValueError in words when `p` is not a readable file (missing, a folder, a link loop, a pipe)."""
     try:
-        os.stat(p)
+        mode = os.stat(p).st_mode
     except FileNotFoundError:
         if p.is_symlink():
             raise FileNotFoundError(
@@ -97,8 +98,12 @@ def check_file(p: Path) -> None:
         ) from None
     except OSError as err:  # a loop of symbolic links, a name too long, no permission on a folder ...
         raise ValueError(f"trace file {str(p)!r} cannot be opened: {err.strerror or err}") from None
-    if p.is_dir():
+    if stat.S_ISDIR(mode):
         raise ValueError(f"{str(p)!r} is a folder, not a trace file: pass the .json or .json.gz file inside it")
+    if not stat.S_ISREG(mode):  # a pipe would block forever waiting for a writer, a device never end
+        raise ValueError(
+            f"{str(p)!r} is not a regular file (a pipe, a socket or a device): save the trace to a file first"
+        )
 
 
 def check_limit(max_bytes: int | None) -> int:

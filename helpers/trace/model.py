@@ -410,7 +410,7 @@ def load_trace(
     written by this course (GPU, torch version, date) is read back and shown in the repr.
     `keep_document` (default: under 50 MB of JSON text) keeps the parsed JSON in memory; without it
     the events are read in slices straight into the table (a 250 MB, million-event trace then
-    loads in a fraction of the memory), and ``save()`` copies the source file instead.
+    loads in a fraction of the memory), and ``save()`` copies the events from the source file.
     What could not be read cleanly (events without ``dur``, one-ended flow arrows ...) is listed
     in ``trace.notes``. `max_bytes` caps the JSON text read after decompression (default 512 MiB,
     and a gzip file inflating more than 100 times is refused): see :class:`helpers.trace.files.TraceText`.

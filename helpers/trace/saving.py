@@ -31,8 +31,8 @@ _TEMP = re.compile(r"^\.(?P<name>.+)\.incomplete-(?P<pid>\d+)-[0-9a-f]{8}\.tmp$"
 # A temporary file of a process that is gone is removed once it is this old (seconds); the age
 # check spares a save running on another machine that shares the folder.
 STALE_AFTER_S = 60.0
-# errno values for which a hard link cannot be made on this file system (then: exclusive create + rename)
 _FOLDER = "a folder has that name; give a file name ending in .json.gz"
+# errno values for which a hard link cannot be made on this file system (then: exclusive create + rename)
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
 
 

@@ -444,3 +444,13 @@ def test_saving_a_trace_that_was_parsed_whole_while_streaming_keeps_its_label(tm
     again = helpers.load_trace(streamed.save(tmp_path / "copy.json.gz"))
     assert again.info.label == "odd"
     pd.testing.assert_frame_equal(again.events, streamed.events)
+
+
+def test_a_pipe_or_a_device_is_refused_instead_of_read_forever(tmp_path):
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)  # opening it for reading would wait for a writer that never comes
+    for keep in (True, False, None):
+        with pytest.raises(ValueError, match="not a regular file"):
+            helpers.load_trace(pipe, keep_document=keep)
+    with pytest.raises(ValueError, match="not a regular file"):
+        helpers.load_trace("/dev/zero", keep_document=True)
