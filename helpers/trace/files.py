@@ -226,6 +226,7 @@ def read_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
 
 # --------------------------------------------------------------------------- JSON errors, in words
 _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
+_PARSER_POSITION = re.compile(r"\s*\(byte \d+\)|: line \d+ column \d+ \(char \d+\)")
 
 
 def error_offset(err: BaseException, data: bytes) -> int | None:
@@ -267,7 +268,10 @@ def deep_error(source: str, where: int | None) -> ValueError:
 def not_json(source: str, reason: str | BaseException, where: int | None = None) -> ValueError:
     """The error for text that is not valid JSON, with the byte offset where parsing stopped."""
     if isinstance(reason, BaseException):
-        reason = f"{type(reason).__name__}: {str(reason)[:200]}"
+        said = str(reason)
+        if where is not None:  # the parser's own position counts from the start of a slice: drop it
+            said = _PARSER_POSITION.sub("", said)
+        reason = f"{type(reason).__name__}: {said[:200]}"
     near = f" near byte {where:,} {_TEXT}" if where is not None else ""
     return ValueError(
         f"{source} is not a JSON trace: invalid JSON{near} ({reason}). Expected a Chrome/Kineto trace as "
