@@ -127,6 +127,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "geglu_table": ("mlp.fusion", "geglu_table"),
     "load_geglu_mlp": ("mlp.hub", "load_geglu_mlp"),
     "KernelLoadError": ("mlp.hub", "KernelLoadError"),
+    "kernel_pin": ("mlp.hub_pin", "kernel_pin"),
+    "KERNEL_LOCK_FILE": ("mlp.hub_pin", "KERNEL_LOCK_FILE"),
     "hub_status": ("mlp.hub_cache", "hub_status"),
     "cache_dir": ("mlp.hub_cache", "cache_dir"),
     "cached_versions": ("mlp.hub_cache", "cached_versions"),

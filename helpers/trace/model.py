@@ -7,8 +7,10 @@ and says so in its repr and in figure titles.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from .. import paths
 from . import files as tracefile
 from .categories import GRAPH_LAUNCH_PATTERN, NOT_WORK, device_work_mask, work_kinds
 from .events import events_from_document, events_from_file
+from .saving import write_gzip_atomic
 from .tables import TraceTables
 from .timeline import timeline_figure
 
@@ -364,7 +367,11 @@ class Trace:
 
         Default location: ``traces/local/<label>.json.gz`` (git-ignored). Refuses to write into the
         shipped reference traces folder unless `allow_reference` (meant for
-        scripts/record_reference_traces.py only). The write is atomic.
+        scripts/record_reference_traces.py only). The write is atomic; with ``overwrite=False`` an
+        existing file is never replaced, even by two saves racing for one name (see
+        :mod:`helpers.trace.saving`). The file holds this trace's label and provenance. A trace
+        loaded in slices (a big file) copies its events from the file it was loaded from, and
+        refuses when that file has changed or vanished since.
         """
         if path is None:
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.info.label).strip("_") or "trace"
@@ -381,17 +388,28 @@ class Trace:
                 f"{target} is inside the reference traces folder {paths.TRACES_DIR}: reference traces are read-only. "
                 f"Save your own traces under {paths.LOCAL_TRACES_DIR} (the default)."
             )
-        if target.exists() and not overwrite:
+        if not overwrite and os.path.lexists(target):
             raise FileExistsError(f"{target} exists; pass overwrite=True or choose another name")
+        source = self._tables.source
         if self._document is not None:
             doc = dict(self._document)
             doc[PROVENANCE_KEY] = self.provenance()
+            data: bytes | Iterator[bytes] = tracefile.dump_document(doc)
+        elif source is not None and source.events_span is not None:
+            # Events streamed from a file: copy their text from it, with this trace's other keys.
+            doc = {k: v for k, v in source.document.items() if k != "traceEvents"}
+            doc[PROVENANCE_KEY] = self.provenance()
+            head = tracefile.dump_document(doc)[:-1] + (b',"traceEvents":[' if doc else b'"traceEvents":[')
+            source.check_unchanged()
+            data = itertools.chain([head], source.events_text(), [b"]}"])
+        elif source is not None:  # an unusual layout that was parsed whole while streaming
+            source.check_unchanged()
+            doc = tracefile.read_document(source.path, source.max_bytes)
+            doc[PROVENANCE_KEY] = self.provenance()
             data = tracefile.dump_document(doc)
-        elif self.info.path is not None:
-            data = tracefile.read_bytes(self.info.path)
         else:  # pragma: no cover - every constructor path keeps one of the two
             raise ValueError("this trace keeps neither its document nor its source file; nothing to save")
-        return tracefile.write_gzip_atomic(data, target)
+        return write_gzip_atomic(data, target, overwrite=overwrite)
 
     def provenance(self) -> dict[str, Any]:
         """Where this trace came from, as stored in saved files."""
@@ -412,6 +430,7 @@ class Trace:
         return clone
 
 
+<<<<<<< HEAD
 def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """For each of `rows` (device events): True when its launch call ran a captured graph.
 
@@ -431,15 +450,21 @@ def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
 
 
 def load_trace(path: str | os.PathLike, label: str | None = None, keep_document: bool | None = None) -> Trace:
+=======
+def load_trace(
+    path: str | os.PathLike, label: str | None = None, keep_document: bool | None = None, max_bytes: int | None = None
+) -> Trace:
+>>>>>>> issue13
     """Load a saved Chrome/Kineto trace (``.json`` or ``.json.gz``) from any torch 2.x, CPU-only or CUDA.
 
     A trace inside the repository's ``traces/`` folder is marked as a reference trace. Provenance
     written by this course (GPU, torch version, date) is read back and shown in the repr.
     `keep_document` (default: under 50 MB of JSON text) keeps the parsed JSON in memory; without it
     the events are read in slices straight into the table (a 250 MB, million-event trace then
-    loads in a fraction of the memory), and ``save()`` copies the source file instead.
+    loads in a fraction of the memory), and ``save()`` copies the events from the source file.
     What could not be read cleanly (events without ``dur``, one-ended flow arrows ...) is listed
-    in ``trace.notes``.
+    in ``trace.notes``. `max_bytes` caps the JSON text read after decompression (default 512 MiB,
+    and a gzip file inflating more than 100 times is refused): see :class:`helpers.trace.files.TraceText`.
     """
     p = Path(path) if isinstance(path, (str, os.PathLike)) else path
     if not isinstance(p, Path):
@@ -449,10 +474,10 @@ def load_trace(path: str | os.PathLike, label: str | None = None, keep_document:
         keep_document = p.is_file() and tracefile.text_size(p) < 50_000_000
     tables = None
     if keep_document:
-        doc = tracefile.read_document(p)  # raises TypeError / FileNotFoundError / ValueError with advice
+        doc = tracefile.read_document(p, max_bytes)  # raises TypeError / FileNotFoundError / ValueError with advice
     else:
         # Big file: parse the events in slices straight into columns, never holding them all as dicts.
-        tables, doc = events_from_file(p)
+        tables, doc = events_from_file(p, max_bytes=max_bytes)
     prov = doc.get(PROVENANCE_KEY) or {}
     if not isinstance(prov, dict):
         prov = {}
