@@ -430,7 +430,6 @@ class Trace:
         return clone
 
 
-<<<<<<< HEAD
 def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """For each of `rows` (device events): True when its launch call ran a captured graph.
 
@@ -449,12 +448,9 @@ def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def load_trace(path: str | os.PathLike, label: str | None = None, keep_document: bool | None = None) -> Trace:
-=======
 def load_trace(
     path: str | os.PathLike, label: str | None = None, keep_document: bool | None = None, max_bytes: int | None = None
 ) -> Trace:
->>>>>>> issue13
     """Load a saved Chrome/Kineto trace (``.json`` or ``.json.gz``) from any torch 2.x, CPU-only or CUDA.
 
     A trace inside the repository's ``traces/`` folder is marked as a reference trace. Provenance
