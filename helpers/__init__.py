@@ -62,6 +62,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Ceilings": ("measure.ceilings", "Ceilings"),
     "measure_ceilings": ("measure.ceilings", "measure_ceilings"),
     "H200_REFERENCE": ("measure.ceilings", "H200_REFERENCE"),
+    "ceilings_for": ("measure.ceilings", "ceilings_for"),
+    "kernel_floors": ("measure.kernel_floors", "kernel_floors"),
     "gemm_flops": ("measure.roofline", "gemm_flops"),
     "gemm_bytes": ("measure.roofline", "gemm_bytes"),
     "elementwise_bytes": ("measure.roofline", "elementwise_bytes"),

@@ -125,18 +125,8 @@ def geglu_work(trace: Trace) -> pd.DataFrame:
     )
 
 
-def default_ceilings(trace: Trace) -> ceilings_mod.Ceilings:
-    """The ceilings of the device that recorded `trace`: measured here for a live profile, the
-    recorded H200 reference for an H200 trace; ValueError otherwise (pass ceilings explicitly)."""
-    check_trace(trace)
-    if trace.info.source == "live":
-        return ceilings_mod.measure_ceilings("cuda" if trace.device_lanes else "cpu")
-    if "H200" in trace.info.device:
-        return ceilings_mod.H200_REFERENCE
-    raise ValueError(
-        f"no known ceilings for {trace.info.describe()}: pass ceilings=... "
-        "(helpers.ceilings_mod.measure_ceilings() on the machine that recorded it)"
-    )
+# The ceilings of the machine that recorded a trace (one owner: helpers.measure.ceilings).
+default_ceilings = ceilings_mod.ceilings_for
 
 
 def geglu_row(label: str, trace: Trace, ceilings: ceilings_mod.Ceilings | None = None) -> dict:

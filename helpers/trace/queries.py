@@ -125,8 +125,10 @@ def device_properties(trace: Trace) -> dict[str, Any]:
 def mm_dims(input_shapes: str) -> tuple[int, int, int]:
     """``(m, n, k)`` of a matrix product from its recorded input shapes ``"[[m, k], [k, n]]"``.
 
-    The order matches :func:`helpers.gemm_flops` (m, n, k). Extra inputs (addmm's bias,
-    scalars) are ignored: the two 2-D shapes are the operands; for addmm they come after the bias.
+    The order matches :func:`helpers.gemm_flops` (m, n, k). The operands are the first two
+    consecutive 2-D shapes whose inner sizes agree: addmm's bias before them and an ``out=``
+    tensor or scalars after them are skipped (``"[[64], [1024, 32], [32, 64], [], [], [1024, 64]]"``
+    is addmm with an output buffer: m=1024, n=64, k=32).
     """
     if not isinstance(input_shapes, str):
         raise TypeError(
@@ -140,10 +142,10 @@ def mm_dims(input_shapes: str) -> tuple[int, int, int]:
     matrices = [s for s in shapes if isinstance(s, list) and len(s) == 2]
     if len(matrices) < 2:
         raise ValueError(f"{input_shapes!r} does not hold two matrix operands")
-    (m, k), (k2, n) = matrices[-2], matrices[-1]
-    if k != k2:
-        raise ValueError(f"inner dimensions differ in {input_shapes!r}: {k} vs {k2}")
-    return int(m), int(n), int(k)
+    for (m, k), (k2, n) in zip(matrices, matrices[1:]):
+        if k == k2:
+            return int(m), int(n), int(k)
+    raise ValueError(f"no two consecutive matrices in {input_shapes!r} have matching inner dimensions")
 
 
 def kernels_per_forward(trace: Trace, kinds: Iterable[str] | None = ("kernel",)) -> int:
