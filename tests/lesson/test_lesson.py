@@ -172,12 +172,42 @@ def test_op_costs_on_a_cpu_profile(views_cpu):
 
 
 def test_chain_tree_shortens_kernel_names(views_h200, linear_trace):
-    tree = helpers.chain_tree(views_h200, "aten::contiguous")
+    tree = helpers.chain_tree(views_h200, "aten::contiguous").frame
     assert tree["tree"].iloc[0] == "aten::contiguous"
     assert tree["tree"].iloc[-1].endswith("\u2514\u2500 elementwise_kernel<copy>")
-    assert tree["kind"].iloc[-1] == "kernel" and (tree["count"] == 3).all()
-    cpu = helpers.chain_tree(linear_trace, "aten::linear")
+    assert tree["kind"].iloc[-1] == "kernel" and (tree["per_call"] == 1).all()
+    cpu = helpers.chain_tree(linear_trace, "aten::linear").frame
     assert (cpu["kind"] == "op").all() and cpu["tree"].str.contains("aten::addmm").any()
+
+
+def test_merged_chain_nests_every_kernel_under_its_own_op(mlp_h200):
+    """Issue 11: the down GEMM's kernel, first met in the third call, was listed after aten::_unsafe_view."""
+    chain = mlp_h200.chain("aten::linear")
+    for i, row in enumerate(chain.itertuples()):
+        parent = row.path.rsplit(" -> ", 1)[0]
+        if row.depth:  # the row above is the parent or a node of the parent's subtree
+            above = list(chain["path"].iloc[:i])
+            last_shallower = next(
+                p for p, d in zip(reversed(above), reversed(list(chain["depth"].iloc[:i]))) if d < row.depth
+            )
+            assert last_shallower == parent, (row.path, last_shallower)
+    mm_kernels = chain[chain["path"].str.startswith("aten::linear -> aten::matmul -> aten::mm -> ")]
+    assert len(mm_kernels) == 3 and mm_kernels.index.max() < chain.index[chain["name"] == "aten::_unsafe_view"][0]
+
+
+def test_chain_tree_draws_a_tree_in_html(mlp_h200):
+    tree = helpers.chain_tree(mlp_h200, "aten::linear")
+    lines = list(tree.frame["tree"])
+    assert lines[0] == "aten::linear"
+    assert lines[1].startswith("\u251c\u2500 aten::t") and lines[2].startswith("\u2502  \u2514\u2500 aten::transpose")
+    down = next(line for line in lines if "coopB" in line)
+    assert down.startswith("   \u2502  \u2514\u2500 ")  # last kernel of aten::mm, whose sibling _unsafe_view follows
+    page = tree._repr_html_()
+    assert "white-space:pre" in page and "text-align:left" in page and "&nbsp;" not in page
+    assert page.count("<tr>") == len(lines) + 1
+    assert "merged over 9 call(s)" in repr(tree) and "x0.33/call" in repr(tree)
+    panel = helpers.side_by_side(tree)  # titled by its trace
+    assert panel.panels[0][0] == tree.title
 
 
 def test_op_input_reads_recorded_shapes(mlp_h200, mlp_trace):
