@@ -25,14 +25,13 @@ import ast
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..trace.categories import DEVICE_WORK_KIND, device_work_mask
 from ..trace.dtypes import DType, from_cpp
 from ..trace.kernel_names import decode_kernel
 from ..trace.model import Trace, check_trace
-from ..trace.queries import mm_dims
+from ..trace.queries import mm_dims, pick_step
 from .ceilings import Ceilings, ceilings_for
 from .roofline import achieved, gemm_bytes, gemm_flops
 
@@ -140,14 +139,8 @@ def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | st
         raise TypeError(f"ceilings must be a helpers.Ceilings, got {type(ceil).__name__}")
     ev = trace.events
     rows = ev[device_work_mask(ev)]
-    if step is None:
-        if not trace.steps:
-            raise ValueError(f"{trace.info.describe()} has no profiler steps: pass step='all'")
-        step = trace.steps[0]
     if step != "all":
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step not in trace.steps:
-            raise ValueError(f"step must be one of {trace.steps} or 'all', got {step!r}")
-        rows = rows[rows["step"] == step]
+        rows = rows[rows["step"] == pick_step(trace, step)]
     names, dims, types = ev["name"].to_numpy(), ev["input_dims"].to_numpy(), ev["input_types"].to_numpy()
     records: list[dict[str, Any]] = []
     for r in rows.sort_values("ts", kind="stable").itertuples():

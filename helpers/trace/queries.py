@@ -4,6 +4,7 @@
 - :func:`kernel_table`, :func:`kernels_per_forward`, :func:`kernels_under`: the kernels of a call;
 - :func:`chain_tree`: the dispatch tree of an op, drawn as a tree;
 - :func:`op_costs`, :func:`op_call_times`, :func:`op_input`, :func:`mm_dims`: per-op costs and shapes;
+- :func:`launch_calls`: the CUDA runtime and driver calls of a step, and what each launched;
 - :func:`device_properties`: the GPU's properties as the profiler recorded them.
 """
 
@@ -25,6 +26,21 @@ from .model import NoKernelsError, Trace, check_trace
 _DECODED = ("short_name", "family", "source", "op", "tile", "layout", "bias")
 
 
+def pick_step(trace: Trace, step: int | None) -> int:
+    """`step` checked against the trace's profiler steps; None picks the first. Clear errors otherwise."""
+    check_trace(trace)
+    steps = trace.steps
+    if step is None:
+        if not steps:
+            raise ValueError(f"{trace.info.describe()} has no profiler steps: pass step= explicitly")
+        return steps[0]
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise TypeError(f"step must be a profiler step number, got {step!r}")
+    if step not in steps:
+        raise ValueError(f"step {step!r} is not in this trace; it has steps {steps}")
+    return int(step)
+
+
 def kernel_table(trace: Trace, step: int | None = None, decode: bool = True) -> pd.DataFrame:
     """The device events of one profiler step (default: the first), in launch order, decoded.
 
@@ -34,16 +50,7 @@ def kernel_table(trace: Trace, step: int | None = None, decode: bool = True) -> 
     read: ``short_name``, ``family``, ``source``, ``op``, ``tile``, ``layout``, ``bias`` (None
     where the name does not say). Raises NoKernelsError for a step without kernels.
     """
-    check_trace(trace)
-    steps = trace.steps
-    if step is None:
-        if not steps:
-            raise ValueError(f"{trace.info.describe()} has no profiler steps: pass step= explicitly")
-        step = steps[0]
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise TypeError(f"step must be a profiler step number, got {step!r}")
-    if step not in steps:
-        raise ValueError(f"step {step!r} is not in this trace; it has steps {steps}")
+    step = pick_step(trace, step)
     kernels = trace.kernels(allow_empty=True)
     rows = kernels[kernels["step"] == step]
     if rows.empty:
@@ -321,30 +328,92 @@ def op_costs(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
     return out
 
 
-def op_call_times(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
-    """Wall time on the CPU of each call of the named operators, summarised per operator.
+def op_call_times(trace: Trace, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Each operator's calls summarised per call: the median and the fastest call next to the total.
 
-    Columns: ``name``, ``calls``, ``median_us``, ``min_us``, ``max_us`` (total CPU time of one call,
-    children included). The median resists the odd call slowed down by another process, which a
-    sum over calls (as in ``ops()``) does not. Raises ValueError naming operators absent from the trace.
+    ``ops()`` sums every call, as ``key_averages()`` does: one call paused by another process (a
+    stall of milliseconds on a busy machine) then dominates the total and the average of a
+    microsecond operator. The median call and the fastest call do not move. Columns: ``name``,
+    ``calls``, ``total_us`` (CPU time of all calls, children included: ``ops()``'s ``cpu_total_us``),
+    ``median_us``, ``min_us``, ``max_us`` (one call), ``worst_share`` (the slowest call's share of
+    the total: near 1 means one call *is* the total), ``self_median_us`` (median time in the op's
+    own code), ``device_us_per_call`` (kernels it and its children launched, per call).
+    `names`: the operators to show, in that order (default: every operator, slowest median first).
+    Raises ValueError naming operators absent from the trace.
     """
     check_trace(trace)
-    if isinstance(names, str) or not names:
-        raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::addmm']")
+    if names is not None and (isinstance(names, str) or not names):
+        raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::addmm'], or None")
     ev = trace.events
-    calls = ev[(ev["cat"] == "cpu_op") & ev["name"].isin(list(names))]
-    missing = [n for n in names if n not in set(calls["name"])]
-    if missing:
-        raise ValueError(f"operators {missing} are not in {trace.info.describe()}")
-    grouped = calls.groupby("name")["dur"]
-    out = (
-        pd.DataFrame(
-            {"calls": grouped.size(), "median_us": grouped.median(), "min_us": grouped.min(), "max_us": grouped.max()}
-        )
-        .reindex(list(names))
-        .reset_index()
+    is_op = (ev["cat"] == "cpu_op") & ~ev["on_device"]
+    if names is not None:
+        is_op &= ev["name"].isin(list(names))
+    calls = ev[is_op]
+    if names is not None:
+        missing = [n for n in names if n not in set(calls["name"])]
+        if missing:
+            raise ValueError(f"operators {missing} are not in {trace.info.describe()}")
+    if calls.empty:
+        raise ValueError(f"{trace.info.describe()} has no operator events (category cpu_op)")
+    host_children = ev[(ev["parent"] >= 0) & ~ev["on_device"]].groupby("parent")["dur"].sum()
+    self_us = calls["dur"] - host_children.reindex(calls.index, fill_value=0.0).to_numpy()
+    grouped = calls.assign(self_us=self_us).groupby("name", sort=False)
+    out = pd.DataFrame(
+        {
+            "calls": grouped.size(),
+            "total_us": grouped["dur"].sum(),
+            "median_us": grouped["dur"].median(),
+            "min_us": grouped["dur"].min(),
+            "max_us": grouped["dur"].max(),
+            "self_median_us": grouped["self_us"].median(),
+        }
     )
+    out["worst_share"] = out["max_us"] / out["total_us"].where(out["total_us"] > 0)
+    device = trace.ops().set_index("name")["device_total_us"]
+    out["device_us_per_call"] = device.reindex(out.index).fillna(0.0) / out["calls"]
+    out = out.reindex(list(names)) if names is not None else out.sort_values("median_us", ascending=False)
+    out = out.reset_index().rename(columns={"index": "name"})
+    cols = ["name", "calls", "total_us", "median_us", "min_us", "max_us", "worst_share", "self_median_us"]
+    out = out[[*cols, "device_us_per_call"]]
     out.attrs["trace"] = trace.info.describe()
+    return out
+
+
+# The CUDA API calls a profile records on the CPU, and which API each belongs to.
+_CUDA_API = {"cuda_runtime": "CUDA runtime API (libcudart)", "cuda_driver": "CUDA driver API (libcuda)"}
+
+
+def launch_calls(trace: Trace, step: int | None = None) -> pd.DataFrame:
+    """The CUDA API calls of one profiler step (default: the first), in order, with who made them.
+
+    Columns: ``call`` (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``cudaMemsetAsync``, ...),
+    ``api`` (runtime: ``cuda*`` names, what most of ATen calls; driver: ``cu*`` names, lower level,
+    what cuBLAS and Triton launch through), ``called_by`` (the operator it ran inside), ``cpu_us``,
+    ``launches`` (the device event it queued, if any). Empty on a CPU-only trace.
+    """
+    step = pick_step(trace, step)
+    ev = trace.events
+    api = ev[ev["cat"].isin(list(_CUDA_API)) & (ev["step"] == step)].sort_values("ts", kind="stable")
+    names, cats, parent = ev["name"].to_numpy(), ev["cat"].to_numpy(), ev["parent"].to_numpy()
+    launched = ev[ev["on_device"] & (ev["launch"] >= 0)]
+    by_launch = dict(zip(launched["launch"].astype(int), launched["name"]))
+
+    def caller(i: int) -> str | None:
+        j = int(parent[i])
+        while j >= 0 and cats[j] not in ("cpu_op", "user_annotation"):
+            j = int(parent[j])
+        return str(names[j]) if j >= 0 else None
+
+    out = pd.DataFrame(
+        {
+            "call": api["name"].to_numpy(),
+            "api": api["cat"].map(_CUDA_API).to_numpy(),
+            "called_by": [caller(i) for i in api.index],
+            "cpu_us": api["dur"].to_numpy(),
+            "launches": [decode_kernel(by_launch[i])["short_name"] if i in by_launch else "" for i in api.index],
+        }
+    )
+    out.attrs["trace"] = f"{trace.info.describe()}, step {step}"
     return out
 
 

@@ -343,3 +343,44 @@ def test_op_call_times_per_call_statistics(linear_trace, linear_h200):
         helpers.op_call_times(linear_trace, ["aten::gelu"])
     with pytest.raises(TypeError):
         helpers.op_call_times(linear_trace, "aten::t")
+
+
+def test_op_call_times_of_every_op_resist_one_stall(linear_h200):
+    """Issue 11: one paused call must not be what the first table shows (the median and the fastest call)."""
+    every = helpers.op_call_times(linear_h200)
+    ops = linear_h200.ops().set_index("name")
+    assert set(every["name"]) == set(ops.index)
+    t = every.set_index("name")
+    assert t["total_us"].to_dict() == pytest.approx(ops.loc[t.index, "cpu_total_us"].to_dict())
+    assert list(t["median_us"]) == sorted(t["median_us"], reverse=True)
+    assert t.loc["aten::addmm", "device_us_per_call"] == pytest.approx(ops.loc["aten::addmm", "device_total_us"] / 3)
+    assert (t["self_median_us"] <= t["median_us"] + 1e-9).all() and (
+        (t["worst_share"] > 0) & (t["worst_share"] <= 1)
+    ).all()
+    # stall one call of aten::linear by 50 ms: the total jumps, the median does not
+    stalled = helpers.load_trace(data_file("h200_linear_bias.json.gz"))  # a copy of its own: edited below
+    ev = stalled.events
+    first = ev.index[(ev["name"] == "aten::linear") & (ev["cat"] == "cpu_op")][0]
+    ev.loc[first, "dur"] += 50_000.0
+    after = helpers.op_call_times(stalled, ["aten::linear"]).iloc[0]
+    assert after["total_us"] > 50_000 and after["worst_share"] > 0.99
+    assert after["median_us"] == pytest.approx(t.loc["aten::linear", "median_us"])
+
+
+def test_launch_calls_name_the_api_and_what_was_launched(mlp_h200, linear_trace):
+    calls = helpers.launch_calls(mlp_h200)
+    by_call = calls.groupby("call")["api"].first().to_dict()
+    assert by_call["cuLaunchKernelEx"].startswith("CUDA driver") and by_call["cudaLaunchKernel"].startswith(
+        "CUDA runtime"
+    )
+    memsets = calls[calls["call"] == "cudaMemsetAsync"]
+    assert (
+        len(memsets) == 2
+        and set(memsets["called_by"]) == {"aten::mm"}
+        and set(memsets["launches"]) == {"Memset (Device)"}
+    )
+    gemms = calls[calls["launches"].str.startswith("nvjet")]
+    assert set(gemms["call"]) == {"cuLaunchKernelEx"} and len(gemms) == 3
+    assert helpers.launch_calls(linear_trace).empty
+    with pytest.raises(ValueError, match="not in this trace"):
+        helpers.launch_calls(mlp_h200, step=99)
