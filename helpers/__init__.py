@@ -135,6 +135,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "layout_table": ("lesson.strides", "layout_table"),
     "storage_index": ("lesson.strides", "storage_index"),
     "strides_figure": ("lesson.strides", "strides_figure"),
+    "busiest_op": ("lesson.open_exercises", "busiest_op"),
     "check_geglu_kernel": ("lesson.kernel_exercises", "check_geglu_kernel"),
     "kernel_device": ("lesson.kernel_exercises", "kernel_device"),
     "time_geglu_kernel": ("lesson.kernel_exercises", "time_geglu_kernel"),
