@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..trace.aten_ops import aten_family, computes
 from ..trace.model import Trace, check_trace
 from ..trace.queries import op_call_times
 
 
 def busiest_op(trace: Trace, under: str | None = None) -> str:
-    """Used by notebooks 00 and 02: the ATen operator that does the work of a profiled call.
+    """Used by notebooks 00 and 02: the ATen operator that does the arithmetic of a profiled call.
 
-    On a trace with device kernels: the operator whose *own* launched kernels take the most device
-    time (a wrapper such as ``aten::linear`` launches none itself). On a CPU-only trace: the
-    operator with the most time in its own code per call (median over calls, so one stalled call
-    does not decide). `under`: only operators inside the dispatch tree of that operator. Raises
-    ValueError when no operator qualifies.
+    Candidates are the operators that compute (:func:`helpers.trace.aten_ops.computes`, and not a
+    copy such as the bias ``aten::copy_`` of a CPU ``addmm``). On a trace with device kernels: the
+    one whose *own* launched kernels take the most device time (a wrapper such as ``aten::linear``
+    launches none itself). On a CPU-only trace: the one with the most time in its own code per call
+    (median over calls, so one stalled call does not decide). `under`: only operators inside the
+    dispatch tree of that operator. Raises ValueError when no operator qualifies.
     """
     check_trace(trace)
     names = None
@@ -36,7 +38,7 @@ def busiest_op(trace: Trace, under: str | None = None) -> str:
     else:
         per_call = op_call_times(trace)
         score = per_call.set_index("name")["self_median_us"]
-    score = score[[n.startswith("aten::") for n in score.index]]
+    score = score[[n.startswith("aten::") and computes(n) and aten_family(n) != "copy" for n in score.index]]
     if names is not None:
         score = score[score.index.isin(names)]
     if score.empty or not (score > 0).any():
