@@ -112,6 +112,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "build_variant": ("mlp.variants", "build_variant"),
     "variant_table": ("mlp.variants", "variant_table"),
     "geglu_table": ("mlp.fusion", "geglu_table"),
+    "kernels_by_role": ("mlp.fusion", "kernels_by_role"),
     "load_geglu_mlp": ("mlp.hub", "load_geglu_mlp"),
     "KernelLoadError": ("mlp.hub", "KernelLoadError"),
     "hub_status": ("mlp.hub_cache", "hub_status"),

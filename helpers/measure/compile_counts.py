@@ -287,6 +287,7 @@ def shape_sweep(
         graphs=tuple(counter.graphs),
         dynamo_graphs=_dynamo_graphs() - graphs_before,
         seconds=time.perf_counter() - start_all,
+        notes={"torch_frame_count": counter.frame_count, "torch_op_count": counter.op_count},
     )
     torch._dynamo.reset()  # leave no compiled code of this sweep behind for later cells
     return result

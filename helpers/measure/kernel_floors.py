@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -48,6 +49,7 @@ COLUMNS = [
     "achieved_tbps",
     "achieved_tflops",
     "basis",
+    "gemm_mnk",
     "launched_by",
     "name",
 ]
@@ -85,17 +87,25 @@ def _template_dims(tensors: list[tuple[tuple[int, ...], DType]]) -> tuple[int, i
     return (m, n, k) if n is not None and tuple(out) == (m, n) else None
 
 
-def kernel_work(
-    name: str, kind: str, launcher: str, dims_text: str, types_text: str
-) -> tuple[float | None, float | None, str]:
-    """``(bytes, flops, basis)`` one device event must move and do; ``(None, None, why)`` without a floor."""
+@dataclass(frozen=True)
+class Work:
+    """What one device event must move and do; ``bytes_moved`` None when the course states no floor for it."""
+
+    bytes_moved: float | None
+    flops: float | None
+    basis: str  # how it was counted, or why there is no floor
+    gemm_mnk: tuple[int, int, int] | None = None
+
+
+def kernel_work(name: str, kind: str, launcher: str, dims_text: str, types_text: str) -> Work:
+    """The :class:`Work` of one device event, from its name and its launcher's recorded shapes and types."""
     if kind == "memset":
-        return None, None, "no floor: a memset a library issues (a few bytes)"
+        return Work(None, None, "no floor: a memset a library issues (a few bytes)")
     decoded = decode_kernel(name)
     family = decoded["family"]
     tensors = _tensors(dims_text, types_text)
     if not tensors:
-        return None, None, f"no floor: {launcher or 'its launcher'} recorded no tensor shapes"
+        return Work(None, None, f"no floor: {launcher or 'its launcher'} recorded no tensor shapes")
     if family == "gemm":
         dims = None
         try:
@@ -105,21 +115,23 @@ def kernel_work(
             dims = _template_dims(tensors)
             how = "the template's arguments (x, W, out)"
         if dims is None:
-            return None, None, f"no floor: GEMM sizes not readable from {dims_text}"
+            return Work(None, None, f"no floor: GEMM sizes not readable from {dims_text}")
         m, n, k = dims
         nbytes = gemm_bytes(m, n, k, tensors[0][1].short)
-        return float(nbytes), float(gemm_flops(m, n, k)), f"GEMM m={m} n={n} k={k} from {how}"
+        return Work(float(nbytes), float(gemm_flops(m, n, k)), f"GEMM m={m} n={n} k={k} from {how}", (m, n, k))
     largest_shape, dtype = max(tensors, key=lambda t: _numel(t[0]))
     tensor_bytes = _numel(largest_shape) * dtype.itemsize
     shape_text = "x".join(map(str, largest_shape))
     if family == "copy" or kind == "memcpy":
-        return 2.0 * _numel(tensors[0][0]) * tensors[0][1].itemsize, None, "copy: read once, written once"
+        return Work(2.0 * _numel(tensors[0][0]) * tensors[0][1].itemsize, None, "copy: read once, written once")
     if {"gelu", "mul"} <= set(decoded.get("fused_ops") or []):
-        return 3.0 * tensor_bytes, None, f"fused GeGLU: read gate and up, write the product ({shape_text})"
+        return Work(3.0 * tensor_bytes, None, f"fused GeGLU: read gate and up, write the product ({shape_text})")
     if family == "elementwise":
         reads = sum(_numel(s) * t.itemsize for s, t in tensors)
-        return float(reads + tensor_bytes), None, f"elementwise: {len(tensors)} input(s) read, one {shape_text} written"
-    return None, None, f"no floor: the course states none for a {family} kernel"
+        return Work(
+            float(reads + tensor_bytes), None, f"elementwise: {len(tensors)} input(s) read, one {shape_text} written"
+        )
+    return Work(None, None, f"no floor: the course states none for a {family} kernel")
 
 
 def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | str | None = None) -> pd.DataFrame:
@@ -131,7 +143,8 @@ def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | st
     ``short_name``, ``family``, ``duration_us``, ``bytes_moved``, ``flops``, ``floor_us``,
     ``pct_of_floor`` (floor / duration * 100; 100 means at the ceiling), ``bound_by``,
     ``achieved_tbps``, ``achieved_tflops``, ``basis`` (how the work was counted, or why there is no
-    floor), ``launched_by``, ``name``. Raises ValueError for a step that is not in the trace.
+    floor), ``gemm_mnk`` (``(m, n, k)`` of a GEMM, else None), ``launched_by``, ``name``. Raises
+    ValueError for a step that is not in the trace.
     """
     check_trace(trace)
     ceil = ceilings if ceilings is not None else ceilings_for(trace)
@@ -147,20 +160,19 @@ def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | st
         j = int(r.launched_by)
         launcher = str(names[j]) if j >= 0 else ""
         kind = DEVICE_WORK_KIND[r.cat]
-        nbytes, nflops, basis = kernel_work(
-            r.name, kind, launcher, dims[j] if j >= 0 else "", types[j] if j >= 0 else ""
-        )
+        work = kernel_work(r.name, kind, launcher, dims[j] if j >= 0 else "", types[j] if j >= 0 else "")
         rec: dict[str, Any] = {
             "step": int(r.step),
             "short_name": decode_kernel(r.name)["short_name"],
             "family": "memset" if kind == "memset" else decode_kernel(r.name)["family"],
             "duration_us": float(r.dur),
-            "basis": basis,
+            "basis": work.basis,
+            "gemm_mnk": work.gemm_mnk,
             "launched_by": launcher or None,
             "name": r.name,
         }
-        if nbytes is not None and r.dur > 0:
-            rec.update(achieved(float(r.dur), nbytes, nflops, ceilings=ceil))
+        if work.bytes_moved is not None and r.dur > 0:
+            rec.update(achieved(float(r.dur), work.bytes_moved, work.flops, ceilings=ceil))
         records.append(rec)
     out = pd.DataFrame(records).reindex(columns=COLUMNS)
     out.attrs["trace"] = trace.info.describe()
