@@ -55,27 +55,24 @@ def _gpu_only(build: Callable[[torch.device], wl.Built], why: str) -> Callable[[
     return wrapped
 
 
-# Steps: the tiny layers of notebooks 00 and 02 take a few microseconds, so 10 steps give their
-# medians something to stand on; the MLP traces keep 5 (per-kernel medians in notebooks 03 and 04).
-# Every trace stays small (tens of kB gzipped; the tests allow 3 MB).
+# Every recipe records 3 steps after 3 warm-up calls (kernel times on a GPU vary little from step to
+# step; the lessons read medians over the steps). Every trace stays small (kB gzipped; tests allow 3 MB).
 RECIPES: list[Recipe] = [
     Recipe(
-        "linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebooks 00, 02)", 10
+        "linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebooks 00, 02)"
     ),
-    Recipe("matmul_add", lambda d: wl.matmul_then_add(d), "x @ W.T + b on [1024, 32] (notebook 02)", 10),
+    Recipe("matmul_add", lambda d: wl.matmul_then_add(d), "x @ W.T + b on [1024, 32] (notebook 02)"),
     Recipe(
         "linear_bias_compiled",
         lambda d: wl.compiled(wl.linear_layer(d)),
         "torch.compile(nn.Linear(32, 64)) (notebook 02)",
-        10,
         setup=_inductor_cpu_profile,
     ),
-    Recipe("mlp_eager", lambda d: wl.geglu_mlp(d), "SimpleGeGLUMLP, eager (notebook 03)", 5),
+    Recipe("mlp_eager", lambda d: wl.geglu_mlp(d), "SimpleGeGLUMLP, eager (notebook 03)"),
     Recipe(
         "mlp_compiled",
         lambda d: wl.compiled(wl.geglu_mlp(d)),
         "SimpleGeGLUMLP under torch.compile (notebook 04)",
-        5,
         setup=_inductor_cpu_profile,
     ),
     Recipe(
@@ -86,7 +83,6 @@ RECIPES: list[Recipe] = [
         ),
         "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs'): notebook 04 attributes "
         "its time kernel by kernel (GEMM templates, the separate pointwise kernel)",
-        5,
     ),
     Recipe(
         "mlp_liger",
@@ -105,14 +101,12 @@ RECIPES: list[Recipe] = [
         lambda d: wl.views_and_copies(d),
         "five views (t, transpose, view, reshape, as_strided) and two copies (contiguous, flatten) "
         "of the MLP's [tokens, dim] activations (notebook 01)",
-        5,
     ),
     Recipe(
         "transpose_copies",
         lambda d: wl.transpose_copies(d, tiled=True),
         "the same [tokens, dim] tensor copied three ways: x.clone(), ATen's x.t().contiguous(), and "
         "torch.compile's tiled transpose (notebook 01: bandwidth of a transposing copy)",
-        5,
     ),
 ]
 

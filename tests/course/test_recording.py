@@ -17,7 +17,7 @@ def test_recipes_cover_the_traces_notebooks_00_to_04_read():
     names = {r.name for r in RECIPES}
     assert {"linear_bias", "matmul_add", "linear_bias_compiled", "mlp_eager", "mlp_compiled"} <= names
     assert {"mlp_compiled_max_autotune", "views_copy", "transpose_copies"} <= names
-    assert all(r.steps >= 5 for r in RECIPES if r.name.startswith(("linear", "matmul", "mlp_eager", "mlp_compiled")))
+    assert all(r.steps >= 3 and r.warmup >= 1 for r in RECIPES)
 
 
 def test_a_recipe_records_on_the_cpu_with_provenance(tmp_path, capsys):
