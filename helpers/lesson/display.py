@@ -100,6 +100,8 @@ class SideBySide:
                 .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}])
             )
             return styler.to_html()
+        if hasattr(obj, "panel_html"):  # an object that draws itself without its own title (a chain tree)
+            return obj.panel_html()
         if hasattr(obj, "_repr_html_"):
             out = obj._repr_html_()
             if out is not None:

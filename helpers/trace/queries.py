@@ -212,6 +212,13 @@ class ChainTree:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        return (
+            f'<div class="course-chain-tree"><div style="font-size:90%;color:#555">{html.escape(self.title)}</div>'
+            f"{self.panel_html()}</div>"
+        )
+
+    def panel_html(self) -> str:
+        """The tree alone, without its title (:func:`helpers.side_by_side` titles its panels itself)."""
         colors = {"op": "inherit"}
         rows = "".join(
             "<tr>"
@@ -226,10 +233,7 @@ class ChainTree:
             '<tr><th style="text-align:left">dispatch tree</th><th style="text-align:right">per call</th>'
             '<th style="text-align:left">kind</th></tr>'
         )
-        return (
-            f'<div class="course-chain-tree"><div style="font-size:90%;color:#555">{html.escape(self.title)}</div>'
-            f'<table style="border-collapse:collapse">{head}{rows}</table></div>'
-        )
+        return f'<table style="border-collapse:collapse">{head}{rows}</table>'
 
 
 def chain_tree(trace: Trace, op: str) -> ChainTree:

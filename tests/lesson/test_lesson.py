@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import matplotlib
 import pandas as pd
 import pytest
@@ -206,8 +208,9 @@ def test_chain_tree_draws_a_tree_in_html(mlp_h200):
     assert "white-space:pre" in page and "text-align:left" in page and "&nbsp;" not in page
     assert page.count("<tr>") == len(lines) + 1
     assert "merged over 9 call(s)" in repr(tree) and "x0.33/call" in repr(tree)
-    panel = helpers.side_by_side(tree)  # titled by its trace
+    panel = helpers.side_by_side(tree)  # titled by its trace, once
     assert panel.panels[0][0] == tree.title
+    assert panel._repr_html_().count(html.escape(tree.title)) == 1 and "white-space:pre" in panel._repr_html_()
 
 
 def test_op_input_reads_recorded_shapes(mlp_h200, mlp_trace):
