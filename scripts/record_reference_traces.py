@@ -55,8 +55,12 @@ def _gpu_only(build: Callable[[torch.device], wl.Built], why: str) -> Callable[[
     return wrapped
 
 
+# Every recipe records 3 steps after 3 warm-up calls (kernel times on a GPU vary little from step to
+# step; the lessons read medians over the steps). Every trace stays small (kB gzipped; tests allow 3 MB).
 RECIPES: list[Recipe] = [
-    Recipe("linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebook 02)"),
+    Recipe(
+        "linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebooks 00, 02)"
+    ),
     Recipe("matmul_add", lambda d: wl.matmul_then_add(d), "x @ W.T + b on [1024, 32] (notebook 02)"),
     Recipe(
         "linear_bias_compiled",
@@ -77,7 +81,8 @@ RECIPES: list[Recipe] = [
             lambda d: wl.compiled(wl.geglu_mlp(d), mode="max-autotune-no-cudagraphs"),
             "max-autotune benchmarks Triton GEMM templates on the GPU",
         ),
-        "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs') (notebook 04)",
+        "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs'): notebook 04 attributes "
+        "its time kernel by kernel (GEMM templates, the separate pointwise kernel)",
     ),
     Recipe(
         "mlp_liger",
@@ -96,6 +101,12 @@ RECIPES: list[Recipe] = [
         lambda d: wl.views_and_copies(d),
         "five views (t, transpose, view, reshape, as_strided) and two copies (contiguous, flatten) "
         "of the MLP's [tokens, dim] activations (notebook 01)",
+    ),
+    Recipe(
+        "transpose_copies",
+        lambda d: wl.transpose_copies(d, tiled=True),
+        "the same [tokens, dim] tensor copied three ways: x.clone(), ATen's x.t().contiguous(), and "
+        "torch.compile's tiled transpose (notebook 01: bandwidth of a transposing copy)",
     ),
 ]
 

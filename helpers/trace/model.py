@@ -286,7 +286,8 @@ class Trace:
     def chain(self, op: str, max_depth: int | None = None, include_kernels: bool = True) -> pd.DataFrame:
         """The dispatch tree under every call of operator `op`, merged across calls.
 
-        One row per distinct path from `op` down, in call order: ``depth``, ``name``, ``path`` (names
+        One row per distinct path from `op` down, depth first (children in the order they were first
+        called, each right under its parent): ``depth``, ``name``, ``path`` (names
         joined by " -> "), ``kind`` ("op" or the kernel kind), ``count`` (occurrences over all calls),
         ``calls_of_root`` (how many calls of `op` were merged), ``tree`` (indented name for reading).
         Kernels launched inside the tree are leaves under the op that launched them.
@@ -332,6 +333,18 @@ class Trace:
 
         for r in roots:
             visit(int(r), (op,), 0)
+        # Emit the merged tree depth first: a path first met in a later call (the down projection's
+        # GEMM kernel, say) goes under its own parent, not after whatever sibling was visited last.
+        below: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        for p in order[1:]:
+            below.setdefault(p[:-1], []).append(p)
+        tree_order: list[tuple[str, ...]] = []
+        stack = [order[0]]
+        while stack:
+            p = stack.pop()
+            tree_order.append(p)
+            stack.extend(reversed(below.get(p, [])))
+        order = tree_order
         rows = [
             {
                 "depth": len(p) - 1,
