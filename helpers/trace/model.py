@@ -20,7 +20,8 @@ import pandas as pd
 
 from .. import paths
 from . import files as tracefile
-from .categories import GRAPH_LAUNCH_PATTERN, NOT_WORK, device_work_mask, work_kinds
+from .categories import NOT_WORK, device_work_mask, work_kinds
+from .correlation import graph_launched
 from .events import events_from_document, events_from_file
 from .saving import write_gzip_atomic
 from .tables import TraceTables
@@ -441,24 +442,6 @@ class Trace:
         clone.__dict__.update(self.__dict__)
         clone.info = replace(self.info, label=label)
         return clone
-
-
-def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """For each of `rows` (device events): True when its launch call ran a captured graph.
-
-    A graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch) is one host call whose
-    correlation id many kernels share; any launch call shared by several device events counts too.
-    """
-    launch = events["launch"].to_numpy()[rows]
-    out = np.zeros(len(rows), dtype=bool)
-    has = np.flatnonzero(launch >= 0)
-    if not len(has):
-        return out
-    calls, which, shared = np.unique(launch[has], return_inverse=True, return_counts=True)
-    call_names = pd.Series(events["name"].to_numpy(dtype=object)[calls])
-    graph = call_names.str.contains(GRAPH_LAUNCH_PATTERN, regex=True).to_numpy() | (shared > 1)
-    out[has] = graph[which.reshape(-1)]
-    return out
 
 
 def load_trace(
