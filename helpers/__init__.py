@@ -144,6 +144,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "score_matrix_bytes": ("attention.costs", "score_matrix_bytes"),
     "fused_attention_bytes": ("attention.costs", "fused_attention_bytes"),
     "manual_attention_plan": ("attention.costs", "manual_attention_plan"),
+    "plan_kernel_costs": ("attention.costs", "plan_kernel_costs"),
     "SDPA_OPS": ("attention.backends", "SDPA_OPS"),
     "sdpa_backends": ("attention.backends", "sdpa_backends"),
     "sdpa_fn": ("attention.backends", "sdpa_fn"),
