@@ -52,9 +52,9 @@ VARIANTS: dict[str, tuple[str, int]] = {
     "course": ("the course's Triton flash-attention kernel (TMA path on Hopper)", 1),
     "sdpa-math": ("F.scaled_dot_product_attention forced to MATH", 2),
     "manual-eager": ("hand-written: q @ k.T * scale, masked_fill, softmax, @ v", 2),
-    "course-pointer": ("the course's kernel, portable pointer path", 3),
     "flex": ("torch.compile(flex_attention) with a causal BlockMask", 3),
     "manual-compiled": ("torch.compile of the hand-written attention", 3),
+    "course-pointer": ("the course's kernel, portable pointer path", 3),
 }
 # Where each variant's kernels are listed by name (one shape keeps the results file small).
 PROBE = (128, 4096)
