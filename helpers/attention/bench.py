@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from ..fused.flash_attention import flash_attention
-from ..fused.flash_attention_tuning import tuning_log
+from ..fused.flash_attention import flash_attention, path_failures
+from ..fused.flash_attention_tuning import tuned_configs, tuning_log
 from ..measure.ceilings import Ceilings, measure_ceilings
 from ..measure.device import provenance, resolve_device, synchronize
 from ..measure.memory import peak_memory
@@ -280,7 +280,10 @@ def run(
                         if dev.type == "cuda":
                             torch.cuda.empty_cache()
                     result["rows"].append(row)
-        result["tuning"] = tuning_log().astype(object).where(tuning_log().notna(), None).to_dict("records")
+        log_frame = tuning_log()
+        result["tuning"] = log_frame.astype(object).where(log_frame.notna(), None).to_dict("records")
+        result["tuned"] = {str(k): str(v) for k, v in tuned_configs().items()}
+        result["course_path_failures"] = {str(k): v for k, v in path_failures.items()}
         result["elapsed_s"] = time.perf_counter() - start
         if on_stage:
             on_stage(result)
