@@ -1,14 +1,25 @@
-"""How much memory one call allocates at its peak, on a GPU or a CPU, measured one way per device.
+"""Where memory goes during a step: by category over time (any device), the allocator's history
+(CUDA), and the peak of one call.
 
-- CUDA: the caching allocator's own counters (``torch.cuda.max_memory_allocated`` after
-  ``reset_peak_memory_stats``), minus what was allocated before the call.
-- CPU: there are no such counters, so the call runs once under ``torch.profiler`` with
-  ``profile_memory=True``; every allocation and free is an event with its size, and the peak is
-  the highest running total.
+Three views, the first two drawn inline:
 
-Both count what the call allocates and still holds at its peak, its output included; memory held
-before the call (weights, inputs) is not counted. Used by notebook 07 to show that the fused
-attention kernels never allocate the ``[seq, seq]`` score matrix.
+* :func:`memory_timeline`: the profiler's own memory analysis. A ``torch.profiler.profile`` run
+  with ``profile_memory=True, record_shapes=True, with_stack=True`` records every allocation and
+  free; torch then labels each tensor as a parameter, gradient, optimizer state, activation,
+  input or temporary by following the data flow between ops (the same analysis as
+  ``prof.export_memory_timeline``). This works on a CPU as well as on a GPU.
+  :func:`profile_memory` runs a function under such a profiler for you.
+* :func:`allocator_history`: the CUDA caching allocator's own record
+  (``torch.cuda.memory._record_memory_history`` and ``_snapshot``): every alloc and free with its
+  size, in order, and the stack that made it. GPU only; no categories, but exact.
+
+* :func:`peak_memory`: one number, the peak bytes one call allocates beyond what was held before
+  it (the CUDA allocator's counters; on a CPU the profiler's allocation events). Notebook 07 uses
+  it to show that the fused attention kernels never allocate the ``[seq, seq]`` score matrix.
+
+The first two read private torch APIs (``torch.profiler._memory_profiler``, ``torch.cuda.memory._snapshot``),
+so each is behind a version check that raises a clear error if a torch release changes them.
+Sizes are bytes; times are microseconds from the first event.
 """
 
 from __future__ import annotations
@@ -19,10 +30,222 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 import torch
 
-from ..checks import check_callable
+from ..checks import bounded_int, check_callable
 from .device import device_of, synchronize
+
+# The profiler's categories, in the order the figure stacks them (the steady ones at the bottom).
+CATEGORIES = (
+    "parameters",
+    "optimizer state",
+    "gradients",
+    "activations",
+    "inputs",
+    "temporaries",
+    "autograd detail",
+    "unknown",
+)
+_NAMES = {
+    "PARAMETER": "parameters",
+    "OPTIMIZER_STATE": "optimizer state",
+    "GRADIENT": "gradients",
+    "ACTIVATION": "activations",
+    "INPUT": "inputs",
+    "TEMPORARY": "temporaries",
+    "AUTOGRAD_DETAIL": "autograd detail",
+}
+MAX_STEPS = 100  # each profiled step keeps every allocation event in memory
+
+
+def _profiler_internals() -> tuple[Any, dict]:
+    try:
+        from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX, MemoryProfileTimeline
+    except ImportError as err:  # pragma: no cover - depends on the torch version
+        raise RuntimeError(
+            f"this torch ({torch.__version__}) has no torch.profiler._memory_profiler.MemoryProfileTimeline: "
+            "use prof.export_memory_timeline(path) or helpers.allocator_history on a GPU instead"
+        ) from err
+    return MemoryProfileTimeline, _CATEGORY_TO_INDEX
+
+
+def memory_timeline(prof: Any, device: torch.device | str | None = None) -> pd.DataFrame:
+    """Memory in use by category over time, from a finished ``torch.profiler.profile``.
+
+    The profile must have been recorded with ``profile_memory=True, record_shapes=True,
+    with_stack=True``. `device` picks whose memory (default: CUDA when the profile saw a GPU,
+    else the CPU). Columns: ``time_us`` (from the first event), one column per category of
+    :data:`CATEGORIES` (bytes), ``total``. ``df.attrs`` holds ``device`` and ``peak_bytes``.
+    """
+    if not hasattr(prof, "_memory_profile"):
+        raise TypeError(f"memory_timeline needs a torch.profiler.profile object, got {type(prof).__name__}")
+    timeline_cls, category_index = _profiler_internals()
+    try:
+        analysis = prof._memory_profile()
+    except Exception as err:  # noqa: BLE001 - torch raises assorted errors when options are missing
+        raise ValueError(
+            f"the profiler's memory analysis failed ({type(err).__name__}: {err}). Record the profile with "
+            "profile_memory=True, record_shapes=True and with_stack=True, and read it after the `with` block"
+        ) from None
+    timeline = timeline_cls(analysis)
+    if device is None:
+        devices = {key.device for _, _, (key, _), _ in timeline.timeline}
+        device = next((d for d in devices if d.type == "cuda"), torch.device("cpu"))
+    device = torch.device(device)
+    times, sizes = timeline._coalesce_timeline(str(device))
+    if not times:
+        raise ValueError(f"the profile recorded no allocations on {device}: was profile_memory=True?")
+    # sizes[i][0] is unused; column index+1 holds each category (torch's own layout)
+    columns = {}
+    for category, index in category_index.items():
+        name = "unknown" if category is None else _NAMES.get(category.name, category.name.lower())
+        columns[name] = np.array([row[index + 1] for row in sizes], dtype=np.int64)
+    t = np.array(times, dtype=np.float64)
+    out = pd.DataFrame({"time_us": t - t.min(), **{c: columns.get(c, np.zeros(len(t), np.int64)) for c in CATEGORIES}})
+    out["total"] = out[list(CATEGORIES)].sum(axis=1)
+    out.attrs["device"] = str(device)
+    out.attrs["peak_bytes"] = int(out["total"].max())
+    return out
+
+
+def profile_memory(fn: Callable, *inputs: Any, steps: int = 1, warmup: int = 1) -> pd.DataFrame:
+    """Run ``fn(*inputs)`` `steps` times under a memory profiler; returns :func:`memory_timeline`.
+
+    `warmup` calls run first, unprofiled, so one-time allocations (optimizer state created on
+    the first step, cuBLAS workspaces) show as already present rather than as growth. `fn` runs
+    with gradients enabled (a training step). The device is the inputs' (CPU when there are none).
+    """
+    check_callable(fn)
+    steps = bounded_int("steps", steps, 1, MAX_STEPS, "each profiled step keeps every allocation in memory")
+    warmup = bounded_int("warmup", warmup, 0, MAX_STEPS)
+    device = device_of(inputs) or torch.device("cpu")
+    for _ in range(warmup):
+        fn(*inputs)
+    synchronize(device)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(
+        activities=activities, profile_memory=True, record_shapes=True, with_stack=True
+    ) as prof:
+        for _ in range(steps):
+            fn(*inputs)
+        synchronize(device)
+    return memory_timeline(prof, device)
+
+
+def memory_peaks(timeline: pd.DataFrame) -> pd.DataFrame:
+    """Per category: bytes in use at the moment of the peak total, and the category's own maximum.
+
+    Columns: ``category``, ``at_peak_mb``, ``max_mb``, ``share_of_peak`` (0-1). The last row is the total.
+    """
+    if not isinstance(timeline, pd.DataFrame):
+        raise TypeError(f"timeline must be a DataFrame from helpers.memory_timeline, got {type(timeline).__name__}")
+    missing = [c for c in (*CATEGORIES, "total") if c not in timeline.columns]
+    if missing:
+        raise ValueError(f"timeline lacks columns {missing}: build it with helpers.memory_timeline")
+    at = timeline["total"].idxmax()
+    peak = float(timeline.loc[at, "total"]) or 1.0
+    rows = [
+        {
+            "category": c,
+            "at_peak_mb": timeline.loc[at, c] / 1e6,
+            "max_mb": timeline[c].max() / 1e6,
+            "share_of_peak": timeline.loc[at, c] / peak,
+        }
+        for c in CATEGORIES
+        if timeline[c].max() > 0
+    ]
+    rows.append({"category": "total", "at_peak_mb": peak / 1e6, "max_mb": peak / 1e6, "share_of_peak": 1.0})
+    return pd.DataFrame(rows)
+
+
+def memory_figure(timeline: pd.DataFrame, title: str = "Memory in use by category") -> go.Figure:
+    """A stacked area chart of :func:`memory_timeline`: MB in use per category over time."""
+    if not isinstance(timeline, pd.DataFrame) or "time_us" not in timeline.columns:
+        raise ValueError("timeline must be a DataFrame from helpers.memory_timeline (with a time_us column)")
+    fig = go.Figure()
+    x = timeline["time_us"] / 1e3
+    for c in CATEGORIES:
+        if c in timeline.columns and timeline[c].max() > 0:
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=timeline[c] / 1e6,
+                    name=c,
+                    mode="lines",
+                    stackgroup="memory",
+                    line={"shape": "hv", "width": 0.5},
+                    hovertemplate=f"{c}: %{{y:.1f}} MB at %{{x:.2f}} ms<extra></extra>",
+                )
+            )
+    device = timeline.attrs.get("device", "")
+    fig.update_layout(
+        title=f"{title} ({device})" if device else title,
+        template="plotly_white",
+        xaxis_title="time (ms)",
+        yaxis_title="MB in use",
+        legend={"traceorder": "normal"},
+    )
+    return fig
+
+
+def allocator_history(fn: Callable, *inputs: Any, max_entries: int = 200_000) -> pd.DataFrame:
+    """The CUDA caching allocator's alloc and free events while ``fn(*inputs)`` runs once (GPU only).
+
+    Columns: ``index`` (event order), ``action`` (alloc / free ...), ``bytes``, ``allocated_mb``
+    (running total of the allocations seen here), ``time_us`` (when this torch records it), ``frame``
+    (the innermost Python frame that asked, when recorded). At most `max_entries` events are kept
+    (the allocator's ring buffer); ``df.attrs["dropped"]`` says if the buffer overflowed.
+    """
+    check_callable(fn)
+    max_entries = bounded_int("max_entries", max_entries, 1, 10_000_000)
+    if not torch.cuda.is_available():
+        raise ValueError(
+            "allocator_history reads the CUDA caching allocator: it needs a CUDA GPU. On a CPU use "
+            "helpers.profile_memory, which reads the profiler's memory events"
+        )
+    memory = torch.cuda.memory
+    if not (hasattr(memory, "_record_memory_history") and hasattr(memory, "_snapshot")):  # pragma: no cover
+        raise RuntimeError(f"this torch ({torch.__version__}) has no torch.cuda.memory._record_memory_history")
+    torch.cuda.synchronize()
+    memory._record_memory_history(max_entries=max_entries)
+    try:
+        fn(*inputs)
+        torch.cuda.synchronize()
+        snapshot = memory._snapshot()
+    finally:
+        memory._record_memory_history(enabled=None)
+    events = [e for trace in snapshot.get("device_traces", []) for e in trace]
+    rows, total = [], 0
+    for i, e in enumerate(events):
+        action, size = str(e.get("action", "")), int(e.get("size", 0))
+        if action == "alloc":
+            total += size
+        elif action in ("free_completed",):
+            total -= size
+        frames = e.get("frames") or []
+        frame = (
+            f"{frames[0].get('filename', '?')}:{frames[0].get('line', '?')} {frames[0].get('name', '')}"
+            if frames
+            else ""
+        )
+        rows.append(
+            {
+                "index": i,
+                "action": action,
+                "bytes": size,
+                "allocated_mb": total / 1e6,
+                "time_us": e.get("time_us"),
+                "frame": frame,
+            }
+        )
+    out = pd.DataFrame(rows, columns=["index", "action", "bytes", "allocated_mb", "time_us", "frame"])
+    out.attrs["dropped"] = len(events) >= max_entries
+    return out
 
 
 def _cpu_peak(fn: Callable, inputs: tuple) -> int:
@@ -45,7 +268,10 @@ def _cpu_peak(fn: Callable, inputs: tuple) -> int:
 def peak_memory(fn: Callable, *inputs: Any) -> int:
     """Peak bytes allocated by one call of ``fn(*inputs)`` (under ``no_grad``), beyond what was held before.
 
-    The device is the inputs' (CPU when they hold no tensor).
+    Counts what the call allocates and still holds at its peak, its output included. CUDA: the
+    caching allocator's ``max_memory_allocated`` after ``reset_peak_memory_stats``; CPU: the highest
+    running total of the profiler's allocation events (``profile_memory=True``). The device is the
+    inputs' (CPU when they hold no tensor).
     """
     check_callable(fn)
     device = device_of(inputs) or torch.device("cpu")
