@@ -75,6 +75,21 @@ def _variant_fn(name: str) -> Callable:
         return lambda q, k, v: flash_attention(q, k, v, causal=True, kernel="pointer")
     if name == "flex":
         return flex_fn("causal")
+
+    def core(q, k, v, mask):
+        return manual_attention(q, k, v, causal=True, mask=mask)
+
+    if name == "manual-eager":
+        return _with_mask(core)
+    if name == "manual-compiled":
+        # The mask is built outside the compiled function and passed in: built inside, it would be
+        # part of the graph (and the cache a side effect that forces a recompile).
+        return _with_mask(torch.compile(core, dynamic=False))
+    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+
+
+def _with_mask(fn: Callable) -> Callable:
+    """``fn(q, k, v, mask)`` as ``f(q, k, v)``, the causal mask built once per length and kept."""
     masks: dict[tuple, torch.Tensor] = {}
 
     def hand_written(q, k, v):
@@ -82,13 +97,9 @@ def _variant_fn(name: str) -> Callable:
         if key not in masks:
             masks.clear()  # one length at a time: do not keep [seq, seq] masks of earlier lengths
             masks[key] = future_mask(q.shape[-2], k.shape[-2], q.device)
-        return manual_attention(q, k, v, causal=True, mask=masks[key])
+        return fn(q, k, v, masks[key])
 
-    if name == "manual-eager":
-        return hand_written
-    if name == "manual-compiled":
-        return torch.compile(hand_written, dynamic=False)
-    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    return hand_written
 
 
 def _reference_slice(q, k, v) -> torch.Tensor:
