@@ -86,3 +86,32 @@ def variants_table(result: Mapping[str, Any]) -> str:
     if not targets.empty:
         lines += ["", "targets (issue 14):", targets.to_string(index=False)]
     return "\n".join(lines)
+
+
+def device_and_out(device_arg: str | None, out: Path | None, default_out: Path) -> tuple[str, Path] | None:
+    """The device to run on and the file to write, or None after printing why the run cannot start.
+
+    `default_out` (an ``h200_*`` file) is used only on an H200; elsewhere ``--out`` is required, and
+    a file named ``h200_*`` is refused for any other device.
+    """
+    import sys
+
+    import torch
+
+    device = device_arg or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: no CUDA GPU here. Use --device cpu --quick for the smoke run.", file=sys.stderr)
+        return None
+    name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
+    if out is None:
+        if "H200" not in name:
+            print(
+                f"this machine ({name}) is not an H200: pass --out PATH ({default_out.name} holds H200 results only)",
+                file=sys.stderr,
+            )
+            return None
+        out = default_out
+    if not default_out_allowed(name, out):
+        print(f"refusing to write {name} results to {out}: files named h200_* hold H200 results only", file=sys.stderr)
+        return None
+    return device, out

@@ -11,6 +11,8 @@ The package is built in layers; each imports only the ones above it in this list
 - ``helpers.fused``: the course's own Triton kernels and the layers built on them;
 - ``helpers.mlp``: the course's subject, the GeGLU MLP: model, workloads, plans, variants, the
   hand-tuned kernel loader, the variants benchmark and its results;
+- ``helpers.attention``: the attention block: model (QKV, heads, RoPE, KV cache), costs, SDPA
+  backends, FlexAttention, workloads, the sequence sweep, the benchmark and its results;
 - ``helpers.lesson``: what a notebook shows and checks: display helpers, exercises.
 
 Notebooks import only ``helpers`` and use the names below (a test enforces it). Names are loaded
@@ -82,6 +84,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "roofline_frame": ("measure.roofline", "roofline_frame"),
     "roofline_figure": ("measure.roofline", "roofline_figure"),
     "tile_waves": ("measure.roofline", "tile_waves"),
+    "peak_memory": ("measure.memory", "peak_memory"),
     "memory_timeline": ("measure.memory", "memory_timeline"),
     "profile_memory": ("measure.memory", "profile_memory"),
     "memory_peaks": ("measure.memory", "memory_peaks"),
@@ -103,6 +106,13 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "pack_gate_up": ("fused.gate_up", "pack_gate_up"),
     "unpack_gate_up": ("fused.gate_up", "unpack_gate_up"),
     "gate_up_config_table": ("fused.gate_up_tuning", "config_table"),
+    "flash_attention": ("fused.flash_attention", "flash_attention"),
+    "attention_reference": ("fused.flash_attention", "attention_reference"),
+    "FlashAttentionFunction": ("fused.flash_attention", "FlashAttentionFunction"),
+    "CourseFlashAttention": ("fused.flash_attention", "CourseFlashAttention"),
+    "FlashConfig": ("fused.flash_attention_tuning", "FlashConfig"),
+    "flash_config_table": ("fused.flash_attention_tuning", "config_table"),
+    "flash_tuning_log": ("fused.flash_attention_tuning", "tuning_log"),
     "GeGLU": ("fused.modules", "GeGLU"),
     "CourseGeGLUMLP": ("fused.modules", "CourseGeGLUMLP"),
     "FusedGeGLUMLP": ("fused.modules", "FusedGeGLUMLP"),
@@ -150,6 +160,32 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_variants_benchmark": ("mlp.bench", "run"),
     "load_benchmark_results": ("mlp.results", "load_results"),
     "BenchResults": ("mlp.results", "BenchResults"),
+    # -- the attention block
+    "AttentionConfig": ("attention.model", "AttentionConfig"),
+    "CausalSelfAttention": ("attention.model", "CausalSelfAttention"),
+    "KVCache": ("attention.model", "KVCache"),
+    "manual_attention": ("attention.model", "manual_attention"),
+    "future_mask": ("attention.model", "future_mask"),
+    "apply_rope": ("attention.model", "apply_rope"),
+    "AttentionShape": ("attention.costs", "AttentionShape"),
+    "visible_pairs": ("attention.costs", "visible_pairs"),
+    "attention_flops": ("attention.costs", "attention_flops"),
+    "score_matrix_bytes": ("attention.costs", "score_matrix_bytes"),
+    "fused_attention_bytes": ("attention.costs", "fused_attention_bytes"),
+    "manual_attention_plan": ("attention.costs", "manual_attention_plan"),
+    "plan_kernel_costs": ("attention.costs", "plan_kernel_costs"),
+    "SDPA_OPS": ("attention.backends", "SDPA_OPS"),
+    "sdpa_backends": ("attention.backends", "sdpa_backends"),
+    "sdpa_fn": ("attention.backends", "sdpa_fn"),
+    "force_sdpa_backend": ("attention.backends", "force_backend"),
+    "backend_in_trace": ("attention.backends", "backend_in_trace"),
+    "flex_fn": ("attention.flex", "flex_fn"),
+    "flex_block_mask": ("attention.flex", "block_mask"),
+    "attention_workloads": ("attention.workloads", ""),
+    "score_sweep": ("attention.sweep", "score_sweep"),
+    "run_attention_benchmark": ("attention.bench", "run"),
+    "load_attention_results": ("attention.results", "load_attention_results"),
+    "AttentionResults": ("attention.results", "AttentionResults"),
     # -- lessons
     "exercises": ("lesson.exercises", ""),
     "on_gpu": ("lesson.display", "on_gpu"),
@@ -164,6 +200,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "check_geglu_kernel": ("lesson.kernel_exercises", "check_geglu_kernel"),
     "kernel_device": ("lesson.kernel_exercises", "kernel_device"),
     "time_geglu_kernel": ("lesson.kernel_exercises", "time_geglu_kernel"),
+    "check_attention_kernel": ("lesson.attention_exercises", "check_attention_kernel"),
+    "check_attention_prediction": ("lesson.attention_exercises", "check_attention_prediction"),
+    "gpu_view": ("lesson.attention_exercises", "gpu_view"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -156,13 +156,17 @@ def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySid
 # ---------------------------------------------------------------------------------------------
 
 # The course's Triton functions a lesson shows, by name -> the module that defines them.
-_KERNEL_MODULES = ("helpers.fused.geglu_pointwise", "helpers.fused.gate_up_kernels")
+_KERNEL_MODULES = (
+    "helpers.fused.geglu_pointwise",
+    "helpers.fused.gate_up_kernels",
+    "helpers.fused.flash_attention_kernels",
+)
 
 
 def kernel_source(name: str) -> str:
-    """Used by notebook 06: the source of one of the course's Triton functions (``"_geglu_kernel"`` ...).
+    """Used by notebooks 06 and 07: the source of one of the course's Triton functions (``"_geglu_kernel"`` ...).
 
-    Used by notebook 06 to show the kernels the benchmark runs, read from the files themselves.
+    Used by notebooks 06 and 07 to show the kernels the benchmark runs, read from the files themselves.
     Raises ValueError listing the names available.
     """
     import importlib

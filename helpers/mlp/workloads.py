@@ -8,38 +8,12 @@ The reference traces in ``traces/`` were recorded from these same definitions
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 import torch
 from torch import nn
 
-from ..measure.device import resolve_device
+from ..measure.workload import Built, default_dtype
+from ..measure.workload import workload_device as _resolve
 from .model import BLOG_SHAPE, CPU_SHAPE, MLPShape, SimpleGeGLUMLP
-
-
-@dataclass(frozen=True)
-class Built:
-    """A ready-to-profile workload: call ``fn(*inputs)``."""
-
-    name: str
-    fn: Callable
-    inputs: tuple
-    device: torch.device
-    dtype: torch.dtype
-    shape: MLPShape | None
-    details: dict[str, Any]
-
-
-def _resolve(device: str | torch.device | None) -> torch.device:
-    dev = resolve_device(device)
-    return torch.device(dev.type) if dev.type == "cpu" else dev
-
-
-def default_dtype(device: torch.device) -> torch.dtype:
-    """bf16 on a GPU (as in the blog), float32 on a CPU (fast and exact there)."""
-    return torch.bfloat16 if device.type == "cuda" else torch.float32
 
 
 def default_shape(device: torch.device) -> MLPShape:

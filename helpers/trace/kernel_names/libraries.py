@@ -24,6 +24,16 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
         "gemm",
         "dy @ W_down GEMM with the GeGLU backward in its epilogue, Hopper TMA path (helpers/fused/mlp_function.py)",
     ),
+    "_flash_attn_fwd_kernel": (
+        "attention",
+        "flash-attention forward, online softmax over streamed K/V tiles, pointer path "
+        "(helpers/fused/flash_attention_kernels.py)",
+    ),
+    "_flash_attn_fwd_tma_kernel": (
+        "attention",
+        "flash-attention forward, online softmax over streamed K/V tiles, Hopper TMA path "
+        "(helpers/fused/flash_attention_kernels.py)",
+    ),
 }
 
 # Liger-Kernel's Triton kernels that the course meets. Other projects copy these kernels under the
