@@ -54,6 +54,18 @@ def seeded_randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0,
     return (torch.randn(*shape, generator=g) * scale).to(device=kernel_device(), dtype=dtype)
 
 
+def load_benchmark(name: str):
+    """A script of ``benchmarks/`` (e.g. ``"mlp_variants"``) imported as a module, to call its ``main``."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
 # ------------------------------------------------------------------ a hand-built GPU trace of a model step
 HOST, GPU = (100, 1), (0, 7)  # (pid, tid) of the main thread and of the GPU stream
 BACKWARD_TID = 2  # the autograd engine's thread on a GPU

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from support import load_benchmark
 
 import helpers
 from helpers.decoder import bench
 from helpers.decoder.results import DecoderResults
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    import decoder as cli  # benchmarks/decoder.py
-
+    cli = load_benchmark("decoder")
     out = tmp_path_factory.mktemp("decoder") / "decoder_cpu.json"
     assert cli.main(["--device", "cpu", "--quick", "--out", str(out)]) == 0
     return json.loads(out.read_text())
@@ -43,8 +38,7 @@ def test_smoke_run_measures_what_it_says(smoke):
 
 
 def test_cli_refuses_h200_file_names_on_a_cpu(tmp_path, capsys):
-    import decoder as cli
-
+    cli = load_benchmark("decoder")
     assert cli.main(["--device", "cpu", "--quick", "--out", str(tmp_path / "h200_decoder.json")]) == 2
     assert "H200 results only" in capsys.readouterr().err
 
