@@ -2,7 +2,8 @@
 
 Each builder returns a :class:`helpers.measure.workload.Built`: call ``fn(*inputs)`` (or hand it to
 :func:`helpers.profile`). On a GPU the 1B model (:data:`~helpers.decoder.config.CONFIGS` ``"1b"``)
-in bf16 at the benchmark's sizes; on a CPU the tiny model in float32 at small sizes.
+in bf16 at the benchmark's sizes; on a CPU the small model (4 layers, hidden 256) in float32 at
+small sizes: large enough that its GEMMs, not the dispatch of its operators, dominate a prefill.
 
 - :func:`prefill`: one prefill of a batch of prompts (the KV cache filled, the first tokens chosen);
 - :func:`decode`: one decode step, the cache already filled by a prefill (each call adds a token;
@@ -143,7 +144,7 @@ def variant_x(device=None, sizes: Sizes | None = None, prefill_logits: str = "al
 
 def training_view(device=None, configuration: str | Configuration = "eager", optimizer: str = "fused") -> Built:
     """The training step notebook 08 profiles: on a GPU the 1B model's widths with 4 layers and 4 x 1024
-    tokens (small traces, quick memory profiles), on a CPU the tiny model at the CPU sizes."""
+    tokens (small traces, quick memory profiles), on a CPU the small model at the CPU sizes."""
     dev = workload_device(device)
     if dev.type != "cuda":
         return training(dev, configuration=configuration, optimizer=optimizer)
@@ -180,12 +181,10 @@ GPU_VIEWS: dict[str, View] = {
         lambda d: training_view(d),
         f"a training step (fused AdamW) of the 1B model's widths with {TRAINING_VIEW_LAYERS} layers, 4 x 1024 tokens "
         "(notebook 08)",
-        steps=2,
     ),
     "decoder_train_recompute": View(
         lambda d: training_view(d, "course+recompute"),
         "the same training step with the course's fused MLP recomputing in the backward (notebook 08)",
-        steps=2,
     ),
     "decoder_variant_x": View(lambda d: variant_x(d), "the transfer exercise's model variant, prefill (notebook 08)"),
 }

@@ -92,3 +92,15 @@ def test_results_reading_and_bad_input(smoke, tmp_path):
         DecoderResults({"benchmark": "mlp"})
     with pytest.raises(ValueError, match="unknown configurations"):
         bench.run("cpu", configurations=["warp-speed"], log=lambda _m: None)
+
+
+def test_decoder_recipes_record_on_a_cpu_and_skip_graphs(tmp_path, capsys):
+    from record_reference_traces import RECIPES, main
+
+    ours = [r for r in RECIPES if r.name.startswith("decoder_")]
+    assert {r.name for r in ours} == set(helpers.decoder_workloads.GPU_VIEWS)
+    assert main(["--device", "cpu", "--only", "decoder_decode", "decoder_decode_graph", "--out", str(tmp_path)]) == 0
+    assert "skipped: recorded on a GPU only" in capsys.readouterr().out
+    trace = helpers.load_trace(tmp_path / "cpu_decoder_decode.json.gz")
+    assert len(trace.steps) == 3 and trace.info.extra["shapes"]["configuration"] == "eager"
+    assert not (tmp_path / "cpu_decoder_decode_graph.json.gz").exists()

@@ -9,6 +9,9 @@ import torch
 from support import synthetic_decoder_trace
 
 import helpers
+from helpers.decoder.breakdown import IDLE_ROWS
+
+IDLE = list(IDLE_ROWS.values())
 
 idle_analysis = pytest.mark.skipif(
     importlib.util.find_spec("helpers.trace.overlap") is None,
@@ -86,3 +89,17 @@ def test_bad_input():
     cpu = helpers.profile(lambda: torch.ones(3) + 1, steps=1, warmup=0)
     with pytest.raises(ValueError, match="no GPU kernels"):
         helpers.graph_prediction(cpu)
+
+
+@pytest.mark.parametrize("name", ["h200_mlp_eager", "h200_mlp_compiled", "h200_mlp_course_kernel"])
+def test_real_h200_traces_without_scopes_tile_their_steps(name):
+    """Traces recorded with torch 2.11 on the H200: no model scopes, so every kernel is "other"."""
+    try:
+        trace = helpers.load_trace(helpers.reference_trace_path(name))
+    except FileNotFoundError:
+        pytest.skip(f"{name} is not recorded")
+    b = helpers.part_breakdown(trace).set_index("part")
+    kernels = trace.kernels()
+    assert set(b.index) - set(IDLE) == {"other"}
+    assert b.loc["other", "count"] == pytest.approx(len(kernels) / len(trace.steps))
+    assert b["share"].sum() == pytest.approx(1.0, abs=1e-3)  # one stream: kernels and gaps tile each step
