@@ -196,6 +196,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Decoder": ("decoder.model", "Decoder"),
     "build_model": ("decoder.model", "build_model"),
     "random_tokens": ("decoder.model", "random_tokens"),
+    "next_token_loss": ("decoder.model", "next_token_loss"),
     "MODEL_PARTS": ("decoder.model", "PARTS"),
     "swap_layers": ("decoder.layers", "swap_layers"),
     "compile_blocks": ("decoder.layers", "compile_blocks"),

@@ -104,3 +104,10 @@ def test_decoder_recipes_record_on_a_cpu_and_skip_graphs(tmp_path, capsys):
     trace = helpers.load_trace(tmp_path / "cpu_decoder_decode.json.gz")
     assert len(trace.steps) == 3 and trace.info.extra["shapes"]["configuration"] == "eager"
     assert not (tmp_path / "cpu_decoder_decode_graph.json.gz").exists()
+
+
+def test_a_spent_budget_skips_with_the_reason():
+    result = bench.run("cpu", quick=True, budget_s=0.0, log=lambda _m: None)
+    assert result["rows"] and all(r["status"] == "skipped" for r in result["rows"])
+    assert {r["reason"] for r in result["rows"]} == {"time budget used up"}
+    assert all(t["met"] is None for t in result["targets"])
