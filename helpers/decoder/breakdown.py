@@ -228,15 +228,23 @@ def _gaps_in_steps(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     return gaps[inside], spans
 
 
-def queue_latency_us(trace: Trace) -> float:
-    """Median idle gap before a kernel that was already queued ("waiting" gaps) inside the steps of `trace`.
+LATENCY_QUANTILE = 0.1  # which of the "waiting" gaps stands for the GPU's own latency between kernels
 
-    The GPU's own time between two kernels when the CPU is not the bottleneck: what remains between
-    kernels when a CUDA graph launches them. NaN when the trace has no such gap.
+
+def queue_latency_us(trace: Trace, quantile: float = LATENCY_QUANTILE) -> float:
+    """The GPU's own latency from one kernel to the next, from the "waiting" gaps inside the steps of `trace`.
+
+    A "waiting" gap precedes a kernel that was already queued: the CPU was not late, yet the GPU
+    sat idle. Most such gaps are the hardware's own step from one kernel to the next; some are
+    longer (a dependency, an allocation). The low `quantile` (default: the 10th percentile) is the
+    latency kernels launched back to back can reach, which is what a CUDA graph's replay gets. NaN
+    when the trace has no such gap.
     """
+    if not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be between 0 and 1, got {quantile!r}")
     gaps, _ = _gaps_in_steps(check_trace(trace))
     waiting = gaps[gaps["cause"] == "waiting"]["idle_us"] if not gaps.empty else pd.Series(dtype=float)
-    return float(waiting.median()) if len(waiting) else float("nan")
+    return float(waiting.quantile(quantile)) if len(waiting) else float("nan")
 
 
 def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) -> dict[str, float | str]:
@@ -248,17 +256,18 @@ def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) ->
         predicted = kernel time per step + (kernels per step - 1) x queue latency
 
     The queue latency is :func:`queue_latency_us` of `latency_trace` (a GPU-bound trace such as a
-    prefill, where the GPU never waits for the CPU), else of `decode_trace` itself. Returns
+    prefill, where the GPU never waits for the CPU), else of `decode_trace` itself; the median
+    waiting gap is returned beside it (``median_waiting_us``) to show the spread. Returns
     ``eager_window_us`` (first kernel start to last kernel end, per step), ``kernel_us``,
     ``kernels``, ``idle_cpu_bound_us``, ``idle_waiting_us``, ``latency_us``, ``latency_from``,
     ``predicted_us`` and ``predicted_speedup`` (against the eager window).
     """
     gaps, spans = _gaps_in_steps(check_trace(decode_trace, "decode_trace"))
-    latency, source = float("nan"), "none"
-    if latency_trace is not None:
-        latency, source = queue_latency_us(latency_trace), latency_trace.info.label
-    if not np.isfinite(latency):
-        latency, source = queue_latency_us(decode_trace), decode_trace.info.label
+    latency, median, source = float("nan"), float("nan"), "none"
+    for candidate in (latency_trace, decode_trace):
+        if candidate is not None and not np.isfinite(latency):
+            latency, source = queue_latency_us(candidate), candidate.info.label
+            median = queue_latency_us(candidate, 0.5)
     if not np.isfinite(latency):
         latency, source = 0.0, "no waiting gap found: latency taken as 0"
     n_steps = len(spans)
@@ -273,6 +282,7 @@ def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) ->
         "idle_cpu_bound_us": float(by_cause.get("cpu-bound", 0.0)),
         "idle_waiting_us": float(by_cause.get("waiting", 0.0)),
         "latency_us": latency,
+        "median_waiting_us": median,
         "latency_from": source,
         "predicted_us": predicted,
         "predicted_speedup": window / predicted if predicted > 0 else float("nan"),
