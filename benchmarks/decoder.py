@@ -46,7 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--out", type=Path, default=None, help=f"JSON to write (default on an H200: {RESULTS_PATH.relative_to(ROOT)})"
     )
-    ap.add_argument("--config", default="1b", help="decoder preset (default 1b; see helpers.DECODER_CONFIGS)")
+    ap.add_argument("--config", default=None, help="decoder preset (default: 1b on a GPU, small on a CPU)")
     ap.add_argument("--configurations", default=None, help=f"comma-separated subset of {','.join(bench.ORDER)}")
     ap.add_argument("--budget-s", type=float, default=210.0, help="stop starting measurements after this (default 210)")
     return ap.parse_args(argv)

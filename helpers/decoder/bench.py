@@ -54,7 +54,7 @@ TARGETS = {"decode_pct_of_floor": 55.0, "graph_prediction_error": 0.25, "recompu
 
 def run(
     device: str | torch.device | None = None,
-    config: str = "1b",
+    config: str | None = None,
     sizes: Sizes | None = None,
     configurations: Sequence[str] | None = None,
     quick: bool = False,
@@ -65,10 +65,11 @@ def run(
 ) -> dict[str, Any]:
     """Measure the configurations on `device`; returns the result dict (see the module docstring).
 
-    `quick`: the CPU smoke run (tiny model, no compiled or graphed configurations).
+    `config`: a decoder preset (default: ``"1b"`` on a GPU, ``"small"`` on a CPU). `quick`: the CPU
+    smoke run (the tiny model, four configurations, no compiled or graphed ones).
     """
     dev = resolve_device(device)
-    cfg = get_config("tiny" if quick else config)
+    cfg = get_config("tiny" if quick else config or ("1b" if dev.type == "cuda" else "small"))
     sizes = sizes or (QUICK_SIZES if quick else CPU_SIZES if dev.type != "cuda" else GPU_SIZES)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
     names = list(QUICK) if quick else list(configurations or ORDER)

@@ -138,6 +138,15 @@ CONFIGURATIONS: dict[str, Configuration] = {
 }
 
 
+def get_configuration(configuration: str | Configuration) -> Configuration:
+    """A :class:`Configuration` by name (see :data:`CONFIGURATIONS`), or the one given."""
+    if isinstance(configuration, Configuration):
+        return configuration
+    if configuration not in CONFIGURATIONS:
+        raise ValueError(f"unknown configuration {configuration!r}; known: {', '.join(CONFIGURATIONS)}")
+    return CONFIGURATIONS[configuration]
+
+
 @dataclass(frozen=True)
 class Sizes:
     """The workload sizes of a measurement: prefill, decode and training batches."""
@@ -187,7 +196,7 @@ def measure(
     uses not started by then are skipped; a compiled configuration's uses (each may compile) also
     need `compile_reserve_s` left.
     """
-    conf = CONFIGURATIONS[configuration] if isinstance(configuration, str) else configuration
+    conf = get_configuration(configuration)
     cfg = get_config(config)
     wanted = [u for u in (uses or conf.uses) if u in conf.uses]
     rows: list[dict[str, Any]] = []

@@ -24,15 +24,15 @@ import torch
 
 from ..measure.workload import Built, default_dtype, workload_device
 from .config import CONFIGS, DecoderConfig, get_config
-from .configurations import CONFIGURATIONS, CPU_SIZES, GPU_SIZES, Configuration, Sizes
+from .configurations import CPU_SIZES, GPU_SIZES, Configuration, Sizes, get_configuration
 from .generate import Generator
 from .model import random_tokens
 from .training import TrainingStep
 
 # The transfer exercise's model: the 1B model's widths, 4 layers, Llama 3's vocabulary of 128,256 tokens.
 VARIANT_X = CONFIGS["1b"].with_(vocab_size=128256, num_hidden_layers=4, name="variant X")
-# Its CPU stand-in: the small widths with a 32,000-token vocabulary.
-VARIANT_X_CPU = CONFIGS["small"].with_(vocab_size=32000, name="variant X (CPU)")
+# Its CPU stand-in: the small widths with a 64,000-token vocabulary.
+VARIANT_X_CPU = CONFIGS["small"].with_(vocab_size=64000, name="variant X (CPU)")
 TRAINING_VIEW_LAYERS = 4  # the training reference traces keep 4 of the 1B model's 16 layers (small files)
 
 
@@ -47,14 +47,6 @@ def _setup(device, config, sizes) -> tuple[torch.device, torch.dtype, DecoderCon
     return dev, default_dtype(dev), cfg, sizes or (GPU_SIZES if dev.type == "cuda" else CPU_SIZES)
 
 
-def _configuration(configuration: str | Configuration) -> Configuration:
-    if isinstance(configuration, Configuration):
-        return configuration
-    if configuration not in CONFIGURATIONS:
-        raise ValueError(f"unknown configuration {configuration!r}; known: {', '.join(CONFIGURATIONS)}")
-    return CONFIGURATIONS[configuration]
-
-
 def prefill(
     device=None,
     config: DecoderConfig | str | None = None,
@@ -65,7 +57,7 @@ def prefill(
 ) -> Built:
     """One prefill of ``[prefill_batch, prompt_len]`` prompts; ``fn(prompts)`` returns the first new tokens."""
     dev, dt, cfg, sz = _setup(device, config, sizes)
-    conf = _configuration(configuration)
+    conf = get_configuration(configuration)
     model = conf.build(cfg, dev, dt, seed).eval()
     gen = Generator(model, sz.prefill_batch, sz.prompt_len + 1, prefill_logits=prefill_logits)
     prompts = random_tokens(cfg, sz.prefill_batch, sz.prompt_len, device=dev, seed=seed)
@@ -88,7 +80,7 @@ def decode(
 ) -> Built:
     """One decode step after a prefill of ``[decode_batch, decode_prompt_len]``; `room` more steps fit."""
     dev, dt, cfg, sz = _setup(device, config, sizes)
-    conf = _configuration(configuration)
+    conf = get_configuration(configuration)
     model = conf.build(cfg, dev, dt, seed).eval()
     gen = Generator(model, sz.decode_batch, sz.decode_prompt_len + room, graph=conf.graph)
     prompts = random_tokens(cfg, sz.decode_batch, sz.decode_prompt_len, device=dev, seed=seed)
@@ -118,7 +110,7 @@ def training(
 ) -> Built:
     """One training step on ``[train_batch, train_seq]`` tokens; ``fn(tokens)`` returns the loss."""
     dev, dt, cfg, sz = _setup(device, config, sizes)
-    conf = _configuration(configuration)
+    conf = get_configuration(configuration)
     model = conf.build(cfg, dev, dt, seed)
     step = TrainingStep(model, sz.train_batch, sz.train_seq, optimizer=optimizer, seed=seed)
 
