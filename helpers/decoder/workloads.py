@@ -174,9 +174,5 @@ GPU_VIEWS: dict[str, View] = {
         f"a training step (fused AdamW) of the 1B model's widths with {TRAINING_VIEW_LAYERS} layers, 4 x 1024 tokens "
         "(notebook 08)",
     ),
-    "decoder_train_recompute": View(
-        lambda d: training_view(d, "course+recompute"),
-        "the same training step with the course's fused MLP recomputing in the backward (notebook 08)",
-    ),
     "decoder_variant_x": View(lambda d: variant_x(d), "the transfer exercise's model variant, prefill (notebook 08)"),
 }
