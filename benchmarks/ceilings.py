@@ -39,13 +39,17 @@ def measure(device: str | None, repeats: int) -> dict:
     for i in range(repeats):
         c = measure_ceilings(dev, refresh=True)
         first = first or c
-        runs.append({"copy_tbps": c.copy_tbps, "matmul_tflops": c.matmul_tflops, "recorded": c.recorded})
+        read_tbps = (c.read_bytes_per_s or 0.0) / 1e12
+        runs.append(
+            {"copy_tbps": c.copy_tbps, "read_tbps": read_tbps, "matmul_tflops": c.matmul_tflops, "recorded": c.recorded}
+        )
         log(
-            f"run {i + 1}/{repeats}: copy {c.copy_tbps:.4g} TB/s, {c.matmul_dtype} matmul {c.matmul_tflops:.4g} TFLOP/s"
+            f"run {i + 1}/{repeats}: copy {c.copy_tbps:.4g} TB/s, read {read_tbps:.4g} TB/s, "
+            f"{c.matmul_dtype} matmul {c.matmul_tflops:.4g} TFLOP/s"
         )
     spread_pct = {
         key: 100 * (max(r[key] for r in runs) - min(r[key] for r in runs)) / runs[0][key]
-        for key in ("copy_tbps", "matmul_tflops")
+        for key in ("copy_tbps", "read_tbps", "matmul_tflops")
     }
     return {
         "schema": CEILINGS_SCHEMA,
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{c['device']} (torch {c['torch_version']}): {c['method']}")
     print(f"{'ceiling':16s} {'value':>10s} {'spread over runs':>18s}")
     print(f"{'copy TB/s':16s} {c['copy_bytes_per_s'] / 1e12:10.4g} {result['spread_pct']['copy_tbps']:17.2f}%")
+    print(f"{'read TB/s':16s} {c['read_bytes_per_s'] / 1e12:10.4g} {result['spread_pct']['read_tbps']:17.2f}%")
     print(
         f"{'matmul TFLOP/s':16s} {c['matmul_flop_per_s'] / 1e12:10.4g} {result['spread_pct']['matmul_tflops']:17.2f}%"
     )

@@ -47,7 +47,7 @@ LOG2E = 1.4426950408889634  # log2(e): exp(x) == exp2(x * LOG2E)
 # What a masked raw score is replaced by. Finite on purpose: exp2 of it (scaled) is exactly 0,
 # and a row whose first tile is all masked gets rescaled to nothing as soon as a real score arrives
 # (alpha = exp2(m_old - m_new) = 0), without the inf - inf = NaN that -inf could produce.
-MASKED = -1.0e30
+MASKED = tl.constexpr(-1.0e30)  # a global read inside a kernel must be a constexpr (compiled Triton refuses others)
 
 
 @triton.jit

@@ -57,6 +57,9 @@ class Ceilings:
     torch_version: str
     source: str
     recorded: str | None = None
+    # bytes read per second by a large reduction (torch.sum): HBM reads run a few per cent faster
+    # than a copy's mix of reads and writes, so read-heavy kernels can beat the copy bandwidth
+    read_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.source not in ("measured", "reference"):
@@ -69,6 +72,18 @@ class Ceilings:
             positive_int(f"matmul_shape[{i}]", v)
         if self.copy_bytes is not None:
             positive_int("copy_bytes", self.copy_bytes)
+        if self.read_bytes_per_s is not None:
+            positive_number("read_bytes_per_s", self.read_bytes_per_s)
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        """The memory roof: the faster of the copy and the read bandwidth (a floor no kernel may beat)."""
+        return max(self.copy_bytes_per_s, self.read_bytes_per_s or 0.0)
+
+    @property
+    def bandwidth_tbps(self) -> float:
+        """The memory roof in TB/s."""
+        return self.bandwidth_bytes_per_s / 1e12
 
     @property
     def copy_tbps(self) -> float:
@@ -83,7 +98,7 @@ class Ceilings:
     @property
     def ridge_flop_per_byte(self) -> float:
         """Arithmetic intensity where the two roofs meet: below it a kernel is memory bound."""
-        return self.matmul_flop_per_s / self.copy_bytes_per_s
+        return self.matmul_flop_per_s / self.bandwidth_bytes_per_s
 
     @property
     def label(self) -> str:
@@ -103,6 +118,11 @@ class Ceilings:
         rows = [
             ("device", self.device, ""),
             ("copy bandwidth", round(self.copy_tbps, 4), "TB/s (bytes read + written)"),
+            (
+                "read bandwidth",
+                round(self.read_bytes_per_s / 1e12, 4) if self.read_bytes_per_s else None,
+                "TB/s (bytes read by a sum; the memory roof is the faster of the two)",
+            ),
             (
                 "matmul rate",
                 round(self.matmul_tflops, 4),
@@ -125,7 +145,7 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     if not isinstance(d, Mapping):
         raise TypeError(f"ceilings_from_dict expects a dict, got {type(d).__name__}")
     known = {f.name for f in fields(Ceilings)}
-    required = {f.name for f in fields(Ceilings) if f.name != "recorded"}
+    required = {f.name for f in fields(Ceilings) if f.name not in ("recorded", "read_bytes_per_s")}
     missing = sorted(required - set(d))
     extra = sorted(set(d) - known)
     if missing or extra:
@@ -135,9 +155,10 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     if not isinstance(shape, (list, tuple)):
         raise ValueError(f"matmul_shape must be a list of three ints, got {shape!r}")
     values["matmul_shape"] = tuple(shape)
-    for key in ("copy_bytes_per_s", "matmul_flop_per_s"):
-        positive_number(key, values[key])
-        values[key] = float(values[key])
+    for key in ("copy_bytes_per_s", "matmul_flop_per_s", "read_bytes_per_s"):
+        if values.get(key) is not None:
+            positive_number(key, values[key])
+            values[key] = float(values[key])
     return Ceilings(**values)
 
 
@@ -201,6 +222,8 @@ def _measure_cpu() -> Ceilings:
     repeats, warmup = CPU_REPEATS, CPU_WARMUP
     copy_s = time_per_call(dst.copy_, src, repeats=repeats, warmup=warmup)
     copy_bytes = 2 * numel * src.element_size()
+    read_s = time_per_call(torch.sum, src, repeats=repeats, warmup=warmup)
+    read_bytes = numel * src.element_size()
     del src, dst
     n = 1024
     a = torch.randn(n, n, dtype=torch.float32)
@@ -215,9 +238,10 @@ def _measure_cpu() -> Ceilings:
         matmul_dtype="float32",
         matmul_shape=(n, n, n),
         copy_bytes=copy_bytes,
+        read_bytes_per_s=read_bytes / read_s,
         method=(
             f"median of {repeats} timed runs after {warmup} warm-ups (time_per_call: wall clock, one call at a time), "
-            f"{threads} torch threads: Tensor.copy_ of {numel * 4 // 2**20} MiB float32, "
+            f"{threads} torch threads: Tensor.copy_ and torch.sum of {numel * 4 // 2**20} MiB float32, "
             f"torch.mm {n}x{n}x{n} float32"
         ),
         torch_version=torch.__version__,
@@ -237,6 +261,8 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         repeats, warmup = CUDA_REPEATS, CUDA_WARMUP
         copy_s = time_device(partial(dst.copy_, src), repeats, warmup)
         copy_bytes = 2 * numel * src.element_size()
+        read_s = time_device(partial(torch.sum, src), repeats, warmup)
+        read_bytes = numel * src.element_size()
         del src, dst
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         n = 8192
@@ -253,9 +279,10 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         matmul_dtype=str(dtype).removeprefix("torch."),
         matmul_shape=(n, n, n),
         copy_bytes=copy_bytes,
+        read_bytes_per_s=read_bytes / read_s,
         method=(
             f"median of {repeats} runs timed with CUDA events after {warmup} warm-ups: "
-            f"Tensor.copy_ of {numel * 4 // 2**20} MiB float32 on {device}, torch.mm "
+            f"Tensor.copy_ and torch.sum of {numel * 4 // 2**20} MiB float32 on {device}, torch.mm "
             f"{n}x{n}x{n} {str(dtype).removeprefix('torch.')}"
         ),
         torch_version=torch.__version__,
@@ -268,7 +295,7 @@ _CACHE: dict[str, Ceilings] = {}
 
 
 def measure_ceilings(device: torch.device | str | None = None, refresh: bool = False) -> Ceilings:
-    """Measure copy bandwidth and matmul rate of `device` (None: CUDA if available, else CPU).
+    """Measure copy bandwidth, read bandwidth and matmul rate of `device` (None: CUDA if available, else CPU).
 
     Measured once per process per device and cached: later calls return the same object;
     `refresh=True` measures again and replaces the cached value. Raises ValueError for a device

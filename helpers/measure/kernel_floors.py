@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ..trace.categories import DEVICE_WORK_KIND, device_work_mask
-from ..trace.dtypes import DType, from_cpp
+from ..trace.dtypes import DType, from_cpp, lookup
 from ..trace.kernel_names import decode_kernel
 from ..trace.model import Trace, check_trace
 from ..trace.queries import mm_dims, pick_step
@@ -97,6 +97,39 @@ class Work:
     gemm_mnk: tuple[int, int, int] | None = None
 
 
+# Elementwise ops whose result is a bool tensor (1 byte per element, whatever the inputs).
+BOOL_RESULT_OPS = frozenset(
+    {
+        "isnan",
+        "isinf",
+        "isneginf",
+        "isposinf",
+        "isfinite",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "signbit",
+    }
+)
+
+
+def _converted_to(op: str | None) -> DType | None:
+    """The dtype an ATen conversion kernel writes (``bfloat16_copy`` -> bf16), None for a plain copy."""
+    if not op or not op.endswith("_copy") or op == "direct_copy":
+        return None
+    try:
+        return lookup(op.removesuffix("_copy"))
+    except ValueError:
+        return None
+
+
 def kernel_work(name: str, kind: str, launcher: str, dims_text: str, types_text: str) -> Work:
     """The :class:`Work` of one device event, from its name and its launcher's recorded shapes and types."""
     if kind == "memset":
@@ -122,14 +155,28 @@ def kernel_work(name: str, kind: str, launcher: str, dims_text: str, types_text:
     largest_shape, dtype = max(tensors, key=lambda t: _numel(t[0]))
     tensor_bytes = _numel(largest_shape) * dtype.itemsize
     shape_text = "x".join(map(str, largest_shape))
+    converted = _converted_to(decoded.get("op"))
+    if converted is not None:  # a dtype conversion (x.to(bf16)): read one dtype, write another
+        n, src = _numel(tensors[0][0]), tensors[0][1]
+        return Work(
+            float(n * (src.itemsize + converted.itemsize)), None, f"copy: {src.short} read, {converted.short} written"
+        )
     if family == "copy" or kind == "memcpy":
-        return Work(2.0 * _numel(tensors[0][0]) * tensors[0][1].itemsize, None, "copy: read once, written once")
+        n, src = _numel(tensors[0][0]), tensors[0][1]
+        same_size = [t for shape, t in tensors if _numel(shape) == n]
+        if len(same_size) >= 2:  # copy_(dst, src) records both ends, whatever their dtypes
+            return Work(
+                float(n * (same_size[0].itemsize + same_size[1].itemsize)), None, "copy: read once, written once"
+            )
+        return Work(2.0 * n * src.itemsize, None, "copy: read once, written once")
     if {"gelu", "mul"} <= set(decoded.get("fused_ops") or []):
         return Work(3.0 * tensor_bytes, None, f"fused GeGLU: read gate and up, write the product ({shape_text})")
     if family == "elementwise":
         reads = sum(_numel(s) * t.itemsize for s, t in tensors)
+        # the output has the inputs' dtype, except for tests (isnan, eq, ...), which write bools
+        written = _numel(largest_shape) if decoded.get("op") in BOOL_RESULT_OPS else tensor_bytes
         return Work(
-            float(reads + tensor_bytes), None, f"elementwise: {len(tensors)} input(s) read, one {shape_text} written"
+            float(reads + written), None, f"elementwise: {len(tensors)} input(s) read, one {shape_text} written"
         )
     return Work(None, None, f"no floor: the course states none for a {family} kernel")
 

@@ -114,8 +114,8 @@ def achieved(
     out.update(duration_us=duration_us, bytes_moved=bytes_moved, flops=flops)
     if nbytes is not None:
         out["achieved_tbps"] = nbytes / seconds / 1e12
-        out["pct_of_bandwidth"] = 100.0 * nbytes / seconds / ceilings.copy_bytes_per_s
-        out["memory_floor_us"] = nbytes / ceilings.copy_bytes_per_s * 1e6
+        out["pct_of_bandwidth"] = 100.0 * nbytes / seconds / ceilings.bandwidth_bytes_per_s
+        out["memory_floor_us"] = nbytes / ceilings.bandwidth_bytes_per_s * 1e6
     if nflops is not None:
         out["achieved_tflops"] = nflops / seconds / 1e12
         out["pct_of_peak_flops"] = 100.0 * nflops / seconds / ceilings.matmul_flop_per_s
@@ -198,9 +198,9 @@ def roofline_figure(df: pd.DataFrame, ceilings: Ceilings) -> go.Figure:
     fig.add_trace(
         go.Scatter(
             x=[x_lo, ridge],
-            y=[ceilings.copy_tbps * x_lo, peak],
+            y=[ceilings.bandwidth_tbps * x_lo, peak],
             mode="lines",
-            name=f"memory roof ({ceilings.copy_tbps:.3g} TB/s)",
+            name=f"memory roof ({ceilings.bandwidth_tbps:.3g} TB/s)",
             line={"color": "gray", "dash": "dash"},
             hovertemplate="memory roof: %{y:.3g} TFLOP/s at %{x:.3g} FLOP/byte<extra></extra>",
         )

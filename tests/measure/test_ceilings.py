@@ -110,37 +110,54 @@ def test_no_kernel_of_a_reference_trace_beats_its_floor(path: Path):
     with_floor = floors[floors["pct_of_floor"].notna()]
     rows = [(f"{r.short_name} (step {r.step})", r.pct_of_floor) for r in with_floor.itertuples()]
     assert not _over(rows), f"{path.name}: the H200 ceilings are too low for {_over(rows)}"
-    # the test must not pass by computing nothing: every GEMM and every pointwise kernel has a floor
-    stated = floors[floors["family"].isin(["gemm", "elementwise", "fused", "copy"])]
-    assert stated["pct_of_floor"].notna().all(), stated.loc[stated["pct_of_floor"].isna(), ["short_name", "basis"]]
-    assert len(with_floor) >= len(trace.steps)
+    # the test must not pass by computing nothing: in the MLP lessons' traces (notebooks 00-06, whose
+    # floors the course states kernel by kernel) every GEMM and pointwise kernel has a floor; the
+    # attention traces (notebook 07) state floors per backend from helpers.attention's costs instead
+    if not path.name.startswith("h200_attention_"):
+        stated = floors[floors["family"].isin(["gemm", "elementwise", "fused", "copy"])]
+        missing = stated.loc[stated["pct_of_floor"].isna(), ["short_name", "basis"]]
+        assert stated["pct_of_floor"].notna().all(), missing
+        assert len(with_floor) >= len(trace.steps)
 
 
-def _variants_rows(data: dict) -> list[tuple[str, float]]:
-    cfg = data["config"]["shape"]
-    shape = MLPShape(batch=cfg["batch"], seq=cfg["seq"], dim=cfg["dim"], hidden=cfg["hidden"])
-    dtype = data["config"]["dtype"]
+def _variant_rows(label: str, shape: MLPShape, dtype: str, variants: dict) -> list[tuple[str, float]]:
     rows = []
     mlp_floor = max(
         geglu_mlp_flops(shape.tokens, shape.dim, shape.hidden) / H200_REFERENCE.matmul_flop_per_s,
-        min_mlp_bytes(shape, dtype) / H200_REFERENCE.copy_bytes_per_s,
+        min_mlp_bytes(shape, dtype) / H200_REFERENCE.bandwidth_bytes_per_s,
     )
-    pointwise_floor = geglu_bytes(shape.tokens, shape.hidden, dtype) / H200_REFERENCE.copy_bytes_per_s * 1e6
-    for name, v in data["variants"].items():
+    pointwise_floor = geglu_bytes(shape.tokens, shape.hidden, dtype) / H200_REFERENCE.bandwidth_bytes_per_s * 1e6
+    for name, v in variants.items():
         if v.get("status") != "ok" or not v.get("kernel_us"):
             continue
-        rows.append((f"{name}: whole MLP", 100 * mlp_floor * 1e6 / v["kernel_us"]))
+        rows.append((f"{label} {name}: whole MLP", 100 * mlp_floor * 1e6 / v["kernel_us"]))
         if v.get("plan"):
             floor = plan_floor_us(v["plan"], H200_REFERENCE, shape, dtype)
-            rows.append((f"{name}: plan {v['plan']}", 100 * floor / v["kernel_us"]))
+            rows.append((f"{label} {name}: plan {v['plan']}", 100 * floor / v["kernel_us"]))
         if v.get("pointwise_us"):
-            rows.append((f"{name}: GeGLU pointwise", 100 * pointwise_floor / v["pointwise_us"]))
+            rows.append((f"{label} {name}: GeGLU pointwise", 100 * pointwise_floor / v["pointwise_us"]))
+    return rows
+
+
+def _variants_rows(data: dict) -> list[tuple[str, float]]:
+    """Every variant at every shape of a course-mlp-variants result (schema 1: one shape; 2: several)."""
+    if "shapes" in data:
+        blocks = [(name, s["shape"], s["dtype"], s["variants"]) for name, s in data["shapes"].items()]
+    else:
+        blocks = [("main", data["config"]["shape"], data["config"]["dtype"], data["variants"])]
+    rows = []
+    for label, cfg, dtype, variants in blocks:
+        shape = MLPShape(batch=cfg["batch"], seq=cfg["seq"], dim=cfg["dim"], hidden=cfg["hidden"])
+        rows += _variant_rows(label, shape, dtype, variants)
+    main = data["config"]["shape"]
+    dtype = data["config"]["dtype"]
     for r in data["sweep"]["rows"]:
         if r.get("status") != "ok" or not r.get("kernel_us"):
             continue
         floor = max(
-            geglu_mlp_flops(r["m"], shape.dim, shape.hidden) / H200_REFERENCE.matmul_flop_per_s,
-            min_mlp_bytes(m=r["m"], dim=shape.dim, hidden=shape.hidden, dtype=dtype) / H200_REFERENCE.copy_bytes_per_s,
+            geglu_mlp_flops(r["m"], main["dim"], main["hidden"]) / H200_REFERENCE.matmul_flop_per_s,
+            min_mlp_bytes(m=r["m"], dim=main["dim"], hidden=main["hidden"], dtype=dtype)
+            / H200_REFERENCE.bandwidth_bytes_per_s,
         )
         rows.append((f"sweep {r['variant']} M={r['m']}", 100 * floor * 1e6 / r["kernel_us"]))
     return rows
@@ -150,12 +167,12 @@ def _geglu_kernels_rows(data: dict) -> list[tuple[str, float]]:
     rows = []
     for r in data["rows"]:
         floor = max(
-            (r.get("bytes") or 0) / H200_REFERENCE.copy_bytes_per_s,
+            (r.get("bytes") or 0) / H200_REFERENCE.bandwidth_bytes_per_s,
             (r.get("flops") or 0) / H200_REFERENCE.matmul_flop_per_s,
         )
         rows.append((f"{r['section']}: {r['name']}", 100 * floor * 1e6 / r["kernel_us"]))
     m, hidden = data["provenance"]["shapes"]["pointwise"]
-    pointwise_floor = geglu_bytes(m, hidden, data["provenance"]["dtype"]) / H200_REFERENCE.copy_bytes_per_s * 1e6
+    pointwise_floor = geglu_bytes(m, hidden, data["provenance"]["dtype"]) / H200_REFERENCE.bandwidth_bytes_per_s * 1e6
     for r in data["sweep"].get("pointwise", []):
         rows.append((f"pointwise sweep {r}", 100 * pointwise_floor / r["kernel_us"]))
     for r in data["sweep"].get("gate_up", []):

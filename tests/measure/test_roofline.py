@@ -240,7 +240,9 @@ def test_cpu_ceilings_measured_and_cached() -> None:
     assert 1e8 < c.copy_bytes_per_s < 1e13
     assert 1e8 < c.matmul_flop_per_s < 1e14
     assert c.matmul_dtype == "float32"
-    assert math.isclose(c.ridge_flop_per_byte, c.matmul_flop_per_s / c.copy_bytes_per_s)
+    assert c.read_bytes_per_s is not None and 1e8 < c.read_bytes_per_s < 1e13
+    assert c.bandwidth_bytes_per_s == max(c.copy_bytes_per_s, c.read_bytes_per_s)
+    assert math.isclose(c.ridge_flop_per_byte, c.matmul_flop_per_s / c.bandwidth_bytes_per_s)
     # cached per device, whatever spelling names it
     assert measure_ceilings("cpu") is c
     assert measure_ceilings(torch.device("cpu")) is c
