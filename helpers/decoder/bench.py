@@ -39,6 +39,7 @@ ORDER = (
     "recompute",
     "course+recompute",
     "course+compile+graph",
+    "course-concat+compile+graph",
     "course+flash",
     "sdpa-flash",
     "sdpa-efficient",

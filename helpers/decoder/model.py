@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention.model import CausalSelfAttention, KVCache, apply_rope, manual_attention
+from ..attention.model import CausalSelfAttention, KVCache, RotaryEmbedding, apply_rope, manual_attention
 from ..checks import positive_int
 from ..mlp.model import SimpleGeGLUMLP
 from .config import DecoderConfig, get_config
@@ -68,10 +68,10 @@ class RMSNorm(nn.Module):
 
 
 class StaticLayerCache:
-    """One layer's slot of a :class:`StaticCache`: key and value buffers and the shared position."""
+    """One layer's slot of a :class:`StaticCache`: its key and value buffers, and the cache they belong to."""
 
-    def __init__(self, k: torch.Tensor, v: torch.Tensor, position: torch.Tensor) -> None:
-        self.k, self.v, self.position = k, v, position
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, cache: StaticCache) -> None:
+        self.k, self.v, self.cache = k, v, cache
 
 
 class StaticCache:
@@ -82,6 +82,8 @@ class StaticCache:
     ``s``. A forward of one token is a decode step: it writes at the position, attends to
     positions ``0 .. position`` through a mask over the whole buffer, and adds one to the position,
     all on the device. Shapes and addresses never change, so a CUDA graph can capture the step.
+    What every layer needs for the step (the positions, their rotary cos and sin, the mask) is
+    computed once per step by :meth:`prepare`, not once per layer.
     """
 
     def __init__(self, config: DecoderConfig, batch: int, max_len: int, device=None, dtype=None) -> None:
@@ -95,8 +97,18 @@ class StaticCache:
         self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_hidden_layers)]
         self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.num_hidden_layers)]
         self.position = torch.zeros((), dtype=torch.long, device=device)
-        self.slots = [StaticLayerCache(k, v, self.position) for k, v in zip(self.k, self.v)]
+        self.slots = [StaticLayerCache(k, v, self) for k, v in zip(self.k, self.v)]
         self.batch, self.max_len = batch, max_len
+        self.positions = self.cos = self.sin = self.visible = None  # this step's, set by prepare()
+
+    def prepare(self, length: int, rotary: RotaryEmbedding, dtype: torch.dtype) -> None:
+        """The step's positions, rotary cos and sin (``[length, head_dim]``) and, for a decode step, its mask."""
+        device = self.position.device
+        self.positions = torch.arange(length, device=device) if length > 1 else self.position.view(1)
+        self.cos = rotary.cos.index_select(0, self.positions).to(dtype)
+        self.sin = rotary.sin.index_select(0, self.positions).to(dtype)
+        # one new token sees every filled position: a mask over the whole buffer keeps the shapes fixed
+        self.visible = None if length > 1 else torch.arange(self.max_len, device=device) <= self.position
 
     def reset(self) -> None:
         """Back to position 0 (the buffers are reused; a prefill overwrites them)."""
@@ -124,29 +136,23 @@ class DynamicCache:
 def attend_static(attn: CausalSelfAttention, x: torch.Tensor, slot: StaticLayerCache) -> torch.Tensor:
     """The attention block's forward against a :class:`StaticCache` slot: static shapes, the position on the device.
 
-    The block's own projections, rotary tables, ``apply_rope``, attention and output projection;
-    only the cache handling differs from ``CausalSelfAttention.forward``.
+    The block's own projections, ``apply_rope``, attention and output projection; only the cache
+    handling differs from ``CausalSelfAttention.forward`` (the step's positions, rotary tables and
+    mask come from :meth:`StaticCache.prepare`).
     """
     b, s, _ = x.shape
+    step = slot.cache
     q, k, v = attn.project_qkv(x)
+    q, k = apply_rope(q, step.cos, step.sin), apply_rope(k, step.cos, step.sin)
+    slot.k.index_copy_(2, step.positions, k)
+    slot.v.index_copy_(2, step.positions, v)
     if s > 1:  # prefill: positions 0 .. s-1, causal attention within the prompt
-        positions = torch.arange(s, device=x.device)
-    else:
-        positions = slot.position.view(1)
-    cos = attn.rotary.cos.index_select(0, positions).to(q.dtype)
-    sin = attn.rotary.sin.index_select(0, positions).to(q.dtype)
-    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-    slot.k.index_copy_(2, positions, k)
-    slot.v.index_copy_(2, positions, v)
-    if s > 1:
         out = attn.attend(q, k, v)
-    else:  # one new token sees every filled position: a mask over the whole buffer keeps shapes fixed
-        visible = torch.arange(slot.k.shape[2], device=x.device) <= slot.position
-        if attn.attn_impl == "manual":
-            out = manual_attention(q, slot.k, slot.v, causal=True, mask=~visible.view(1, -1))
-        else:  # the course's kernel masks causally only; a partly filled buffer needs SDPA's mask
-            gqa = {"enable_gqa": True} if attn.num_kv_heads != attn.num_heads else {}
-            out = F.scaled_dot_product_attention(q, slot.k, slot.v, attn_mask=visible.view(1, 1, 1, -1), **gqa)
+    elif attn.attn_impl == "manual":
+        out = manual_attention(q, slot.k, slot.v, causal=True, mask=~step.visible.view(1, -1))
+    else:  # the course's kernel masks causally only; a partly filled buffer needs SDPA's mask
+        gqa = {"enable_gqa": True} if attn.num_kv_heads != attn.num_heads else {}
+        out = F.scaled_dot_product_attention(q, slot.k, slot.v, attn_mask=step.visible.view(1, 1, 1, -1), **gqa)
     return attn.o_proj(out.transpose(1, 2).reshape(b, s, attn.num_heads * attn.head_dim))
 
 
@@ -211,6 +217,9 @@ class Decoder(nn.Module):
         slots: list[Any] = cache.slots if cache is not None else [None] * len(self.layers)
         with part("embedding"):
             x = self.embed_tokens(tokens)
+        if isinstance(cache, StaticCache):
+            with part("attention"):  # the step's positions, rotary tables and mask, shared by every layer
+                cache.prepare(tokens.shape[1], self.layers[0].attention.rotary, x.dtype)
         for block, slot in zip(self.layers, slots):
             x = block(x, slot)
         if isinstance(cache, StaticCache):
