@@ -1,6 +1,7 @@
 """The whole decoder, every configuration of notebook 08's final table, measured in one process.
 
     python benchmarks/decoder.py                                        # on an H200: writes benchmarks/results/h200_decoder.json (<= 4 min)
+    python benchmarks/decoder.py --resume                               # a second run: measures what the first one skipped
     python benchmarks/decoder.py --device cpu --quick --out /tmp/decoder_cpu.json   # CI smoke run, < 1 min
 
 The 1B model (16 layers, hidden 2048, bf16) in each configuration of
@@ -12,9 +13,11 @@ batch 1 (time per token, % of the weight-read floor = weight bytes / copy bandwi
 same run); training step (16 x 1024 tokens, fused AdamW) time and peak memory. Before the graphed
 decode is measured, the eager decode step is profiled and the graph's step time predicted from its
 trace. Then the transfer exercise's variant and its fix. Everything runs in priority order inside
-``--budget-s`` (default 210 s; compiled configurations start only with 45 s left); what does not
-fit, or fails, is recorded with the reason, and the JSON is rewritten after each measurement
-(``"complete": false`` until the end).
+``--budget-s`` (default 225 s; a compiled configuration's measurement starts only with 45 s
+left); what does not fit, or fails, is recorded with the reason, and the JSON is rewritten after
+each measurement (``"complete": false`` until the end). ``--resume`` keeps the successful
+measurements of the existing file and measures only the rest (a second run fills what the first
+one skipped).
 """
 
 from __future__ import annotations
@@ -48,7 +51,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--config", default=None, help="decoder preset (default: 1b on a GPU, small on a CPU)")
     ap.add_argument("--configurations", default=None, help=f"comma-separated subset of {','.join(bench.ORDER)}")
-    ap.add_argument("--budget-s", type=float, default=210.0, help="stop starting measurements after this (default 210)")
+    ap.add_argument("--budget-s", type=float, default=225.0, help="stop starting measurements after this (default 225)")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the successful measurements of the existing --out file; measure only what it lacks",
+    )
     return ap.parse_args(argv)
 
 
@@ -100,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp.write_text(json.dumps(partial, indent=1, default=str) + "\n")
         tmp.replace(out)  # a reader never sees half a file
 
+    previous = json.loads(out.read_text()) if args.resume and out.is_file() else None
     try:
         result = bench.run(
             device,
@@ -110,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             log=log,
             on_stage=save,
             command=command,
+            previous=previous,
         )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

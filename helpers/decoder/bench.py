@@ -27,17 +27,18 @@ from .config import get_config
 from .configurations import CONFIGURATIONS, CPU_SIZES, GPU_SIZES, Sizes, measure
 from .workloads import VARIANT_X, decode, prefill
 
-# Priority order: the targets first (eager, graphs, compile), then the course's layers, memory, the rest.
+# Priority order: what needs no compile first (a few seconds each), then the compiled configurations
+# (tens of seconds of compile each), then the rest. A second run (--resume) fills what the first skipped.
 ORDER = (
     "eager",
     "eager+graph",
+    "recompute",
+    "course+recompute",
+    "course",
     "compile+graph",
     "compile",
     "course+compile",
-    "course",
     "course+graph",
-    "recompute",
-    "course+recompute",
     "course+compile+graph",
     "course-concat+compile+graph",
     "course+flash",
@@ -59,15 +60,18 @@ def run(
     sizes: Sizes | None = None,
     configurations: Sequence[str] | None = None,
     quick: bool = False,
-    budget_s: float = 210.0,
+    budget_s: float = 225.0,
     log: Callable[[str], None] = print,
     on_stage: Callable[[dict], None] | None = None,
     command: str | None = None,
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Measure the configurations on `device`; returns the result dict (see the module docstring).
 
     `config`: a decoder preset (default: ``"1b"`` on a GPU, ``"small"`` on a CPU). `quick`: the CPU
-    smoke run (the tiny model, four configurations, no compiled or graphed ones).
+    smoke run (the tiny model, four configurations, no compiled or graphed ones). `previous`: an
+    earlier result of the same model on the same kind of device, whose successful measurements are
+    kept (a second run within the time budget measures only what the first one skipped).
     """
     dev = resolve_device(device)
     cfg = get_config("tiny" if quick else config or ("1b" if dev.type == "cuda" else "small"))
@@ -98,6 +102,7 @@ def run(
         "exercise": None,
     }
     log(f"weights {result['weight_bytes'] / 1e9:.2f} GB; decode floor at batch 1: {floor_us:.0f} us per token")
+    done = _kept(previous, result, log)
 
     def save() -> None:
         result["elapsed_s"] = time.perf_counter() - t0
@@ -109,42 +114,63 @@ def run(
 
     for name in names:
         conf = CONFIGURATIONS[name]
-        uses = QUICK.get(name) if quick else None
-        needs_compile = conf.compiled
-        if left() <= 0 or (needs_compile and left() < COMPILE_RESERVE_S):
-            for use in uses or conf.uses:
+        uses = tuple(u for u in ((QUICK.get(name) if quick else None) or conf.uses) if (name, u) not in done)
+        if uses and (left() <= 0 or (conf.compiled and left() < COMPILE_RESERVE_S)):
+            for use in uses:
                 result["rows"].append(
                     {"configuration": name, "use": use, "status": "skipped", "reason": "time budget used up"}
                 )
-            save()
-            continue
-        result["rows"].extend(
-            measure(
-                conf,
-                cfg,
-                sizes,
-                dev,
-                dtype,
-                uses=uses,
-                log=log,
-                deadline=t0 + budget_s,
-                compile_reserve_s=COMPILE_RESERVE_S,
+        elif uses:
+            result["rows"].extend(
+                measure(
+                    conf,
+                    cfg,
+                    sizes,
+                    dev,
+                    dtype,
+                    uses=uses,
+                    log=log,
+                    deadline=t0 + budget_s,
+                    compile_reserve_s=COMPILE_RESERVE_S,
+                )
             )
-        )
         for row in result["rows"]:
             if row["use"] == "decode" and row["status"] == "ok":
-                row["pct_of_floor"] = 100.0 * floor_us / row["step_us"]
+                row["pct_of_floor"] = 100.0 * floor_us / row["step_us"]  # one floor: this run's ceilings
         save()
-        if name == "eager" and dev.type == "cuda":
+        prediction = result.get("graph_prediction") or {}
+        if name == "eager" and dev.type == "cuda" and prediction.get("status") != "ok" and left() > 0:
             result["graph_prediction"] = _predict_graph(dev, cfg, sizes, log)
             save()
-    if not quick and left() > 0:
+    if not quick and left() > 0 and (result.get("exercise") or {}).get("status") != "ok":
         result["exercise"] = _exercise(dev, sizes, log)
     result["targets"] = targets(result)
     result["complete"] = True
     save()
     log(f"done in {time.perf_counter() - t0:.0f} s")
     return result
+
+
+def _kept(previous: dict[str, Any] | None, result: dict[str, Any], log: Callable[[str], None]) -> set:
+    """Copy `previous`'s successful measurements into `result`; the (configuration, use) pairs kept."""
+    if not previous:
+        return set()
+    same = (previous.get("config") or {}).get("name") == result["config"]["name"] and previous.get("dtype") == result[
+        "dtype"
+    ]
+    if not same or previous.get("benchmark") != "decoder":
+        raise ValueError(
+            "the previous result is another benchmark, model or dtype "
+            f"({(previous.get('config') or {}).get('name')}, {previous.get('dtype')}): start a fresh file instead"
+        )
+    rows = [r for r in previous.get("rows", []) if r.get("status") == "ok"]
+    result["rows"] = rows
+    for key in ("graph_prediction", "exercise"):
+        if (previous.get(key) or {}).get("status") == "ok":
+            result[key] = previous[key]
+    result["resumed_from"] = {"date": (previous.get("provenance") or {}).get("date"), "rows_kept": len(rows)}
+    log(f"kept {len(rows)} measurements of the run of {result['resumed_from']['date']}")
+    return {(r["configuration"], r["use"]) for r in rows}
 
 
 def _predict_graph(dev: torch.device, cfg, sizes: Sizes, log: Callable[[str], None]) -> dict[str, Any]:

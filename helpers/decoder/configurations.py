@@ -247,7 +247,8 @@ def _prefill(model: Decoder, cfg: DecoderConfig, sizes: Sizes, conf: Configurati
 
 
 def _decode(model: Decoder, cfg: DecoderConfig, sizes: Sizes, conf: Configuration) -> dict[str, Any]:
-    gen = Generator(model, sizes.decode_batch, sizes.decode_max_len(), graph=conf.graph)
+    # only decode steps are timed: a compiled model's prefill runs eagerly (no compile for its shape)
+    gen = Generator(model, sizes.decode_batch, sizes.decode_max_len(), graph=conf.graph, compiled_prefill=False)
     prompts = random_tokens(cfg, sizes.decode_batch, sizes.decode_prompt_len, device=gen.device)
     out = decode_timing(gen, prompts, steps=sizes.decode_steps)
     del gen

@@ -15,6 +15,7 @@ captured.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -22,6 +23,13 @@ import torch
 from ..checks import bounded_int, positive_int
 from ..measure.timing import time_end_to_end, time_per_call
 from .model import Decoder
+
+
+def _run_eager() -> contextlib.AbstractContextManager:
+    """Compiled functions run their original Python (``torch.compiler.set_stance("force_eager")``, torch >= 2.6)."""
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    return set_stance("force_eager") if set_stance is not None else contextlib.nullcontext()
+
 
 GRAPH_WARMUP_STEPS = 3  # decode steps run on a side stream before capture (compiles, autotunes, allocates)
 
@@ -32,12 +40,20 @@ class Generator:
     ``gen = Generator(model, batch=1, max_len=512)``; ``gen.prefill(prompts)`` returns the first new
     token ``[batch, 1]``; each ``gen.step()`` the next one (the same buffer, updated in place);
     ``gen.generate(prompts, n)`` returns ``[batch, n]``. ``prefill_logits="last"`` computes the
-    prefill's logits at the last position only (the only ones generation reads). ``gen.length`` is the number of positions
+    prefill's logits at the last position only (the only ones generation reads).
+    ``compiled_prefill=False`` runs a compiled model's prefill eagerly (``torch.compiler.set_stance``):
+    when only decode steps are measured, the prefill's shape is not worth a compile. ``gen.length`` is the number of positions
     filled (kept on the host; the device keeps its own copy in the cache).
     """
 
     def __init__(
-        self, model: Decoder, batch: int, max_len: int, graph: bool = False, prefill_logits: str = "all"
+        self,
+        model: Decoder,
+        batch: int,
+        max_len: int,
+        graph: bool = False,
+        prefill_logits: str = "all",
+        compiled_prefill: bool = True,
     ) -> None:
         if not isinstance(model, Decoder):
             raise TypeError(f"model must be a helpers Decoder (helpers.build_model), got {type(model).__name__}")
@@ -54,6 +70,7 @@ class Generator:
         if prefill_logits not in ("all", "last"):
             raise ValueError(f"prefill_logits must be 'all' or 'last', got {prefill_logits!r}")
         self.prefill_logits = prefill_logits
+        self.compiled_prefill = bool(compiled_prefill)
         self.cache = model.new_cache(batch, max_len, static=True)
         self.token = torch.zeros(batch, 1, dtype=torch.long, device=self.device)
         self.graph: torch.cuda.CUDAGraph | None = None
@@ -71,7 +88,8 @@ class Generator:
             raise ValueError(f"prompts must be [batch={self.batch}, prompt_len] token ids, got {shape}")
         if prompts.shape[1] >= self.max_len:
             raise ValueError(f"a prompt of {prompts.shape[1]} tokens leaves no room in a cache of {self.max_len}")
-        logits = self.model(prompts.to(self.device), self.cache, last_only=self.prefill_logits == "last")
+        with contextlib.nullcontext() if self.compiled_prefill else _run_eager():
+            logits = self.model(prompts.to(self.device), self.cache, last_only=self.prefill_logits == "last")
         self.token.copy_(logits[:, -1].argmax(-1, keepdim=True))
         self.length = prompts.shape[1]
         return self.token

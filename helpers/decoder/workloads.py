@@ -82,7 +82,7 @@ def decode(
     dev, dt, cfg, sz = _setup(device, config, sizes)
     conf = get_configuration(configuration)
     model = conf.build(cfg, dev, dt, seed).eval()
-    gen = Generator(model, sz.decode_batch, sz.decode_prompt_len + room, graph=conf.graph)
+    gen = Generator(model, sz.decode_batch, sz.decode_prompt_len + room, graph=conf.graph, compiled_prefill=False)
     prompts = random_tokens(cfg, sz.decode_batch, sz.decode_prompt_len, device=dev, seed=seed)
     gen.prefill(prompts)
     if conf.graph:

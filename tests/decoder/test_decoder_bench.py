@@ -111,3 +111,17 @@ def test_a_spent_budget_skips_with_the_reason():
     assert result["rows"] and all(r["status"] == "skipped" for r in result["rows"])
     assert {r["reason"] for r in result["rows"]} == {"time budget used up"}
     assert all(t["met"] is None for t in result["targets"])
+
+
+def test_a_resumed_run_keeps_what_was_measured(smoke):
+    again = bench.run("cpu", quick=True, log=lambda _m: None, previous=smoke)
+    assert again["resumed_from"]["rows_kept"] == len(smoke["rows"])
+    assert {(r["configuration"], r["use"]) for r in again["rows"]} == {
+        (r["configuration"], r["use"]) for r in smoke["rows"]
+    }
+    assert (
+        again["rows"][0]["step_us" if again["rows"][0]["use"] == "decode" else "tokens_per_s"]
+        == (smoke["rows"][0]["step_us" if smoke["rows"][0]["use"] == "decode" else "tokens_per_s"])
+    )
+    with pytest.raises(ValueError, match="fresh file"):
+        bench.run("cpu", quick=True, log=lambda _m: None, previous={**smoke, "dtype": "bfloat16"})

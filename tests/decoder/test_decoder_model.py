@@ -182,3 +182,15 @@ def test_training_step_runs_through_a_wrapper_and_learns():
         helpers.TrainingStep(torch.nn.Linear(2, 2), 1, 4)
     with pytest.raises(ValueError, match=r"\[batch, seq, vocab\]"):
         helpers.next_token_loss(torch.randn(2, 3), torch.zeros(2, dtype=torch.long))
+
+
+def test_an_eager_prefill_of_a_compiled_model_compiles_nothing():
+    from torch._dynamo.utils import counters
+
+    model = compile_blocks(helpers.build_model("tiny", "cpu")).eval()
+    reference = helpers.build_model("tiny", "cpu").eval()
+    counters.clear()
+    gen = helpers.Generator(model, 2, 32, compiled_prefill=False)
+    first = gen.prefill(tokens(2, 9)).clone()
+    assert counters["stats"]["unique_graphs"] == 0  # force_eager: the compiled blocks ran their Python
+    assert torch.equal(first, helpers.Generator(reference, 2, 32).prefill(tokens(2, 9)))
