@@ -160,3 +160,9 @@ def test_lesson_helpers_say_which_notebook_uses_them():
         if not re.match(r"Used by notebooks? \d\d", doc):
             missing.append(name)
     assert not missing, f'lesson helpers whose docstring does not start "Used by notebook NN": {missing}'
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test files by their base name (rootdir mode): two test_model.py shadow each other."""
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
