@@ -101,6 +101,16 @@ CONFIGURATIONS: dict[str, Configuration] = {
             **COURSE,
         ),
         _c(
+            "course-concat+compile+graph",
+            "gate and up in one cuBLAS GEMM with the course's GeGLU kernel, one QKV GEMM, compiled blocks, "
+            "decode replayed from a CUDA graph",
+            ("decode",),
+            compiled=True,
+            graph=True,
+            mlp="course",
+            fused_qkv=True,
+        ),
+        _c(
             "course+flash",
             "the course's layers and its flash-attention kernel",
             ("prefill", "train"),
