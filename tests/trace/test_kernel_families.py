@@ -389,3 +389,40 @@ def test_coverage_on_the_full_traces_when_asked(capsys) -> None:
 def test_older_and_vendor_forms(name: str, family: str, source: str) -> None:
     d = decode_kernel(name)
     assert (d["family"], d["source"]) == (family, source), d["summary"]
+
+
+@pytest.mark.parametrize(
+    "name, family, source",
+    [
+        # recorded on the H200 with torch 2.11 (scripts/record_analysis_traces.py, 2026-12-01)
+        (
+            "void cudnn::fusion::compute_dot_do_o_specialized<true, 128>(void const*, void const*, void*, void*, "
+            "unsigned int, unsigned int, float, void const*, bool, int, int)",
+            "attention",
+            "cudnn",
+        ),
+        (
+            "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int, float const*, bool, bool)",
+            "attention",
+            "cudnn",
+        ),
+        (
+            "void nhwcAddPaddingKernel<__nv_bfloat16, __nv_bfloat16, float, true, (cudnnKernelDataType_t)0>(int, int, "
+            "__nv_bfloat16 const*, __nv_bfloat16*, int, float, float, cudnn::reduced_divisor)",
+            "copy",
+            "cudnn",
+        ),
+        (
+            "void at::native::(anonymous namespace)::unrolled_elementwise_kernel_for_multi_outputs<3, "
+            "at::native::(anonymous namespace)::batch_norm_update_stats_and_invert(at::Tensor const&, "
+            "double, double, long)::{lambda()#1}::operator()() const::{lambda(float, float, c10::BFloat16, "
+            "c10::BFloat16)#1}, std::array<char*, 7ul>, TrivialOffsetCalculator<4, unsigned int>, "
+            "TrivialOffsetCalculator<3, unsigned int> >(int)",
+            "normalization",
+            "aten",
+        ),
+    ],
+)
+def test_torch_2_11_names_seen_on_the_h200(name, family, source):
+    decoded = decode_kernel(name)
+    assert (decoded["family"], decoded["source"]) == (family, source)

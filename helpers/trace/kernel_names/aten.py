@@ -17,6 +17,7 @@ _ATEN_TEMPLATES = (
     "reduce_kernel",
     "vectorized_templated_elementwise_kernel",
     "elementwise_kernel_manual_unroll",
+    "unrolled_elementwise_kernel_for_multi_outputs",
 )
 # ATen's named CUDA kernels (not the generic loop templates), by function name, from PyTorch's
 # sources (aten/src/ATen/native/cuda): (pattern, family, op). First match wins.
@@ -156,6 +157,11 @@ def parse_aten(text: str) -> dict[str, Any] | None:
         family = "elementwise"
         if args and len(args) >= 3 and re.fullmatch(r"\d+", args[2]):
             info["items_per_thread"] = int(args[2])
+    elif base == "unrolled_elementwise_kernel_for_multi_outputs":
+        # several outputs per element: what it computes is in the lambda's enclosing function
+        family, op = _named(text) or ("elementwise", op)
+        if family == "normalization":
+            op = "batch_norm" if "batch_norm" in text else op
     elif base == "index_elementwise_kernel":
         family = "elementwise"
         op = op or "index"
