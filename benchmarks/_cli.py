@@ -40,35 +40,51 @@ def fmt(v: Any, spec: str) -> str:
 
 
 def variants_table(result: Mapping[str, Any]) -> str:
-    """The main table of a helpers.mlp.bench result as text (what the command line prints at the end)."""
+    """The tables of a helpers.mlp.bench result as text (what the command line prints at the end)."""
+    import pandas as pd
+
     from helpers.mlp.results import BenchResults
+    from helpers.mlp.targets import check_targets
 
     r = BenchResults(result, source="live")
     c = r.ceilings
-    lines = [
-        f"{r.label}",
-        f"ceilings: copy {c.copy_tbps:.3g} TB/s, matmul {c.matmul_tflops:.3g} TFLOP/s; "
-        f"shape M={r.shape.tokens}, dim {r.shape.dim}, hidden {r.shape.hidden}, {r.data['config']['dtype']}",
-    ]
+    lines = [f"{r.label}", f"ceilings: copy {c.copy_tbps:.3g} TB/s, matmul {c.matmul_tflops:.3g} TFLOP/s"]
     head = (
-        f"{'variant':22s} {'kern':>4s} {'kernel us':>10s} {'e2e us':>9s} {'sync us':>9s} {'TFLOP/s':>8s} "
-        f"{'%floor':>7s} {'%plan':>6s} {'rel err':>8s}"
+        f"{'variant':22s} {'kern':>4s} {'kernel':>8s} {'graphed':>8s} {'e2e':>8s} {'sync':>8s} {'host ov':>8s} "
+        f"{'enqueue':>8s} {'TFLOP/s':>8s} {'rel err':>8s}"
     )
-    lines += [head, "-" * len(head)]
-    for name, v in r.data["variants"].items():
-        if v.get("status") != "ok":
-            lines.append(f"{name:22s} {v.get('status')}: {str(v.get('reason'))[:90]}")
-            continue
-        lines.append(
-            f"{name:22s} {v['kernels_per_forward']:4d} {fmt(v['kernel_us'], '10.1f'):>10s} "
-            f"{v['e2e_nosync_us']:9.1f} {v['e2e_sync_us']:9.1f} {v['achieved_tflops']:8.3g} "
-            f"{v['pct_of_mlp_floor']:7.1f} {fmt(v.get('pct_of_plan_floor'), '6.1f'):>6s} {v['rel_err']:8.1e}"
-        )
+    for shape in r.shape_names():
+        s = r.data["shapes"][shape]
+        d = s["shape"]
+        lines += [
+            "",
+            f"{shape}: M={d['tokens']}, dim {d['dim']}, hidden {d['hidden']}, {s['dtype']} (us per call)",
+            head,
+        ]
+        lines.append("-" * len(head))
+        for name, v in s["variants"].items():
+            if v.get("status") != "ok":
+                lines.append(f"{name:22s} {v.get('status')}: {str(v.get('reason'))[:90]}")
+                continue
+            lines.append(
+                f"{name:22s} {v['kernels_per_forward']:4d} {fmt(v.get('kernel_us'), '8.1f'):>8s} "
+                f"{fmt(v.get('graphed_us'), '8.1f'):>8s} {fmt(v['e2e_nosync_us'], '8.1f'):>8s} "
+                f"{fmt(v['e2e_sync_us'], '8.1f'):>8s} {fmt(v.get('host_overhead_us'), '8.1f'):>8s} "
+                f"{fmt(v.get('enqueue_us'), '8.1f'):>8s} {fmt(v.get('achieved_tflops'), '8.3g'):>8s} "
+                f"{fmt(v.get('rel_err'), '8.1e'):>8s}"
+            )
+        train = r.training(shape)
+        if not train.empty:
+            lines += ["", f"{shape} training (forward + backward):", train.round(4).to_string(index=False)]
     sweep = r.sweep()
-    if not sweep.empty:
-        metric = "kernel_us" if sweep["kernel_us"].notna().all() else "e2e_nosync_us"
-        pivot = sweep[sweep["status"] == "ok"].pivot(index="m", columns="variant", values=metric)
-        lines += ["", f"sweep: {metric} per forward", pivot.round(1).to_string()]
+    ok = sweep[sweep["status"] == "ok"]
+    for metric in ("kernel_us", "e2e_nosync_us", "e2e_sync_us", "graphed_us"):
+        if not ok.empty and ok[metric].notna().any():
+            pivot = ok.pivot(index="m", columns="variant", values=metric)
+            lines += ["", f"sweep: {metric} per forward", pivot.round(1).to_string()]
+    targets = check_targets(r) if r.on_gpu else pd.DataFrame()
+    if not targets.empty:
+        lines += ["", "targets (issue 14):", targets.to_string(index=False)]
     return "\n".join(lines)
 
 

@@ -1,18 +1,26 @@
-"""Benchmark every GeGLU MLP variant of notebook 06 in one process, and sweep over M.
+"""Benchmark every GeGLU MLP variant of notebook 06 in one process: several shapes, training, a sweep over M.
 
-    python benchmarks/mlp_variants.py                        # on an H200: writes benchmarks/results/h200_mlp_variants.json
+    python benchmarks/mlp_variants.py                        # on an H200 (about 6 minutes): writes benchmarks/results/h200_mlp_variants.json
+    python benchmarks/mlp_variants.py --shapes blog --sweep-m '' --out /tmp/blog.json        # the blog shape only
     python benchmarks/mlp_variants.py --device cpu --quick --out /tmp/mlp_variants_cpu.json   # CI smoke run, < 1 min
 
-Variants (helpers/mlp/variants.py): eager, torch.compile (default), torch.compile max-autotune-no-cudagraphs,
-Liger's LigerGEGLUMLP (if liger-kernel imports), the course's GeGLU kernel in the MLP (two ways),
-the course's fused gate+up GEMM with a GeGLU epilogue. For each: kernels per forward and kernel
-time (torch.profiler via helpers.profile), wall time per forward with and without a synchronise
-after each call, achieved TFLOP/s and % of the floor against ceilings measured in the same run,
-relative error against a float32 reference. Then kernel time of every variant but max-autotune
-for M = batch x seq from 128 to 32768 (seq 128). Progress is printed as it goes; the JSON is
-rewritten after every stage, so an interrupted run still leaves what it measured
-(``"complete": false``). The GPU run is designed to finish in about 4 minutes on an H200
-(``--budget-s`` stops the sweep early if compiles are slower than expected).
+Variants (helpers/mlp/variants.py): eager, torch.compile (default), torch.compile
+max-autotune-no-cudagraphs, Liger's LigerGEGLUMLP (if liger-kernel imports), the course's GeGLU
+kernel in the MLP (two ways), the course's fused gate+up GEMM with a GeGLU epilogue. For each, at
+each shape (helpers/mlp/bench_shapes.py; --shapes picks them): kernels per forward and kernel time
+(torch.profiler), wall time per call with and without a synchronise after each call, host
+overhead (synchronised wall time minus kernel time), host time per call, time per call replayed
+from a CUDA graph, achieved TFLOP/s and % of the floor against ceilings measured in the same run,
+relative error against a float32 reference. Training at the main shape: step time (forward +
+backward), peak memory and bytes saved for the backward, for eager, compile, Liger and the
+course's fused MLP in its save and recompute modes. Then kernel, wall and graphed times for M =
+batch x seq from 128 to 32768 (seq 128) at the main shape's dims. The end of the output checks
+issue 14's targets on this run.
+
+Progress is printed as it goes; the JSON is rewritten after every stage, so an interrupted run
+still leaves what it measured (``"complete": false``). ``--budget-s`` (default 330) skips stages
+that would end later, and says so in the JSON ("skipped", "sweep.truncated").
+``COURSE_PORTABLE_KERNELS=1`` measures the course's kernels on their portable (non-TMA) path.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import torch  # noqa: E402
 from _cli import default_out_allowed, iter_sizes, log, variants_table  # noqa: E402
 
 from helpers.mlp import bench as mlp_bench  # noqa: E402
+from helpers.mlp.bench_shapes import GPU_SHAPES, SHAPES  # noqa: E402
 from helpers.mlp.model import MLPShape  # noqa: E402
 from helpers.mlp.variants import VARIANT_NAMES  # noqa: E402
 
@@ -45,7 +54,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--quick",
         action="store_true",
-        help="tiny shapes, few steps, a 2-size sweep of the uncompiled variants (CI smoke run)",
+        help="tiny shape, few steps, a 2-size sweep of the uncompiled variants (CI smoke run)",
     )
     ap.add_argument(
         "--out",
@@ -55,10 +64,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "required elsewhere, so other machines never write an h200_* file)",
     )
     ap.add_argument(
+        "--shapes",
+        default=None,
+        help=f"comma-separated presets, the first is the main one: {','.join(SHAPES)}, or the tags model, decode "
+        "(default GPU: all but tiny; CPU: tiny)",
+    )
+    ap.add_argument(
         "--variants",
         default=None,
-        help=f"comma-separated subset of {','.join(VARIANT_NAMES)} (default: all; --quick: all but max-autotune)",
+        help=f"inference variants at the main shape, comma-separated subset of {','.join(VARIANT_NAMES)}",
     )
+    ap.add_argument("--no-training", action="store_true", help="skip the training measurements")
+    ap.add_argument("--no-graphs", action="store_true", help="skip the CUDA graph replays")
     ap.add_argument(
         "--sweep-m",
         default=None,
@@ -67,8 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--budget-s",
         type=float,
-        default=215.0,
-        help="stop the sweep early once this many seconds have passed (default 215)",
+        default=330.0,
+        help="skip stages that would end after this many seconds (default 330: the run ends within 6 minutes)",
     )
     return ap.parse_args(argv)
 
@@ -97,29 +114,29 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
 
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()] if args.shapes else None
+    if shapes is None:
+        shapes = list(GPU_SHAPES) if device == "cuda" and not args.quick else ["tiny"]
+    kwargs: dict = {"shapes": shapes, "graphs": not args.no_graphs}
     if args.variants:
-        variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    elif args.quick:
-        variants = [v for v in VARIANT_NAMES if v != "compile-max-autotune"]
-    else:
-        variants = list(VARIANT_NAMES)
+        kwargs["variants"] = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if args.no_training:
+        kwargs["training"] = ()
     if args.sweep_m is not None:
         sweep_m = iter_sizes(args.sweep_m)
     elif args.quick:
         sweep_m = [16, 32]
     else:
         sweep_m = list(mlp_bench.GPU_SWEEP_M) if device == "cuda" else [128, 256]
-
-    kwargs: dict = {}
     if args.quick:
-        kwargs.update(shape=QUICK_SHAPE, steps=2, warmup=1, e2e_iters=3, sweep_steps=2, sweep_seq=16)
+        kwargs.update(shape=QUICK_SHAPE, steps=2, warmup=1, e2e_iters=3, train_steps=2, sweep_steps=2, sweep_seq=16)
         # Compiling again at every sweep size costs ~10 s on 2 CPU cores: keep the quick sweep uncompiled.
-        kwargs["sweep_variants"] = [v for v in variants if v not in ("compile", "compile-max-autotune")]
+        kwargs["sweep_variants"] = [v for v in SHAPES["tiny"].variants if v not in ("compile", "liger")]
         kwargs["sweep_note"] = (
             "--quick leaves compiled variants out of the sweep: each new shape recompiles (~10 s on 2 CPU cores)"
         )
     elif device == "cpu":
-        kwargs.update(steps=3, warmup=1, e2e_iters=10, sweep_steps=2)
+        kwargs.update(steps=3, warmup=1, e2e_iters=10, train_steps=3, sweep_steps=2)
     command = " ".join(
         shlex.quote(a) for a in ["python", "benchmarks/mlp_variants.py", *(sys.argv[1:] if argv is None else argv)]
     )
@@ -129,14 +146,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = mlp_bench.run(
-            device,
-            variants=variants,
-            sweep_m=sweep_m,
-            budget_s=args.budget_s,
-            log=log,
-            on_stage=save,
-            command=command,
-            **kwargs,
+            device, sweep_m=sweep_m, budget_s=args.budget_s, log=log, on_stage=save, command=command, **kwargs
         )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -115,7 +115,7 @@ def build_big_trace(source: Path, target: Path, n_events: int, steps: int = 10) 
     """
     import orjson
 
-    from helpers import tracefile
+    from helpers.trace import files as tracefile
 
     doc = tracefile.read_document(source)
     events = [e for e in doc.pop("traceEvents") if isinstance(e, dict)]

@@ -18,6 +18,12 @@ converts them to interpreted functions, so notebooks need no import-order ritual
 
 Interpreter limits the kernels are written around: no libdevice (``tanh`` is written with
 ``sigmoid``), bf16 arithmetic is wrong (kernels compute in fp32), and it is slow (keep shapes small).
+
+``COURSE_PORTABLE_KERNELS=1`` (:func:`portable_kernels`) makes the course's kernels take their
+portable path on any GPU: plain pointer loads and stores, no Hopper tensor descriptors (TMA), no
+persistent Hopper-only tiling. Use it to run the notebooks on an H100/H200 *as if it were not
+Hopper* (an A100 or an L4 takes that path anyway). It is read when a launcher first meets a problem
+shape, so set it before the first call (or before starting Python).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sys
 from typing import Any
 
 ENV = "TRITON_INTERPRET"
+PORTABLE_ENV = "COURSE_PORTABLE_KERNELS"
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -48,6 +55,11 @@ _decide()
 def interpreter_requested() -> bool:
     """True when ``TRITON_INTERPRET`` asks for the interpreter."""
     return os.environ.get(ENV, "").strip().lower() in _TRUE
+
+
+def portable_kernels() -> bool:
+    """True when ``COURSE_PORTABLE_KERNELS`` asks for the portable (non-TMA, non-Hopper) kernel path."""
+    return os.environ.get(PORTABLE_ENV, "").strip().lower() in _TRUE
 
 
 _MODE: str | None = None

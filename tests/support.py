@@ -50,3 +50,15 @@ def seeded_randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0,
     """A reproducible normal tensor on :func:`kernel_device`."""
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(*shape, generator=g) * scale).to(device=kernel_device(), dtype=dtype)
+
+
+def load_benchmark(name: str):
+    """A script of ``benchmarks/`` (e.g. ``"mlp_variants"``) imported as a module, to call its ``main``."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module

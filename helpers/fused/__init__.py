@@ -3,7 +3,13 @@ a ``@triton.jit`` kernel, a launcher that checks its inputs, an autograd Functio
 
 - ``geglu_pointwise.py``: ``gelu_tanh(gate) * up`` at the memory floor (``geglu``, ``GeGLUFunction``).
 - ``gate_up.py``: gate and up projections in one GEMM with the GeGLU in its epilogue
-  (``gate_up_geglu``, ``GateUpGeGLUFunction``, ``pack_gate_up``).
+  (``gate_up_geglu``, ``pack_gate_up``); ``gate_up_backward.py``: the backward's GEMM with a
+  GeGLU-backward epilogue (``geglu_backward_gemm``). Their kernels in ``gate_up_kernels.py``; the
+  path and configuration choice in ``gate_up_choice.py``; tile candidates, defaults and the tuned
+  table (``gate_up_table.json``, written by ``benchmarks/geglu_kernels.py``) in
+  ``gate_up_tuning.py``; per-shape launch plans in ``launch_plans.py``.
+- ``mlp_function.py``: the whole MLP as one autograd Function, training in ``save`` or
+  ``recompute`` mode (``GeGLUMLPFunction``).
 - ``modules.py``: the layers ``GeGLU``, ``CourseGeGLUMLP`` and ``FusedGeGLUMLP``.
 
 On a machine without CUDA the kernels run, slowly, in Triton's CPU interpreter
@@ -11,8 +17,10 @@ On a machine without CUDA the kernels run, slowly, in Triton's CPU interpreter
 """
 
 from ..triton_env import triton_mode
-from .gate_up import GateUpGeGLUFunction, gate_up_geglu, pack_gate_up, unpack_gate_up
+from .gate_up import gate_up_forward, gate_up_geglu, geglu_backward_gemm, pack_gate_up, unpack_gate_up
 from .geglu_pointwise import GeGLUFunction, geglu, geglu_backward
+from .launch_plans import clear_plans, plans_table
+from .mlp_function import MODES, GateUpGeGLUFunction, GeGLUMLPFunction
 from .modules import CourseGeGLUMLP, FusedGeGLUMLP, GeGLU, config_sizes
 
 __all__ = [
@@ -21,6 +29,12 @@ __all__ = [
     "geglu_backward",
     "GeGLUFunction",
     "gate_up_geglu",
+    "gate_up_forward",
+    "geglu_backward_gemm",
+    "GeGLUMLPFunction",
+    "MODES",
+    "clear_plans",
+    "plans_table",
     "pack_gate_up",
     "unpack_gate_up",
     "GateUpGeGLUFunction",

@@ -1,31 +1,41 @@
-"""Gate+up GEMM with a GeGLU epilogue in Triton, and the two-kernel MLP built on it.
+"""Gate+up GEMM with a GeGLU epilogue in Triton: the weight packing and the launchers.
 
 The eager MLP runs ``gate = x @ Wg.T`` and ``up = x @ Wu.T`` as two GEMMs, writes both
 ``[M, hidden]`` products to memory, then reads them back for ``gelu_tanh(gate) * up``. Here one
 kernel computes both products tile by tile and applies the GeGLU in its epilogue, so only
-``h = gelu_tanh(gate) * up`` reaches memory; ``down_proj`` stays a cuBLAS GEMM (``F.linear``).
+``h = gelu_tanh(gate) * up`` reaches memory; ``down_proj`` stays a cuBLAS GEMM.
 
-Layers, as in ``geglu_pointwise.py``:
+Layers, as in ``geglu_pointwise.py`` (and Liger-Kernel):
 
-1. Kernels (``gate_up_kernels.py``): ``_gate_up_geglu_tma_kernel`` (Hopper path: tensor
-   descriptors (TMA), persistent programs, loops flattened so the next tile's loads overlap this
-   tile's epilogue) and ``_gate_up_geglu_kernel`` (portable pointer path: any CUDA GPU, unaligned
-   shapes); their tile configurations and autotuning in ``gate_up_tuning.py``.
-2. ``gate_up_geglu(x, w_packed, b_packed=None)`` (here): the launcher (checks, path choice, tuned config).
-3. ``GateUpGeGLUFunction``: autograd Function (Triton forward; backward with cuBLAS GEMMs and
-   the pointwise backward kernel of ``geglu_pointwise.py``).
-4. ``FusedGeGLUMLP`` (in ``modules.py``): the module, ``FusedGeGLUMLP.from_module(SimpleGeGLUMLP)``.
+1. Kernels: ``gate_up_kernels.py`` (forward: Hopper TMA path and portable pointer path) and
+   ``gate_up_kernels.py`` (the ``dh`` GEMM with a GeGLU-backward epilogue); their tile
+   configurations in ``gate_up_tuning.py``.
+2. Launchers (here): :func:`gate_up_geglu` / :func:`gate_up_forward` and :func:`geglu_backward_gemm`:
+   checks, path choice, configuration, launch plans (``launch_plans.py``).
+3. Autograd Functions: ``mlp_function.py``.
+4. Modules: ``FusedGeGLUMLP`` in ``modules.py``.
 
-The weight layout that makes one accumulator enough: ``pack_gate_up`` interleaves the rows of the
-two weights, row ``2j`` = gate row ``j`` and row ``2j+1`` = up row ``j``. A tile of ``BLOCK_N``
+The weight layout that makes one accumulator enough: :func:`pack_gate_up` interleaves the rows of
+the two weights, row ``2j`` = gate row ``j`` and row ``2j+1`` = up row ``j``. A tile of ``BLOCK_N``
 columns of ``x @ W_packed.T`` then holds ``BLOCK_N/2`` gate columns and the matching up columns
 side by side, and the epilogue separates them with ``tl.reshape(acc, [BM, BN/2, 2])`` +
 ``tl.split``. In the wgmma accumulator layout each thread owns pairs of adjacent columns, so this
-split needs no layout conversion (the compiled TTGIR has no ``convert_layout`` there). The packing is done
-once, when the module is built, never per call.
+split needs no layout conversion (the compiled TTGIR has no ``convert_layout`` there). The packing
+is done once, when the module is built, never per call.
+
+**Host cost.** A launcher does its checks, path choice and configuration once per problem shape and
+keeps them in a launch plan; later calls build a cache key, allocate the output, and launch the
+compiled kernel directly. **CUDA graphs:** call once per shape before capturing (the first call
+compiles the kernel); then a capture replays correctly.
+
+**Paths.** ``kernel="auto"`` takes the TMA kernel on Hopper (compute capability 9.x) when ``dim`` is
+16-byte aligned (a multiple of 8 in bf16/fp16); an unaligned ``hidden`` keeps the TMA path (the
+output gets a padded row stride: :func:`gate_up_geglu` then returns a view with row stride
+``hidden`` rounded up), an unaligned ``dim`` takes the pointer kernel. ``COURSE_PORTABLE_KERNELS=1``
+forces the pointer kernel everywhere (``helpers.triton_env``).
 
 Measured on an H200 (torch 2.11, triton 3.6, M=8192, dim 768, hidden 3072, bf16, profiler
-kernel time, one run of benchmarks/geglu_kernels.py): the fused gate+up kernel 120.6 us (641
+kernel time, benchmarks/geglu_kernels.py of 2026-11-29): the fused gate+up kernel 120.6 us (641
 TFLOP/s) against 108.7 us for cuBLAS on the concatenated weight *without* the GeGLU; the whole
 forward 172.2 us of kernels against 200.9 us for torch.compile (0.86x) and 231.8 us eager.
 """
@@ -34,42 +44,17 @@ from __future__ import annotations
 
 import torch
 import triton
-from torch.nn import functional as F
 
-from ..triton_env import check_device, triton_mode
+from ..triton_env import check_device
+from .gate_up_backward import geglu_backward_gemm
+from .gate_up_choice import KERNELS, choose_path, configs_for, launch_first, padded_cols, programs
 from .gate_up_kernels import _gate_up_geglu_kernel, _gate_up_geglu_tma_kernel
-from .gate_up_tuning import (
-    _TUNED,
-    FP32_CONFIG,
-    INTERPRETER_CONFIG,
-    INTERPRETER_PROGRAMS,
-    _capability_major,
-    _cdiv,
-    _device_index,
-    _num_sms,
-    _pointer_autotuned,
-    _tma_autotuned,
-)
-from .geglu_pointwise import SUPPORTED_DTYPES, geglu_backward
+from .geglu_pointwise import SUPPORTED_DTYPES
+from .launch_plans import LaunchPlan, TensorDescriptor, plan_cache
 
-try:  # host-side TMA descriptors: triton >= 3.4 (the H200 image has 3.6)
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older triton: the pointer path is used
-    TensorDescriptor = None  # type: ignore[assignment,misc]
+_PLANS = plan_cache()  # the same dict object for the life of the process (clear_plans empties it)
 
-__all__ = [
-    "pack_gate_up",
-    "unpack_gate_up",
-    "gate_up_geglu",
-    "GateUpGeGLUFunction",
-]
-
-KERNELS = ("auto", "tma", "pointer")
-
-
-# ----------------------------------------------------------------------------------------------
-# Launcher
-# ----------------------------------------------------------------------------------------------
+__all__ = ["pack_gate_up", "unpack_gate_up", "gate_up_geglu", "gate_up_forward", "geglu_backward_gemm", "KERNELS"]
 
 
 def pack_gate_up(gate: torch.Tensor, up: torch.Tensor, group: int = 1) -> torch.Tensor:
@@ -99,43 +84,18 @@ def unpack_gate_up(packed: torch.Tensor, group: int = 1) -> tuple[torch.Tensor, 
     return blocks[:, 0].reshape(-1, *rest), blocks[:, 1].reshape(-1, *rest)
 
 
-def _tma_ok(*tensors: torch.Tensor) -> bool:
-    """Can these 2-D row-major tensors be described for TMA (16-byte base and row strides)?"""
-    if TensorDescriptor is None:
-        return False
-    for t in tensors:
-        if t.stride(-1) != 1 or t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
-            return False
-    return True
+# ----------------------------------------------------------------------------------------------
+# Forward
+# ----------------------------------------------------------------------------------------------
 
 
-def _choose_kernel(kernel: str, x2: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> str:
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    aligned = _tma_ok(x2, w, out)
-    if kernel == "tma" and not aligned:
-        raise ValueError(
-            "kernel='tma' needs 16-byte aligned bases and row strides (dim and hidden multiples of "
-            "8 for bf16/fp16, of 4 for fp32): use kernel='auto' or 'pointer'"
-        )
-    if kernel != "auto":
-        return kernel
-    if not aligned:
-        return "pointer"
-    if triton_mode() == "interpreter":
-        return "tma"
-    # Tensor-memory-accelerator loads exist from Hopper (compute capability 9.0) on.
-    return "tma" if _capability_major(_device_index(x2)) >= 9 else "pointer"
-
-
-def _check_gate_up_args(x: object, w_packed: object, b_packed: object) -> None:
+def _check_forward_args(x: object, w_packed: object, b_packed: object) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if not isinstance(w_packed, torch.Tensor):
         raise TypeError(f"w_packed must be a torch.Tensor, got {type(w_packed).__name__}")
     if b_packed is not None and not isinstance(b_packed, torch.Tensor):
         raise TypeError(f"b_packed must be a torch.Tensor or None, got {type(b_packed).__name__}")
-    assert isinstance(x, torch.Tensor) and isinstance(w_packed, torch.Tensor)
     if w_packed.dim() != 2 or w_packed.shape[0] % 2:
         raise ValueError(f"w_packed must be 2-D [2*hidden, dim] (see pack_gate_up), got shape {tuple(w_packed.shape)}")
     if w_packed.shape[1] == 0:
@@ -152,10 +112,34 @@ def _check_gate_up_args(x: object, w_packed: object, b_packed: object) -> None:
         raise ValueError(f"dtype {x.dtype} is not supported; use one of {', '.join(map(str, SUPPORTED_DTYPES))}")
     tensors = [x, w_packed]
     if b_packed is not None:
-        if b_packed.shape != (w_packed.shape[0],):
-            raise ValueError(f"b_packed must have shape ({w_packed.shape[0]},), got {tuple(b_packed.shape)}")
+        if b_packed.shape != (w_packed.shape[0],) or b_packed.dtype != x.dtype:
+            raise ValueError(
+                f"b_packed must have shape ({w_packed.shape[0]},) and dtype {x.dtype}, "
+                f"got {tuple(b_packed.shape)} {b_packed.dtype}"
+            )
         tensors.append(b_packed)
     check_device(*tensors, what="x, w_packed" + (" and b_packed" if b_packed is not None else ""))
+
+
+def _forward_key(x, w, b, store_gu, kernel, config) -> tuple:
+    """What a forward plan depends on: shapes, dtypes, devices, contiguity, alignment, options."""
+    return (
+        "forward",
+        x.shape,
+        x.dtype,
+        x.device,
+        x.is_contiguous(),
+        x.data_ptr() % 16 == 0,
+        w.shape,
+        w.dtype,
+        w.device,
+        w.is_contiguous(),
+        w.data_ptr() % 16 == 0,
+        None if b is None else (b.shape, b.dtype, b.device, b.data_ptr() % 16 == 0),
+        store_gu,
+        kernel,
+        None if config is None else id(config),
+    )
 
 
 def gate_up_geglu(
@@ -169,129 +153,131 @@ def gate_up_geglu(
     """``gelu_tanh(x @ Wg.T + bg) * (x @ Wu.T + bu)`` in one Triton kernel, from the packed weight.
 
     ``x``: ``[..., dim]``; ``w_packed``: ``[2*hidden, dim]`` from :func:`pack_gate_up`;
-    ``b_packed``: ``[2*hidden]`` or None. Returns ``[..., hidden]`` in ``x``'s dtype.
+    ``b_packed``: ``[2*hidden]`` or None. Returns ``[..., hidden]`` in ``x``'s dtype (a view with a
+    padded row stride when ``hidden`` is not 16-byte aligned on the TMA path).
     ``kernel``: ``"auto"`` (TMA on Hopper when aligned, else pointers), ``"tma"`` or ``"pointer"``.
-    ``config``: a ``triton.Config`` to use instead of autotuning (benchmarks and sweeps).
+    ``config``: a ``triton.Config`` instead of the tuned table or default (sweeps, benchmarks).
     fp32 inputs use IEEE fp32 dots (not tf32), so fp32 results match a float reference closely.
+    The first call per shape compiles (call it once before capturing a CUDA graph).
     """
-    _check_gate_up_args(x, w_packed, b_packed)
-    K = x.shape[-1]
+    return gate_up_forward(x, w_packed, b_packed, kernel=kernel, config=config)[0]
+
+
+def gate_up_forward(
+    x: torch.Tensor,
+    w_packed: torch.Tensor,
+    b_packed: torch.Tensor | None = None,
+    *,
+    store_gu: bool = False,
+    kernel: str = "auto",
+    config: triton.Config | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(h, gu)``: :func:`gate_up_geglu`'s ``h``, and with ``store_gu`` the pre-activations
+    ``gu = x @ W_packed.T + b_packed`` (``[M, 2*hidden]``, gate and up interleaved, what the backward
+    needs), else None. ``x`` is flattened to ``[M, dim]`` for ``gu``; ``h`` keeps ``x``'s leading dims.
+    """
+    try:
+        key = _forward_key(x, w_packed, b_packed, store_gu, kernel, config)
+    except (AttributeError, RuntimeError, TypeError):
+        _check_forward_args(x, w_packed, b_packed)  # raises a clear error for what was wrong
+        raise
+    plan = _PLANS.get(key)
+    K = w_packed.shape[1]
     x2 = x if x.dim() == 2 else x.reshape(-1, K)
-    if x2.stride(-1) != 1:
+    if not x2.is_contiguous():
         x2 = x2.contiguous()
-    w = w_packed if w_packed.stride(-1) == 1 else w_packed.contiguous()
-    M, N2 = x2.shape[0], w.shape[0]
-    H = N2 // 2
-    out = torch.empty((M, H), dtype=x.dtype, device=x.device)
-    if M == 0 or H == 0:
-        return out.reshape(*x.shape[:-1], H)
-    bias = b_packed if b_packed is not None else w  # any pointer; never read when HAS_BIAS=False
-    path = _choose_kernel(kernel, x2, w, out)
-    precision = "ieee" if x.dtype == torch.float32 else "tf32"
-    interp = triton_mode() == "interpreter"
-    if config is None and interp:
-        config = INTERPRETER_CONFIG
-    elif config is None and x.dtype == torch.float32:
-        config = FP32_CONFIG
-    tune_key = (path, M, N2, K, x.dtype, b_packed is not None, x.device)
-    launch = _launch_tma if path == "tma" else _launch_pointer
-    launch(x2, w, bias, out, b_packed is not None, precision, config, tune_key)
-    return out if x.dim() == 2 else out.reshape(*x.shape[:-1], H)
-
-
-def _launch_tma(x2, w, bias, out, has_bias, precision, config, tune_key) -> None:
-    M, K = x2.shape
-    N2 = w.shape[0]
-    if config is None:
-        config = _TUNED.get(tune_key)
-    if config is not None:
-        bm, bn, bk = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"], config.kwargs["BLOCK_K"]
+    w = w_packed if w_packed.is_contiguous() else w_packed.contiguous()
+    bias = b_packed if b_packed is not None else w  # any pointer: never read when HAS_BIAS=False
+    if plan is None:
+        _check_forward_args(x, w_packed, b_packed)
+        H = w.shape[0] // 2
+        if x2.shape[0] == 0 or H == 0:
+            return x.new_empty((*x.shape[:-1], H)), (x.new_empty((x2.shape[0], 2 * H)) if store_gu else None)
+        build, configs, source, shape = _forward_plan(x2, w, b_packed, store_gu, kernel, config)
+        out, gu = _forward_outputs(shape, x2)
+        plan = launch_first(build, configs, source, key, (x2, w, out, bias) + ((gu,) if store_gu else ()))
     else:
-        bm, bn, bk = 128, 256, 64  # placeholders: the autotune pre-hook sets the real ones
-    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk])
-    w_desc = TensorDescriptor.from_tensor(w, [bn, bk])
-    out_desc = TensorDescriptor.from_tensor(out, [bm, bn // 2])
-    max_programs = INTERPRETER_PROGRAMS if triton_mode() == "interpreter" else _num_sms(_device_index(x2))
-
-    def grid(meta: dict) -> tuple[int]:
-        # Persistent: one program per SM (never more than there are tiles).
-        return (min(_cdiv(M, meta["BLOCK_M"]) * _cdiv(N2, meta["BLOCK_N"]), max_programs),)
-
-    if config is None:
-        _tma_autotuned[grid](x_desc, w_desc, out_desc, bias, M, N2, K, HAS_BIAS=has_bias, DOT_PRECISION=precision)
-        _TUNED[tune_key] = _tma_autotuned.best_config
-        return
-    kw = {"FLATTEN": True, **config.kwargs}
-    _gate_up_geglu_tma_kernel[grid(kw)](
-        x_desc,
-        w_desc,
-        out_desc,
-        bias,
-        M,
-        N2,
-        K,
-        HAS_BIAS=has_bias,
-        DOT_PRECISION=precision,
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-        **kw,
-    )
+        out, gu = _forward_outputs(plan.shape, x2)
+        if store_gu:
+            plan.launch(x2, w, out, bias, gu)
+        else:
+            plan.launch(x2, w, out, bias)
+    h = out if x.dim() == 2 else out.reshape(*x.shape[:-1], out.shape[1])
+    return h, gu
 
 
-def _launch_pointer(x2, w, bias, out, has_bias, precision, config, tune_key) -> None:
+def _forward_outputs(shape: dict, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``h`` (and ``gu``) for a plan: new tensors, with a padded row stride where the plan says so."""
+    M, H, cols = x2.shape[0], shape["hidden"], shape["out_cols"]
+    out = torch.empty((M, cols), dtype=x2.dtype, device=x2.device)
+    if cols != H:
+        out = out[:, :H]
+    gu = None
+    if shape["store_gu"]:
+        gu = torch.empty((M, shape["gu_cols"]), dtype=x2.dtype, device=x2.device)
+        if shape["gu_cols"] != 2 * H:
+            gu = gu[:, : 2 * H]
+    return out, gu
+
+
+def _forward_plan(x2, w, b, store_gu, kernel, config):
+    """What :func:`launch_first` needs for a forward plan: ``(build, configs, source, shape)``."""
     M, K = x2.shape
     N2 = w.shape[0]
+    H = N2 // 2
+    path = choose_path(kernel, (x2, w), x2)
+    size = x2.element_size()
+    shape = {
+        "m": M,
+        "n": N2,
+        "k": K,
+        "hidden": H,
+        "dtype": str(x2.dtype).removeprefix("torch."),
+        "store_gu": store_gu,
+        "out_cols": padded_cols(H, size) if path == "tma" else H,
+        "gu_cols": padded_cols(N2, size) if path == "tma" else N2,
+    }
+    kind = "forward_gu" if store_gu else "forward"
+    configs, source = configs_for(kind, path, M, N2, K, x2.dtype, x2.device, config)
+    precision = "ieee" if x2.dtype == torch.float32 else "tf32"
+    common = {"M": M, "N2": N2, "K": K, "HAS_BIAS": b is not None, "DOT_PRECISION": precision, "STORE_GU": store_gu}
 
-    def grid(meta: dict) -> tuple[int]:
-        return (_cdiv(M, meta["BLOCK_M"]) * _cdiv(N2, meta["BLOCK_N"]),)
+    def build(cfg: triton.Config, src: str) -> LaunchPlan:
+        bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
+        tiles = -(-M // bm) * -(-N2 // bn)
+        grid = (programs(path, tiles, x2.device),)
+        if path == "tma":
+            out, gu = _forward_outputs(shape, x2[:1])  # one row: only strides and dtype matter
+            templates = {
+                "x_desc": TensorDescriptor(x2, [M, K], [K, 1], [bm, bk]),
+                "w_desc": TensorDescriptor.from_tensor(w, [bn, bk]),
+                "out_desc": TensorDescriptor(out, [M, H], [shape["out_cols"], 1], [bm, bn // 2]),
+            }
+            runtime = ["x_desc", "w_desc", "out_desc", "bias_ptr"]
+            values = {**common, "FLATTEN": True}
+            if store_gu:
+                templates["gu_desc"] = TensorDescriptor(gu, [M, N2], [shape["gu_cols"], 1], [bm, bn])
+                runtime.append("gu_desc")
+            else:
+                values["gu_desc"] = None
+            return LaunchPlan.build(
+                "gate_up_forward", _gate_up_geglu_tma_kernel, grid, cfg, src, path, values, runtime, templates, shape
+            )
+        values = {
+            **common,
+            "stride_xm": K,
+            "stride_wn": K,
+            "stride_om": shape["out_cols"],
+            "stride_gm": shape["gu_cols"],
+            "EVEN_K": K % bk == 0,
+        }
+        runtime = ["x_ptr", "w_ptr", "out_ptr", "bias_ptr"]
+        if store_gu:
+            runtime.append("gu_ptr")
+        else:
+            values["gu_ptr"] = None
+        return LaunchPlan.build(
+            "gate_up_forward", _gate_up_geglu_kernel, grid, cfg, src, path, values, runtime, None, shape
+        )
 
-    args = (x2, w, bias, out, M, N2, K, x2.stride(0), w.stride(0), out.stride(0))
-    if config is None:
-        config = _TUNED.get(tune_key)
-    if config is None:
-        # EVEN_K must hold for every config tried: all POINTER_CONFIGS' BLOCK_K divide 64.
-        _pointer_autotuned[grid](*args, HAS_BIAS=has_bias, EVEN_K=K % 64 == 0, DOT_PRECISION=precision)
-        _TUNED[tune_key] = _pointer_autotuned.best_config
-        return
-    # Options that only the persistent TMA kernel has are dropped, so one config serves both paths.
-    kw = {k: v for k, v in config.kwargs.items() if k not in ("FLATTEN", "WARP_SPECIALIZE")}
-    _gate_up_geglu_kernel[grid(kw)](
-        *args,
-        HAS_BIAS=has_bias,
-        EVEN_K=K % kw["BLOCK_K"] == 0,
-        DOT_PRECISION=precision,
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-        **kw,
-    )
-
-
-# ----------------------------------------------------------------------------------------------
-# Autograd Function
-# ----------------------------------------------------------------------------------------------
-
-
-class GateUpGeGLUFunction(torch.autograd.Function):
-    """Differentiable :func:`gate_up_geglu`.
-
-    Forward: the fused Triton kernel. Backward: recompute the two products with one cuBLAS GEMM
-    (nothing [M, hidden] was saved), the pointwise backward kernel of ``geglu_pointwise.py``, then the
-    usual GEMMs for the input and weight gradients.
-    """
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, w_packed: torch.Tensor, b_packed: torch.Tensor | None) -> torch.Tensor:  # type: ignore[override]
-        ctx.save_for_backward(x, w_packed, b_packed)
-        return gate_up_geglu(x, w_packed, b_packed)
-
-    @staticmethod
-    def backward(ctx, dh: torch.Tensor):  # type: ignore[override]
-        x, w, b = ctx.saved_tensors
-        x2 = x.reshape(-1, x.shape[-1])
-        gu = F.linear(x2, w, b)  # [M, 2H], columns interleaved (gate, up)
-        dgate, dup = geglu_backward(dh.reshape(-1, dh.shape[-1]), gu[:, 0::2].contiguous(), gu[:, 1::2].contiguous())
-        dgu = torch.stack((dgate, dup), dim=2).reshape(gu.shape)
-        dx = (dgu @ w).reshape(x.shape) if ctx.needs_input_grad[0] else None
-        dw = dgu.t() @ x2 if ctx.needs_input_grad[1] else None
-        db = dgu.sum(0) if b is not None and ctx.needs_input_grad[2] else None
-        return dx, dw, db
+    return build, configs, source, shape

@@ -1,28 +1,77 @@
-"""Tile configurations of the gate+up kernels and their autotuning (layer 1b of ``gate_up``).
+"""Tile configurations of the gate+up kernels: candidates, the tuned table, and the choice per shape.
 
-``TMA_CONFIGS`` and ``POINTER_CONFIGS`` are what the autotuner tries on a GPU; the winner for each
-problem size is remembered (``_TUNED``) so later calls skip the autotuner.
+Three kernels ("kinds") are configured:
+
+- ``forward``: the gate+up GEMM with a GeGLU epilogue (inference, and training's ``recompute`` mode);
+- ``forward_gu``: the same, also storing the pre-activations ``gu`` (training's ``save`` mode);
+- ``backward``: the ``dh = dy @ W_down`` GEMM with a GeGLU-backward epilogue.
+
+How a launcher chooses, once per problem shape (then the launch plan keeps it):
+
+1. a configuration the caller passes (``config=``: tuning sweeps, benchmarks);
+2. the **tuned table** ``gate_up_table.json`` (beside this file; ``COURSE_GATE_UP_TABLE`` points
+   elsewhere), written by ``benchmarks/geglu_kernels.py`` from a sweep on a GPU: the entry of the
+   same kind and element size, tuned on a GPU of the same compute capability, nearest in
+   (dim, hidden, M-bucket) on a log scale, if one is near enough;
+3. otherwise a **default** from the shape: among a few tiles, the one whose tile count fills the
+   GPU's multiprocessors best (:func:`default_config`), weighted by how efficient the tile is.
+
+Why tiles vs multiprocessors matters: a persistent kernel runs ``ceil(tiles / SMs)`` waves; with
+24 tiles of 128x256 (M = 128 at the blog's shape) 108 of the H200's 132 SMs have nothing to do,
+so at small M smaller tiles win even though each is less efficient.
+
+If a configuration cannot run on this GPU (too much shared memory, say), the launcher falls back
+to the next default (:func:`fallback_chain`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
 import triton
-import triton.testing
 
-from .gate_up_kernels import _gate_up_geglu_kernel, _gate_up_geglu_tma_kernel
+from .launch_plans import config_label
 
-# ----------------------------------------------------------------------------------------------
-# Configurations and autotuning
-# ----------------------------------------------------------------------------------------------
+__all__ = [
+    "KINDS",
+    "gate_up_config",
+    "config_to_dict",
+    "config_from_dict",
+    "CANDIDATES",
+    "default_config",
+    "fallback_chain",
+    "table_config",
+    "load_table",
+    "make_table",
+    "config_table",
+    "TABLE_PATH",
+    "TABLE_ENV",
+]
+
+KINDS = {
+    "forward": "gate+up GEMM with a GeGLU epilogue (inference; training in recompute mode)",
+    "forward_gu": "the same, also storing the gate/up pre-activations (training in save mode)",
+    "backward": "dh = dy @ W_down with a GeGLU-backward epilogue (training)",
+}
+TABLE_PATH = Path(__file__).with_name("gate_up_table.json")
+TABLE_ENV = "COURSE_GATE_UP_TABLE"
+TABLE_SCHEMA = "course-gate-up-table/1"
+# Table entries farther than this (sum of |log2| ratios of dim, columns and M bucket) are not used.
+MAX_TABLE_DISTANCE = 3.0
 
 
 def gate_up_config(
     bm: int, bn: int, bk: int, stages: int, warps: int, group_m: int = 8, **extra: object
 ) -> triton.Config:
+    """A ``triton.Config`` for the gate+up kernels (BLOCK_N counts the GEMM's output columns)."""
     return triton.Config(
         {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **extra},
         num_stages=stages,
@@ -30,35 +79,106 @@ def gate_up_config(
     )
 
 
-# A small set of Hopper configurations (BLOCK_N counts packed columns: 256 = 128 gate + 128 up).
-# Measured on the H200 at the blog shape (benchmarks/geglu_kernels.py --sweep, profiler kernel
-# time, cuBLAS on the concatenated weight without GeGLU: 108 us):
-#   128x256x64, 3 or 4 stages, 8 warps, flattened persistent loop  119.6 us (646 TFLOP/s)
-#   same, loop not flattened (epilogue not overlapped)             129.6
-#   256x128x64, 4 stages                                           123.9
-#   128x128x64, 4 stages, 4 warps                                  128.8
-#   GROUP_M 4 / 16 instead of 8                                    119.6 / 120.2
-#   warp specialisation (triton 3.6), flattened / not              121.9 / 130.7
-#   gate/up in blocks of 128 rows instead of pairs (GROUP_ROWS)    118.9 (within 1%: pairs kept,
-#                                                                  they work with any BLOCK_N)
-#   pointer kernel (no TMA, not persistent), best tile             146.3
-# The smaller tiles are here for small M (few tiles would leave most SMs idle).
-TMA_CONFIGS = [
-    gate_up_config(128, 256, 64, 3, 8, FLATTEN=True),
-    gate_up_config(128, 256, 64, 4, 8, FLATTEN=True),
-    gate_up_config(256, 128, 64, 4, 8, FLATTEN=True),
-    gate_up_config(128, 128, 64, 4, 4, FLATTEN=True),
-    gate_up_config(64, 128, 64, 4, 4, FLATTEN=True),
-]
-POINTER_CONFIGS = [
-    gate_up_config(128, 256, 64, 3, 8),
-    gate_up_config(128, 128, 64, 3, 8),
-    gate_up_config(64, 128, 32, 4, 4),
-    gate_up_config(64, 64, 32, 4, 4),
-]
-# fp32 inputs use IEEE fp32 dots, i.e. FMA instructions, not tensor cores: that path is for
-# exact results (tests, references), not speed. Large tiles make those kernels slow to compile
-# and too big for shared memory, so fp32 uses one small configuration instead of autotuning.
+def config_to_dict(cfg: triton.Config) -> dict[str, Any]:
+    """A JSON-ready dict of a configuration (kwargs plus num_warps and num_stages)."""
+    return {**cfg.kwargs, "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+
+
+def config_from_dict(d: Mapping[str, Any]) -> triton.Config:
+    """Inverse of :func:`config_to_dict` (ValueError when a block size is missing)."""
+    d = dict(d)
+    missing = [k for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if k not in d]
+    if missing:
+        raise ValueError(f"a gate+up configuration needs {missing}, got {sorted(d)}")
+    warps, stages = int(d.pop("num_warps", 4)), int(d.pop("num_stages", 3))
+    return triton.Config(d, num_warps=warps, num_stages=stages)
+
+
+def _tma(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: object) -> triton.Config:
+    return gate_up_config(bm, bn, bk, stages, warps, FLATTEN=extra.pop("FLATTEN", True), **extra)
+
+
+# What the tuning sweep tries on a Hopper GPU (TMA path), largest tiles first; warp-specialised
+# variants last (a Triton 3.6 compiler crash was seen with 128x128 tiles and 4 warps).
+# Measured on the H200 at the blog shape (forward, benchmarks/geglu_kernels.py of 2026-11-29,
+# profiler kernel time; cuBLAS on the concatenated weight without the GeGLU: 108 us):
+# 128x256x64 s3/s4 w8 flattened 119.6 us; not flattened 129.6; 256x128x64 s4 123.9;
+# 128x128x64 s4 w4 128.8; warp-specialised 121.9; pointer kernel, best tile 146.3.
+CANDIDATES: dict[str, list[triton.Config]] = {
+    "forward": [
+        _tma(128, 256, 64, 3, 8),
+        _tma(128, 256, 64, 4, 8),
+        _tma(256, 128, 64, 3, 8),
+        _tma(128, 128, 64, 4, 8),
+        _tma(128, 128, 64, 4, 4),
+        _tma(128, 128, 128, 3, 8),
+        _tma(64, 256, 64, 4, 4),
+        _tma(64, 128, 64, 4, 4),
+        _tma(64, 128, 128, 4, 4),
+        _tma(64, 64, 64, 5, 4),
+        _tma(64, 64, 128, 4, 4),
+        _tma(128, 256, 64, 3, 8, group_m=16),
+        _tma(128, 256, 64, 3, 8, WARP_SPECIALIZE=True),
+        _tma(128, 256, 64, 4, 8, FLATTEN=False, WARP_SPECIALIZE=True),
+    ],
+    "forward_gu": [
+        _tma(128, 256, 64, 2, 8),
+        _tma(128, 128, 64, 4, 8),
+        _tma(128, 128, 64, 3, 8),
+        _tma(128, 128, 64, 4, 4),
+        _tma(256, 128, 64, 2, 8),
+        _tma(64, 256, 64, 3, 4),
+        _tma(64, 128, 64, 4, 4),
+        _tma(64, 64, 64, 4, 4),
+    ],
+    "backward": [
+        _tma(128, 64, 64, 4, 8),
+        _tma(128, 64, 64, 4, 4),
+        _tma(128, 128, 64, 2, 8),
+        _tma(64, 128, 64, 4, 4),
+        _tma(128, 64, 128, 3, 8),
+        _tma(64, 64, 64, 4, 4),
+        _tma(256, 64, 64, 3, 8),
+    ],
+}
+
+# Defaults when the table has nothing near: (configuration, relative efficiency of its tile when
+# the GPU is full). The efficiencies are rough, from the H200 measurements above; they only rank
+# tiles whose wave counts differ.
+_DEFAULTS: dict[tuple[str, str], list[tuple[triton.Config, float]]] = {
+    ("tma", "forward"): [
+        (_tma(128, 256, 64, 3, 8), 1.0),
+        (_tma(128, 128, 64, 4, 8), 0.9),
+        (_tma(64, 256, 64, 4, 4), 0.85),
+        (_tma(64, 128, 64, 4, 4), 0.8),
+        (_tma(64, 64, 64, 4, 4), 0.65),
+    ],
+    ("tma", "forward_gu"): [
+        (_tma(128, 128, 64, 4, 8), 0.95),
+        (_tma(128, 256, 64, 2, 8), 0.9),
+        (_tma(64, 128, 64, 4, 4), 0.8),
+        (_tma(64, 64, 64, 4, 4), 0.65),
+    ],
+    ("tma", "backward"): [
+        (_tma(128, 64, 64, 4, 8), 0.95),
+        (_tma(64, 128, 64, 4, 4), 0.9),
+        (_tma(128, 128, 64, 2, 8), 0.9),
+        (_tma(64, 64, 64, 4, 4), 0.7),
+    ],
+    ("pointer", "forward"): [
+        (gate_up_config(128, 128, 64, 3, 8), 1.0),
+        (gate_up_config(64, 128, 32, 4, 4), 0.8),
+        (gate_up_config(64, 64, 32, 4, 4), 0.6),
+    ],
+    ("pointer", "backward"): [
+        (gate_up_config(128, 64, 64, 3, 8), 1.0),
+        (gate_up_config(64, 64, 32, 4, 4), 0.7),
+    ],
+}
+_DEFAULTS[("pointer", "forward_gu")] = _DEFAULTS[("pointer", "forward")]
+
+# fp32 inputs use IEEE fp32 dots, i.e. FMA instructions, not tensor cores: that path is for exact
+# results (tests, references), not speed; large tiles would only make it slow to compile.
 FP32_CONFIG = gate_up_config(64, 64, 32, 2, 4)
 # The interpreter runs programs one after another in Python/numpy: few, mid-sized programs.
 INTERPRETER_CONFIG = gate_up_config(64, 64, 32, 1, 4, group_m=2)
@@ -71,74 +191,184 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@functools.cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
+def _check_kind_path(kind: str, path: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    if path not in ("tma", "pointer"):
+        raise ValueError(f"path must be 'tma' or 'pointer', got {path!r}")
 
 
-@functools.cache
-def _capability_major(device_index: int) -> int:
-    return torch.cuda.get_device_capability(device_index)[0]
+def _ranked(kind: str, path: str, m: int, n: int, sms: int) -> list[triton.Config]:
+    """The default tiles, best first: efficiency x how full the last wave of tiles keeps the SMs."""
+    _check_kind_path(kind, path)
+    scored = []
+    for order, (cfg, eff) in enumerate(_DEFAULTS[(path, kind)]):
+        tiles = _cdiv(m, cfg.kwargs["BLOCK_M"]) * _cdiv(n, cfg.kwargs["BLOCK_N"])
+        fill = tiles / (_cdiv(tiles, sms) * sms)
+        scored.append((-eff * fill, order, cfg))
+    return [cfg for _, _, cfg in sorted(scored, key=lambda s: (s[0], s[1]))]
 
 
-def _device_index(t: torch.Tensor) -> int:
-    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+def default_config(kind: str, path: str, m: int, n: int, sms: int) -> triton.Config:
+    """The default tile for an ``[m, n]`` GEMM output on a GPU with `sms` multiprocessors.
+
+    `n` counts the kernel's output columns: ``2*hidden`` for the forward kinds, ``hidden`` for
+    ``backward``.
+    """
+    return _ranked(kind, path, m, n, sms)[0]
 
 
-def _set_tma_block_shapes(nargs: dict) -> None:
-    """Autotune pre-hook: give the descriptors the block shapes of the configuration being run."""
-    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
-    nargs["x_desc"].block_shape = [bm, bk]
-    nargs["w_desc"].block_shape = [bn, bk]
-    nargs["out_desc"].block_shape = [bm, bn // 2]
+def fallback_chain(kind: str, path: str, m: int, n: int, sms: int, first: triton.Config) -> list[triton.Config]:
+    """`first`, then the defaults in rank order: what a launcher tries until one runs here."""
+    rest = [c for c in _ranked(kind, path, m, n, sms) if config_to_dict(c) != config_to_dict(first)]
+    return [first, *rest]
 
 
-def _with_hook(configs: list[triton.Config]) -> list[triton.Config]:
-    return [
-        triton.Config(dict(c.kwargs), num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=_set_tma_block_shapes)
-        for c in configs
+# ----------------------------------------------------------------------------------------------
+# The tuned table
+# ----------------------------------------------------------------------------------------------
+
+
+def _table_path() -> Path:
+    return Path(os.environ.get(TABLE_ENV) or TABLE_PATH)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_table(path: str, mtime: float) -> dict[str, Any]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("schema") != TABLE_SCHEMA or not isinstance(data.get("entries"), list):
+        raise ValueError(f"{path} is not a {TABLE_SCHEMA} table; write one with benchmarks/geglu_kernels.py")
+    return data
+
+
+def load_table(path: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The tuned table (a dict with ``device``, ``capability``, ``provenance``, ``entries``), or None
+    when the file does not exist (no GPU run recorded yet: the defaults apply)."""
+    p = Path(path) if path is not None else _table_path()
+    if not p.is_file():
+        return None
+    return _read_table(str(p), p.stat().st_mtime)
+
+
+def _m_bucket(m: int) -> int:
+    """M rounded up to a power of two (tiles and waves change little within a bucket)."""
+    return 1 << max(int(m) - 1, 0).bit_length()
+
+
+def _itemsize(dtype: torch.dtype | str) -> int:
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype.removeprefix("torch."))
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def table_config(
+    kind: str,
+    m: int,
+    n: int,
+    k: int,
+    dtype: torch.dtype | str,
+    capability: str,
+    table: Mapping[str, Any] | None = None,
+) -> tuple[triton.Config, dict[str, Any]] | None:
+    """The tuned configuration nearest to this problem, with its table entry, or None.
+
+    Only entries of the same `kind` and element size from a table tuned on a GPU of the same
+    compute `capability` (``"9.0"``) count; the nearest by ``|log2 k/k'| + |log2 n/n'| +
+    |log2 bucket(m)/bucket(m')|`` is used when within :data:`MAX_TABLE_DISTANCE`.
+    """
+    table = load_table() if table is None else table
+    if not table or str(table.get("capability")) != str(capability):
+        return None
+    size = _itemsize(dtype)
+    best, best_d = None, math.inf
+    for e in table["entries"]:
+        if e.get("kind") != kind or _itemsize(e["dtype"]) != size or "config" not in e:
+            continue
+        d = abs(math.log2(k / e["k"])) + abs(math.log2(n / e["n"])) + abs(math.log2(_m_bucket(m) / _m_bucket(e["m"])))
+        if d < best_d:
+            best, best_d = e, d
+    if best is None or best_d > MAX_TABLE_DISTANCE:
+        return None
+    return config_from_dict(best["config"]), {**best, "distance": best_d}
+
+
+def make_table(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The table to commit from a tuning sweep's rows: per (kind, dtype, m, n, k), the fastest config.
+
+    Each row needs ``kind``, ``dtype``, ``m``, ``n``, ``k``, ``config`` (a dict), ``us`` (None or
+    absent when the config failed); ``dim``, ``hidden`` and ``reference_us`` are kept when present.
+    """
+    best: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        if r.get("us") is None or r.get("kind") not in KINDS:
+            continue
+        key = (r["kind"], r["dtype"], r["m"], r["n"], r["k"])
+        if key not in best or r["us"] < best[key]["us"]:
+            best[key] = {
+                k: r[k]
+                for k in (
+                    "kind",
+                    "dtype",
+                    "m",
+                    "n",
+                    "k",
+                    "dim",
+                    "hidden",
+                    "config",
+                    "us",
+                    "reference_us",
+                    "gemm_only_us",
+                )
+                if k in r
+            }
+    if "capability" not in provenance:
+        raise ValueError("provenance must name the GPU's compute capability (helpers.measure.device.provenance does)")
+    return {
+        "schema": TABLE_SCHEMA,
+        "device": provenance.get("device"),
+        "capability": provenance["capability"],
+        "sms": provenance.get("sms"),
+        "provenance": dict(provenance),
+        "entries": sorted(best.values(), key=lambda e: (e["kind"], e["k"], e["n"], e["m"])),
+    }
+
+
+def config_table(table: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The tuned table as a DataFrame (one row per tuned problem), or the default tiles when there is
+    no table yet (column ``source`` says which). Used by notebook 06."""
+    table = load_table() if table is None else table
+    if table:
+        rows = [
+            {
+                "source": f"tuned on {table.get('device')}",
+                "kind": e["kind"],
+                "dtype": e["dtype"],
+                "dim": e.get("dim"),
+                "hidden": e.get("hidden"),
+                "m": e["m"],
+                "config": config_label(config_from_dict(e["config"])),
+                "us": e.get("us"),
+                "reference_us": e.get("reference_us"),
+            }
+            for e in table["entries"]
+        ]
+        return pd.DataFrame(rows)
+    rows = [
+        {
+            "source": "default (no tuned table)",
+            "kind": kind,
+            "path": path,
+            "config": config_label(cfg),
+            "efficiency": eff,
+        }
+        for (path, kind), cfgs in _DEFAULTS.items()
+        for cfg, eff in cfgs
     ]
+    return pd.DataFrame(rows)
 
 
-def _prune_for_small_m(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-    """Skip tiles taller than the problem (M=37 needs no 256-row tile); keep at least one config."""
-    m = named_args["M"]
-    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(64, m)]
-    return kept or configs[-1:]
-
-
-def _tuning_bench(fn, quantiles):
-    # Shorter than do_bench's default (25 ms warm-up, 100 ms of runs) so that tuning a new shape
-    # costs well under a second per configuration; ample for kernels of 10 us and more.
-    return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles)
-
-
-# Autotuned wrappers (compiled mode only). Their key is the problem size (M, N2, K); Triton adds
-# the dtypes of tensor arguments. After the first call for a key, gate_up_geglu reads the
-# winner (autotuner.best_config) into _TUNED and launches the plain kernel with it, which skips
-# the autotuner's per-call work.
-_tma_autotuned = triton.autotune(
-    configs=_with_hook(TMA_CONFIGS),
-    key=["M", "N2", "K"],
-    prune_configs_by={"early_config_prune": _prune_for_small_m},
-    do_bench=_tuning_bench,
-)(_gate_up_geglu_tma_kernel)
-_pointer_autotuned = triton.autotune(
-    configs=POINTER_CONFIGS,
-    key=["M", "N2", "K"],
-    prune_configs_by={"early_config_prune": _prune_for_small_m},
-    do_bench=_tuning_bench,
-)(_gate_up_geglu_kernel)
-_TUNED: dict[tuple, triton.Config] = {}
-
-
-def config_table() -> pd.DataFrame:
-    """The Hopper (TMA) configurations the autotuner tries, one row each (used by notebook 06)."""
-    return pd.DataFrame(
-        [{**cfg.kwargs, "num_stages": cfg.num_stages, "num_warps": cfg.num_warps} for cfg in TMA_CONFIGS]
-    )
-
-
-def tuned_configs() -> dict[tuple, triton.Config]:
-    """The configuration the autotuner chose for each problem key seen in this process (a copy)."""
-    return dict(_TUNED)
+def candidate_configs(kind: str, only: Sequence[int] | None = None) -> list[triton.Config]:
+    """The sweep's candidates for `kind` (all, or those at the given indices)."""
+    _check_kind_path(kind, "tma")
+    cands = CANDIDATES[kind]
+    return cands if only is None else [cands[i] for i in only]

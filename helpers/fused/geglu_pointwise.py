@@ -60,6 +60,20 @@ def _gelu_tanh_f32(g):
 
 
 @triton.jit
+def _geglu_grads(d, g, u):
+    """GeGLU backward on fp32 tensors: ``(dgate, dup, gelu(g))`` for ``h = gelu_tanh(g) * u``, ``dh = d``.
+
+    gelu(g) = g * s with s = sigmoid(2z), 2z = g (K0 + K1 g^2); d(2z)/dg = K0 + 3 K1 g^2, so
+    gelu'(g) = s + g s (1 - s) (K0 + 3 K1 g^2). Shared by the pointwise backward kernel below and
+    the backward GEMM's epilogue (``gate_up_kernels.py``).
+    """
+    s = _sigmoid_2z(g)
+    gelu = g * s
+    dgelu = s + gelu * (1.0 - s) * (_K0 + 3.0 * _K1 * g * g)
+    return d * u * dgelu, d * gelu, gelu
+
+
+@triton.jit
 def _tile_offsets(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr):
     # A 1-D grid walked row-major: consecutive programs take consecutive column blocks of the
     # same rows, so at any moment the GPU streams through contiguous memory, as a flat copy does.
@@ -151,11 +165,9 @@ def _geglu_backward_kernel(
         d = tl.load(dout_ptr + r * stride_dout + c, mask=mask, other=0.0).to(tl.float32)
         g = tl.load(gate_ptr + r * stride_gate + c, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(up_ptr + r * stride_up + c, mask=mask, other=0.0).to(tl.float32)
-    # gelu(g) = g * s with s = sigmoid(2z), 2z = g (K0 + K1 g^2); d(2z)/dg = K0 + 3 K1 g^2.
-    s = _sigmoid_2z(g)
-    dgelu = s + g * s * (1.0 - s) * (_K0 + 3.0 * _K1 * g * g)
-    dgate = (d * u * dgelu).to(dgate_ptr.dtype.element_ty)
-    dup = (d * g * s).to(dup_ptr.dtype.element_ty)
+    dgate, dup, _ = _geglu_grads(d, g, u)
+    dgate = dgate.to(dgate_ptr.dtype.element_ty)
+    dup = dup.to(dup_ptr.dtype.element_ty)
     if EVEN_M and EVEN_N:
         tl.store(dgate_ptr + r * stride_dgate + c, dgate)
         tl.store(dup_ptr + r * stride_dup + c, dup)

@@ -13,6 +13,7 @@ outputs), and both are differentiable.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -20,8 +21,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..triton_env import triton_mode
-from .gate_up import GateUpGeGLUFunction, pack_gate_up
+from .gate_up import gate_up_geglu, pack_gate_up
 from .geglu_pointwise import GeGLUFunction
+from .mlp_function import GeGLUMLPFunction, check_mode
 
 __all__ = ["GeGLU", "CourseGeGLUMLP", "FusedGeGLUMLP", "config_sizes", "projections"]
 
@@ -112,8 +114,6 @@ class CourseGeGLUMLP(nn.Module):
     @classmethod
     def from_module(cls, mlp: nn.Module, concat: bool = False) -> CourseGeGLUMLP:
         """A ``CourseGeGLUMLP`` with the weights of `mlp` (a bias-free ``SimpleGeGLUMLP``), on its device and dtype."""
-        from types import SimpleNamespace
-
         g, u, d = projections(mlp)
         if any(layer.bias is not None for layer in (g, u, d)):
             raise ValueError(
@@ -147,15 +147,40 @@ class CourseGeGLUMLP(nn.Module):
 class FusedGeGLUMLP(nn.Module):
     """The GeGLU MLP in two kernels: fused gate+up+GeGLU (Triton), then down_proj (cuBLAS).
 
+    Built like Liger's layers, ``FusedGeGLUMLP(config)`` (reads ``config.hidden_size`` and
+    ``config.intermediate_size``), or ``FusedGeGLUMLP(dim, hidden, bias=...)``; from a trained
+    ``SimpleGeGLUMLP`` with :meth:`from_module` (same outputs, fewer kernels).
+
     ``gate_up_weight`` is the packed ``[2*hidden, dim]`` weight (rows interleaved gate, up: see
-    :func:`pack_gate_up`); ``gate_up_bias`` likewise, or None. Build it from a trained
-    ``SimpleGeGLUMLP`` with :meth:`from_module`: same outputs, fewer kernels.
+    :func:`pack_gate_up`); ``gate_up_bias`` likewise, or None.
+
+    ``mode`` (``"save"`` or ``"recompute"``) says what training keeps for the backward
+    (``mlp_function.py``): ``save`` keeps the pre-activations and ``h`` (fastest), ``recompute``
+    keeps nothing ``[tokens, hidden]``-sized (least memory). Without gradients (``torch.no_grad()``,
+    inference) the forward skips autograd altogether: the two launches and nothing else.
     """
 
-    def __init__(self, dim: int, hidden: int, bias: bool = False, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        config: Any = None,
+        hidden: int | None = None,
+        *,
+        bias: bool = False,
+        mode: str = "save",
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
-        if not (isinstance(dim, int) and isinstance(hidden, int)) or dim <= 0 or hidden <= 0:
-            raise ValueError(f"dim and hidden must be positive integers, got dim={dim!r}, hidden={hidden!r}")
+        if isinstance(config, int) and not isinstance(config, bool):
+            dim = config
+            if not isinstance(hidden, int) or isinstance(hidden, bool) or dim <= 0 or hidden <= 0:
+                raise ValueError(f"dim and hidden must be positive integers, got dim={dim!r}, hidden={hidden!r}")
+            config = SimpleNamespace(hidden_size=dim, intermediate_size=hidden)
+        elif hidden is not None:
+            raise TypeError("give FusedGeGLUMLP(config) or FusedGeGLUMLP(dim, hidden), not a config and a hidden size")
+        dim, hidden = config_sizes(config)
+        self.config = config
+        self.mode = mode
         factory = {"device": device, "dtype": dtype}
         # Initialise like two nn.Linear(dim, hidden) and pack, so a fresh module matches the
         # statistics of the one it replaces.
@@ -169,8 +194,17 @@ class FusedGeGLUMLP(nn.Module):
         self.down_proj = nn.Linear(hidden, dim, bias=bias, **factory)
         self.dim, self.hidden = dim, hidden
 
+    @property
+    def mode(self) -> str:
+        """What training keeps for the backward: ``"save"`` or ``"recompute"`` (settable)."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self._mode = check_mode(value)
+
     @classmethod
-    def from_module(cls, mlp: nn.Module) -> FusedGeGLUMLP:
+    def from_module(cls, mlp: nn.Module, mode: str = "save") -> FusedGeGLUMLP:
         """A ``FusedGeGLUMLP`` with the weights of ``mlp`` (a ``SimpleGeGLUMLP``), on its device and dtype.
 
         The gate and up weights are packed once here; the down projection is copied.
@@ -178,7 +212,14 @@ class FusedGeGLUMLP(nn.Module):
         g, u, d = projections(mlp)
         if (g.bias is None) != (u.bias is None):
             raise ValueError("gate_proj and up_proj must both have a bias or both have none")
-        new = cls(g.in_features, g.out_features, bias=g.bias is not None, device=g.weight.device, dtype=g.weight.dtype)
+        new = cls(
+            g.in_features,
+            g.out_features,
+            bias=g.bias is not None,
+            mode=mode,
+            device=g.weight.device,
+            dtype=g.weight.dtype,
+        )
         with torch.no_grad():
             new.gate_up_weight.copy_(pack_gate_up(g.weight, u.weight))
             if g.bias is not None:
@@ -191,11 +232,16 @@ class FusedGeGLUMLP(nn.Module):
         return new.train(mlp.training)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = GateUpGeGLUFunction.apply(x, self.gate_up_weight, self.gate_up_bias)
-        return F.linear(h, self.down_proj.weight, self.down_proj.bias)
+        down = self.down_proj
+        if torch.is_grad_enabled() and (
+            x.requires_grad or self.gate_up_weight.requires_grad or down.weight.requires_grad
+        ):
+            return GeGLUMLPFunction.apply(x, self.gate_up_weight, self.gate_up_bias, down.weight, down.bias, self._mode)
+        # Inference: no autograd node, no saved tensors; the launcher's plan does the rest.
+        return F.linear(gate_up_geglu(x, self.gate_up_weight, self.gate_up_bias), down.weight, down.bias)
 
     def extra_repr(self) -> str:
         return (
-            f"dim={self.dim}, hidden={self.hidden}, bias={self.gate_up_bias is not None}, "
-            "kernel=gate_up_geglu+cuBLAS down"
+            f"dim={self.dim}, hidden={self.hidden}, bias={self.gate_up_bias is not None}, mode={self._mode!r}, "
+            "kernels=gate_up_geglu + cuBLAS down"
         )

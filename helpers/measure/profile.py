@@ -20,6 +20,17 @@ from ..trace import files as tracefile
 from ..trace.model import Trace, TraceInfo
 from .device import device_name, synchronize
 
+# Bounds on profile()'s loops. The profiler keeps every event of every profiled step in memory
+# (a big model's step holds tens of thousands of events), and warm-up calls only need to reach a
+# steady state; the course profiles 2 to 10 steps after 1 to 3 warm-up calls.
+MAX_STEPS = 100
+MAX_WARMUP = 1000
+_WHY_BOUNDED = {
+    "steps": "every profiled step keeps all its events in memory until the trace is built, so a long "
+    "profile grows without limit (profile a few steps: one already shows every kernel).",
+    "warmup": "warm-up calls only bring caches, compilation and clocks to a steady state; a handful is enough.",
+}
+
 
 def _tensors_in(obj: Any, found: list[tuple[str, torch.Tensor]], where: str) -> None:
     if isinstance(obj, torch.Tensor):
@@ -121,17 +132,30 @@ def profile(
     - Every step is wrapped in ``record_function(label)`` and ends with a device synchronise, so
       each ``ProfilerStep#N`` holds exactly one call and its kernels.
     - Runs under ``torch.no_grad()`` unless ``grad=True`` (the course profiles inference).
+    - At most :data:`MAX_STEPS` steps and :data:`MAX_WARMUP` warm-up calls (the profiler's memory
+      grows with every step); inputs on the ``meta`` device are refused (nothing would run).
     """
     if not callable(fn_or_module):
         raise TypeError(
             f"profile() needs a function or an nn.Module to call, got {type(fn_or_module).__name__}. "
             "Pass e.g. profile(model, x) or profile(lambda: a @ b)."
         )
-    for name, value, low in (("steps", steps, 1), ("warmup", warmup, 0)):
+    for name, value, low, high in (("steps", steps, 1, MAX_STEPS), ("warmup", warmup, 0, MAX_WARMUP)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if value > high:
+            raise ValueError(
+                f"{name}={value:,} is more than {high:,}: {_WHY_BOUNDED[name]} To time many calls, use "
+                "helpers.time_per_call or helpers.time_end_to_end, which keep no events."
+            )
     kwargs = dict(kwargs or {})
     device = infer_device(fn_or_module, inputs, kwargs)
+    if device.type == "meta":
+        raise ValueError(
+            "the inputs (or the module's parameters) are on the 'meta' device: meta tensors have shapes but "
+            "no data, so nothing runs and there is nothing to profile. Build the model on a real device, or "
+            "materialise it with module.to_empty(device='cpu') and load its weights, then profile."
+        )
     if device.type == "cuda" and not torch.cuda.is_available():  # pragma: no cover - defensive
         raise ValueError("inputs are on CUDA but torch.cuda.is_available() is False")
     label = label or (

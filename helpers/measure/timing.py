@@ -6,6 +6,8 @@
 - :func:`time_end_to_end`: the same, plus calls issued back to back without a synchronise (the
   device queue then hides the CPU's launch work, as in a real loop).
 - :func:`time_device`: median device time of a region from CUDA events (what the ceilings use).
+- :func:`time_graphed`: device time per call when the calls are replayed from a CUDA graph (the
+  host's launch work removed: what is left is the kernels and the gaps between them).
 
 Kernel time (what the profiler reports) and end-to-end time differ by the host's work: Python,
 dispatch, launch calls, guards. The lessons report both, side by side.
@@ -54,7 +56,9 @@ def time_end_to_end(fn: Callable, *inputs: Any, iters: int = 50) -> dict[str, fl
     ``nosync_us``: `iters` calls issued back to back, one synchronise at the end, divided by
     `iters` (the device queue overlaps the host's launch work with the device's work);
     ``sync_us``: median of `iters` calls each followed by a synchronise. On CUDA the back-to-back
-    loop is also timed with CUDA events (``nosync_events_us``).
+    loop is also timed with CUDA events (``nosync_events_us``). ``enqueue_us``: host time per call
+    to issue the back-to-back calls, before the final synchronise (while the device is slower
+    than the host, this is the host's own cost per call: Python, dispatch, launches).
     """
     check_callable(fn)
     iters = bounded_int("iters", iters, 1, MAX_REPEATS)
@@ -70,10 +74,12 @@ def time_end_to_end(fn: Callable, *inputs: Any, iters: int = 50) -> dict[str, fl
         start = time.perf_counter()
         for _ in range(iters):
             fn(*inputs)
+        enqueued = time.perf_counter()
         if events is not None:
             events[1].record()
         synchronize(device)
         out["nosync_us"] = (time.perf_counter() - start) / iters * 1e6
+        out["enqueue_us"] = (enqueued - start) / iters * 1e6
         if events is not None:
             out["nosync_events_us"] = events[0].elapsed_time(events[1]) * 1e3 / iters
         out["sync_us"] = time_per_call(fn, *inputs, repeats=iters, warmup=0) * 1e6
@@ -94,3 +100,43 @@ def time_device(fn: Callable[[], Any], repeats: int = 10, warmup: int = 3) -> fl
         end.record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1e3
+
+
+def time_graphed(fn: Callable, *inputs: Any, iters: int = 20, calls_per_graph: int = 1) -> dict[str, Any]:
+    """Device time per call of ``fn(*inputs)`` replayed from a CUDA graph (CUDA only, under ``no_grad``).
+
+    Warms up on a side stream (compiles, tunes, allocates), captures `calls_per_graph` calls in one
+    ``torch.cuda.CUDAGraph``, replays it `iters` times between two CUDA events, and checks the
+    replay against a direct call. Returns ``graphed_us`` (per call) and ``max_abs_diff`` (replay vs
+    direct; graphs replay the same kernels, so 0 for deterministic ones). The graph and its memory
+    pool are released on return.
+    """
+    check_callable(fn)
+    iters = bounded_int("iters", iters, 1, MAX_REPEATS)
+    calls_per_graph = bounded_int("calls_per_graph", calls_per_graph, 1, 1000)
+    device = device_of(inputs)
+    if device is None or device.type != "cuda":
+        raise ValueError("time_graphed needs CUDA inputs: CUDA graphs exist on NVIDIA GPUs only")
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                direct = fn(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls_per_graph):
+                static_out = fn(*inputs)
+        graph.replay()
+        torch.cuda.synchronize()
+        diff = float((static_out.float() - direct.float()).abs().max()) if static_out.numel() else 0.0
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        per_call_us = start.elapsed_time(end) * 1e3 / (iters * calls_per_graph)
+        del graph, static_out, direct
+    return {"graphed_us": per_call_us, "max_abs_diff": diff}

@@ -6,17 +6,22 @@ The real API, as a learner with network access writes it::
     liger = kernels.get_kernel("kernels-community/liger-kernels", version=1)
     mlp = liger.layers.LigerGEGLUMLP(config)          # config.hidden_size, config.intermediate_size
 
-``version=1`` is a pin: ``get_kernel`` resolves the branch ``v1`` of the Hub repository. Versions
-2 and 3 of liger-kernels changed ``LigerGEGLUMLP`` into a layer without a constructor argument,
-so the line above only keeps working with the pin.
+``version=1`` keeps the API: ``get_kernel`` resolves the branch ``v1`` of the Hub repository, and
+versions 2 and 3 of liger-kernels changed ``LigerGEGLUMLP`` into a layer without a constructor
+argument. But a branch moves: the exact pin is a commit, given as ``revision=`` or by the course's
+``kernels`` lock file (:mod:`helpers.mlp.hub_pin` says which applies, and what each route checks).
 
 The course's machines are usually offline, so :func:`load_geglu_mlp` tries, in order:
 
 1. ``hub``: the Hub, only when it answers a short probe (:func:`hub_status`, never hangs);
-2. ``cache``: the same ``get_kernel`` call with ``HF_HUB_OFFLINE=1``, served from the local cache
-   (filled earlier while online, e.g. by :func:`prefetch` when a Space is built);
+   ``kernels`` checks the publisher's trust on the Hub itself;
+2. ``cache``: the same pin with ``HF_HUB_OFFLINE=1``, served from the local cache (filled earlier
+   while online, e.g. by :func:`helpers.mlp.hub_pin.prefetch` when a Space is built; with a lock file,
+   ``kernels.load_kernel``). ``kernels`` skips the trust check offline, so the loader checks the
+   publisher, the commit and the files' content hashes (:func:`hub_pin.check_cached_kernel`);
 3. ``package``: the ``liger-kernel`` package from PyPI, when installed (the same
-   ``LigerGEGLUMLP(config)``; its Triton kernels need a CUDA GPU);
+   ``LigerGEGLUMLP(config)``; its Triton kernels need a CUDA GPU); its files are checked against
+   the hashes pip recorded;
 4. ``local``: the course's own kernel repository ``local_kernels/course-geglu`` (the ``kernels``
    build layout, loaded with ``kernels.get_local_kernel``): the course's Triton GeGLU kernel,
    compiled on a GPU, run by Triton's interpreter on a CPU. It always works.
@@ -68,6 +73,7 @@ from .hub_cache import (
     hub_status,
     offline_mode,
 )
+from .hub_pin import KernelPin, check_cached_kernel, check_installed, kernel_pin, snapshot_commit
 from .model import MLPConfig, SimpleGeGLUMLP, liger_style_layer
 
 USED, SKIPPED, FAILED, NOT_TRIED = "used", "skipped", "failed", "not tried"
@@ -233,7 +239,8 @@ def _variant_of(module: ModuleType) -> str | None:
     path = getattr(module, "__file__", None)
     if not path:
         return None
-    p = Path(path).resolve()
+    # not resolve(): in the Hugging Face cache every file is a link to a blob elsewhere
+    p = Path(os.path.abspath(path))
     # build/<variant>/<package>/__init__.py or build/<variant>/__init__.py
     for parent in p.parents:
         if parent.parent.name == "build":
@@ -245,6 +252,7 @@ def _variant_of(module: ModuleType) -> str | None:
 class _Context:
     repo_id: str
     version: int
+    pin: KernelPin
     layer: str
     local_repo: Path
     local_layer: str
@@ -256,32 +264,49 @@ class _Context:
 _Found = tuple[type, str, "ModuleType | None", "str | None"]
 
 
-def _try_hub(ctx: _Context) -> _Found:
+def _get_pinned(ctx: _Context) -> ModuleType:
     import kernels
 
+    pin = ctx.pin
+    if pin.exact:
+        return kernels.get_kernel(ctx.repo_id, revision=pin.revision)
+    return kernels.get_kernel(ctx.repo_id, version=ctx.version)
+
+
+def _try_hub(ctx: _Context) -> _Found:
     hub = hub_status(ctx.hub_timeout)
     if not hub.online:
         raise _Skip(f"offline: {hub.reason}")
-    module = kernels.get_kernel(ctx.repo_id, version=ctx.version)
+    module = _get_pinned(ctx)  # kernels asks the Hub whether the publisher is trusted first
+    commit, _ = snapshot_commit(module)
+    if ctx.pin.exact and commit is not None and commit != ctx.pin.revision:
+        raise ValueError(f"{ctx.repo_id}: kernels loaded commit {commit}, not the pinned {ctx.pin.revision}")
     variant = _variant_of(module)
-    cls = _layer_from_module(module, ctx.layer, f"{ctx.repo_id} version {ctx.version}")
-    return cls, f"kernels.get_kernel({ctx.repo_id!r}, version={ctx.version}), variant {variant}", module, variant
+    cls = _layer_from_module(module, ctx.layer, ctx.pin.describe())
+    at = f", commit {commit[:12]}" if commit else ""
+    moving = "" if ctx.pin.exact else f" (follows the branch v{ctx.version}: not an exact pin)"
+    return (
+        cls,
+        f"{ctx.pin.call()}{at}, variant {variant}; publisher trust checked on the Hub by kernels{moving}",
+        module,
+        variant,
+    )
 
 
 def _try_cache(ctx: _Context) -> _Found:
     import kernels
 
     with offline_mode():
-        module = kernels.get_kernel(ctx.repo_id, version=ctx.version)
+        if ctx.pin.lockfile is not None:  # the library's own loader for locked kernels: never downloads
+            module = kernels.load_kernel(ctx.repo_id, lockfile=ctx.pin.lockfile)
+            call = f"kernels.load_kernel({ctx.repo_id!r}, lockfile={str(ctx.pin.lockfile)!r})"
+        else:
+            module = _get_pinned(ctx)
+            call = f"{ctx.pin.call()} with HF_HUB_OFFLINE=1"
+    checks = check_cached_kernel(module, ctx.pin)  # what kernels skips offline
     variant = _variant_of(module)
-    cls = _layer_from_module(module, ctx.layer, f"{ctx.repo_id} version {ctx.version} (cache)")
-    return (
-        cls,
-        f"kernels.get_kernel({ctx.repo_id!r}, version={ctx.version}) with HF_HUB_OFFLINE=1 from "
-        f"{cache_dir()}, variant {variant}",
-        module,
-        variant,
-    )
+    cls = _layer_from_module(module, ctx.layer, f"{ctx.pin.describe()} (cache)")
+    return cls, f"{call} from {cache_dir()}, variant {variant}; {checks}", module, variant
 
 
 def _try_package(ctx: _Context) -> _Found:
@@ -296,11 +321,12 @@ def _try_package(ctx: _Context) -> _Found:
             f"{LIGER_PACKAGE} {version} is installed, but its Triton kernels need a CUDA GPU and this run "
             f"is on {ctx.device} (they call libdevice's tanh, which Triton's CPU interpreter lacks)"
         )
+    checks = check_installed(LIGER_PACKAGE)  # before importing it
     module = importlib.import_module(LIGER_PACKAGE_LAYER)
     cls = getattr(module, ctx.layer, None)
     if not isinstance(cls, type):
         raise AttributeError(f"{LIGER_PACKAGE} {version} has no {LIGER_PACKAGE_LAYER}.{ctx.layer}")
-    return cls, f"{LIGER_PACKAGE_LAYER}.{ctx.layer} from the {LIGER_PACKAGE} {version} package", module, None
+    return cls, f"{LIGER_PACKAGE_LAYER}.{ctx.layer} from the {LIGER_PACKAGE} {version} package; {checks}", module, None
 
 
 def _try_local(ctx: _Context) -> _Found:
@@ -317,7 +343,11 @@ def _try_local(ctx: _Context) -> _Found:
         where = ctx.local_repo.resolve().relative_to(REPO_ROOT)
     except ValueError:
         where = ctx.local_repo
-    what = ": the course's own Triton GeGLU kernel" if ctx.local_repo.resolve() == COURSE_KERNEL_REPO.resolve() else ""
+    what = (
+        ": the course's own Triton GeGLU kernel, part of this repository"
+        if ctx.local_repo.resolve() == COURSE_KERNEL_REPO.resolve()
+        else ": a folder you chose (trusted because you passed it)"
+    )
     return cls, f"kernels.get_local_kernel({str(where)!r}), variant {variant}{what}", module, variant
 
 
@@ -334,6 +364,8 @@ def load_geglu_mlp(
     sources: Sequence[str] = SOURCES,
     repo_id: str = LIGER_REPO,
     version: int = LIGER_VERSION,
+    revision: str | None = None,
+    lockfile: str | os.PathLike | None = None,
     layer: str = LIGER_LAYER,
     local_repo: str | os.PathLike | None = None,
     local_layer: str = COURSE_LAYER,
@@ -343,7 +375,9 @@ def load_geglu_mlp(
 ) -> KernelLoad:
     """Find a working GeGLU MLP layer class, trying `sources` in order (see the module docstring).
 
-    - `repo_id`, `version`, `layer`: the Hub kernel and its layer (Liger's ``LigerGEGLUMLP``, pinned to v1).
+    - `repo_id`, `version`, `layer`: the Hub kernel and its layer (Liger's ``LigerGEGLUMLP``, version 1).
+    - `revision`, `lockfile`: the exact pin, a commit sha or a ``kernels`` lock file (default: the
+      course's lock file when it exists; see :func:`helpers.mlp.hub_pin.kernel_pin`).
     - `local_repo`, `local_layer`: the local kernel repository (default: the course's ``local_kernels/course-geglu``).
     - `device`: where the candidate is checked (default: CUDA when available, else CPU).
     - `verify`: check each candidate against ``SimpleGeGLUMLP`` on a tiny input before accepting it.
@@ -366,6 +400,7 @@ def load_geglu_mlp(
     ctx = _Context(
         repo_id=repo_id,
         version=version,
+        pin=kernel_pin(repo_id, version, revision, lockfile),
         layer=layer,
         local_repo=Path(local_repo) if local_repo is not None else COURSE_KERNEL_REPO,
         local_layer=local_layer,
@@ -383,10 +418,10 @@ def load_geglu_mlp(
                 attempts.append(Attempt(source, SKIPPED, str(skip), time.perf_counter() - start, tuple(notes)))
                 continue
             except Exception as err:  # record it, try the next source
+                # a failure of the local repository is about that folder, not about the Hub kernel
+                what = (str(ctx.local_repo), None) if source == "local" else (repo_id, version)
                 attempts.append(
-                    Attempt(
-                        source, FAILED, describe_error(err, repo_id, version), time.perf_counter() - start, tuple(notes)
-                    )
+                    Attempt(source, FAILED, describe_error(err, *what), time.perf_counter() - start, tuple(notes))
                 )
                 continue
         checked = f"; matches SimpleGeGLUMLP on {ctx.device} (max |diff| {error:.1e})" if error is not None else ""

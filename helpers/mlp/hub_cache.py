@@ -2,7 +2,7 @@
 
 - :func:`hub_status`: does the Hub answer (a short probe that never hangs)?
 - :func:`offline_mode`, :func:`cache_dir`, :func:`cached_versions`: the local cache that offline
-  loads read; :func:`prefetch`: fill it while online (the Space's build step);
+  loads read (:func:`helpers.mlp.hub_pin.prefetch` fills it while online: the Space's build step);
 - :func:`explain_kernels_error`: what the library's misleading errors mean;
 - :func:`raw_get_kernel`: the plain library call a learner writes, with a timeout;
 - :func:`describe_repository`: the build variants of a kernel repository on disk.
@@ -94,7 +94,7 @@ def cached_versions(repo_id: str = LIGER_REPO) -> dict[int, str]:
     """Versions of a Hub kernel present in the local cache: ``{version: commit}``, read from ``refs/v<N>``.
 
     Reads files only, never the network. A snapshot downloaded by commit hash writes no
-    ``refs/v<N>`` (so ``version=N`` cannot find it offline): download by branch, see :func:`prefetch`.
+    ``refs/v<N>`` (so ``version=N`` cannot find it offline): download by branch, see :func:`helpers.mlp.hub_pin.prefetch`.
     """
     from huggingface_hub.file_download import repo_folder_name
 
@@ -187,10 +187,16 @@ def explain_kernels_error(
         )
     if _OFFLINE_CACHE_MISS in text or _NO_SNAPSHOT in text:
         have = cached_versions(repo_id) if repo_id.count("/") == 1 else {}
+        again = "(python scripts/prefetch_kernels.py prefetch, or kernels.get_kernel with network)"
+        if version in have:  # the branch is recorded, its files are not: say that, not "missing"
+            return (
+                f"the local cache ({cache_dir()}) records {which} as commit {have[version][:12]}, but the files "
+                f"of that commit for this machine are missing or incomplete there. Download it again while "
+                f"online {again}."
+            )
         return (
             f"{which} is not in the local cache ({cache_dir()}; cached versions: "
-            f"{', '.join(f'v{v}' for v in have) or 'none'}). Download it once while online "
-            "(python scripts/prefetch_kernels.py prefetch, or kernels.get_kernel with network)."
+            f"{', '.join(f'v{v}' for v in have) or 'none'}). Download it once while online {again}."
         )
     if _NO_VARIANT in text:
         detail = "; ".join(line.strip() for line in text.splitlines()[2:] if line.strip())[:400]
@@ -345,51 +351,3 @@ def raw_get_kernel(repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, time
         f"no answer within {timeout:g} s",
         "the network hangs: set HF_HUB_OFFLINE=1 to use the cache without asking the Hub",
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# the cache, filled while online (a Space's build step)
-# ---------------------------------------------------------------------------------------------
-
-
-def prefetch(
-    repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, backend: str | None = None, all_variants: bool = False
-) -> Path:
-    """Download `version` of a Hub kernel into the cache so that offline loads work later; returns the snapshot.
-
-    Downloads by *branch name* (``revision="v<version>"``), which writes ``refs/v<version>`` in the
-    cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1`` resolves the version through
-    that file (a download by commit hash writes no such ref and cannot be found offline). Only the
-    build variant this machine would load is fetched, unless `all_variants`. Needs network.
-    """
-    import kernels
-    from huggingface_hub import snapshot_download
-
-    if offline_requested():
-        raise RuntimeError("prefetch downloads from the Hub: unset HF_HUB_OFFLINE for this step")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"version must be a positive int, got {version!r}")
-    decisions = kernels.get_kernel_variants(repo_id, version=version, backend=backend)
-    accepted = [d.variant.variant_str for d in decisions if isinstance(d, kernels.VariantAccepted)]
-    if not accepted:
-        reasons = "; ".join(f"{d.variant.variant_str}: {getattr(d, 'reason', '')}" for d in decisions)
-        raise FileNotFoundError(
-            f"{repo_id} version {version} has no build for this machine ({reasons or 'no variants'})"
-        )
-    chosen = accepted if all_variants else accepted[:1]
-    path = Path(
-        snapshot_download(
-            repo_id,
-            repo_type="kernel",
-            revision=f"v{version}",
-            cache_dir=os.environ.get("KERNELS_CACHE") or None,
-            allow_patterns=[f"build/{v}/*" for v in chosen],
-            ignore_patterns=["*.pyc", "**/__pycache__/**"],
-        )
-    )
-    if version not in cached_versions(repo_id):
-        raise RuntimeError(
-            f"downloaded {repo_id} to {path} but {cache_dir()} has no refs/v{version}: "
-            "offline loads by version would not find it"
-        )
-    return path

@@ -1,8 +1,9 @@
 """Read a benchmark result of :mod:`helpers.mlp.bench` back: the tables and figures of notebook 06.
 
 :func:`load_results` reads a saved result (by default the H200 run committed in
-``benchmarks/results/``); :func:`from_run` wraps one measured in this process. Both give a
-:class:`BenchResults`, labelled with where and when it was recorded.
+``benchmarks/results/``); :meth:`BenchResults.from_run` wraps one measured in this process. Both
+give a :class:`BenchResults`, labelled with where and when it was recorded. Results of the first
+schema (one shape, no graphed or training times) are read too: what they lack shows as missing.
 """
 
 from __future__ import annotations
@@ -20,12 +21,35 @@ from ..measure.ceilings import Ceilings, ceilings_from_dict
 from ..measure.roofline import roofline_figure, roofline_frame
 from ..paths import REPO_ROOT
 from .bench import RESULTS_ENV, RESULTS_PATH, SCHEMA
+from .bench_measure import derive_rates
 from .model import MLPShape
-from .plans import POINTWISE_ROLES
+from .plans import POINTWISE_ROLES, kernel_role
+
+OLD_SCHEMA = "course-mlp-variants/1"
+# The four times of an inference call, in the order the notebook explains them.
+TIME_COLUMNS = ["kernel_us", "graphed_us", "e2e_nosync_us", "e2e_sync_us", "host_overhead_us", "enqueue_us"]
+TRAINING_COLUMNS = ["variant", "status", "step_us", "step_wall_us", "peak_mb", "saved_mb", "dx_rel_err", "reason"]
+
+
+def _upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A schema-1 result in the schema-2 layout (one shape, "blog"; nothing it did not measure)."""
+    data = json.loads(json.dumps(data, default=str))
+    cfg = data["config"]
+    variants = data.pop("variants")
+    for v in variants.values():
+        if v.get("kernel_us") is not None and v.get("e2e_sync_us") is not None:
+            v["host_overhead_us"] = v["e2e_sync_us"] - v["kernel_us"]
+    data["shapes"] = {
+        "blog": {"name": "blog", "why": "the blog post's shape", "dtype": cfg["dtype"], "shape": cfg["shape"]}
+        | {"variants": variants, "training": {}}
+    }
+    cfg["main"] = "blog"
+    data["upgraded_from"] = OLD_SCHEMA
+    return data
 
 
 class BenchResults:
-    """A benchmark result (from :func:`run` or a saved file) with the notebook's tables and figures."""
+    """A benchmark result (from :func:`helpers.mlp.bench.run` or a saved file) with the notebook's tables."""
 
     @classmethod
     def from_run(cls, result: Mapping[str, Any]) -> BenchResults:
@@ -33,17 +57,37 @@ class BenchResults:
         return cls(result, source="live")
 
     def __init__(self, data: Mapping[str, Any], source: str, path: str | None = None) -> None:
-        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
-            raise ValueError(
-                f"not a {SCHEMA} result (schema {data.get('schema') if isinstance(data, Mapping) else None!r}); "
-                "write one with benchmarks/mlp_variants.py"
-            )
-        missing = [k for k in ("provenance", "config", "ceilings", "variants", "sweep") if k not in data]
+        schema = data.get("schema") if isinstance(data, Mapping) else None
+        if schema not in (SCHEMA, OLD_SCHEMA):
+            raise ValueError(f"not a {SCHEMA} result (schema {schema!r}); write one with benchmarks/mlp_variants.py")
+        need = ("provenance", "config", "ceilings", "sweep") + (("shapes",) if schema == SCHEMA else ("variants",))
+        missing = [k for k in need if k not in data]
         if missing:
             raise ValueError(f"results lack {missing}: the file is incomplete or from another tool")
-        self.data = dict(data)
+        self.data = dict(data) if schema == SCHEMA else _upgrade(data)
         self.source = source  # "live" or "file"
         self.path = path
+        if source != "live":
+            self._reread_kernel_names()
+
+    def _reread_kernel_names(self) -> None:
+        """Read recorded kernel names again with today's decoder (roles, and plans read from names).
+
+        The times are the recording's; what a name means is knowledge that improves (a recording
+        of 2026-11-29 read max-autotune's template name as a GeGLU fused into the GEMM, while its
+        trace shows a separate pointwise kernel computing it).
+        """
+        ceilings = self.ceilings
+        for name in self.shape_names():
+            s = self.data["shapes"][name]
+            dtype = getattr(torch, s["dtype"])
+            for v in s["variants"].values():
+                if v.get("status") != "ok" or "kernels" not in v:
+                    continue
+                for k in v["kernels"]:
+                    k["role"] = kernel_role(k["name"])
+                if v.get("plan_source") != "by design":
+                    v.update(derive_rates(v, None, self.mlp_shape(name), dtype, ceilings))
 
     # ------------------------------------------------------------------ what it is
     @property
@@ -67,13 +111,32 @@ class BenchResults:
         return bool(self.data.get("complete"))
 
     @property
-    def shape(self) -> MLPShape:
-        s = self.data["config"]["shape"]
+    def main(self) -> str:
+        """The name of the main shape (the one the sweep and the first tables use)."""
+        return str(self.data["config"].get("main", next(iter(self.data["shapes"]))))
+
+    def shape_names(self) -> list[str]:
+        """The shape presets measured, main first."""
+        return list(self.data["shapes"])
+
+    def _shape(self, shape: str | None) -> dict[str, Any]:
+        name = self.main if shape is None else shape
+        if name not in self.data["shapes"]:
+            raise KeyError(f"shape {name!r} is not in these results; present: {self.shape_names()}")
+        return self.data["shapes"][name]
+
+    def mlp_shape(self, shape: str | None = None) -> MLPShape:
+        """The :class:`helpers.MLPShape` of a measured shape (default: the main one)."""
+        s = self._shape(shape)["shape"]
         return MLPShape(batch=s["batch"], seq=s["seq"], dim=s["dim"], hidden=s["hidden"])
 
     @property
+    def shape(self) -> MLPShape:
+        return self.mlp_shape()
+
+    @property
     def dtype(self) -> torch.dtype:
-        return getattr(torch, self.data["config"]["dtype"])
+        return getattr(torch, self._shape(None)["dtype"])
 
     @property
     def ceilings(self) -> Ceilings:
@@ -87,70 +150,89 @@ class BenchResults:
 
     def card(self) -> pd.DataFrame:
         """Provenance as a two-column table (item, value)."""
-        p = self.provenance
         rows = [
             ("results", self.label),
             ("file", self.path or "(live run, not saved)"),
             ("complete", str(self.complete)),
+            ("schema", OLD_SCHEMA if "upgraded_from" in self.data else SCHEMA),
         ]
-        rows += [(k, str(v)) for k, v in p.items() if v is not None]
+        rows += [(k, str(v)) for k, v in self.provenance.items() if v is not None]
         c = self.ceilings
-        rows += [
-            ("copy bandwidth", f"{c.copy_tbps:.3g} TB/s"),
-            ("matmul rate", f"{c.matmul_tflops:.3g} TFLOP/s"),
+        rows += [("copy bandwidth", f"{c.copy_tbps:.3g} TB/s"), ("matmul rate", f"{c.matmul_tflops:.3g} TFLOP/s")]
+        for name in self.shape_names():
+            s = self._shape(name)
+            d = s["shape"]
+            rows.append(
+                (
+                    f"shape {name}",
+                    f"M={d['tokens']} (batch {d['batch']} x seq {d['seq']}), dim {d['dim']}, hidden {d['hidden']}, {s['dtype']}",
+                )
+            )
+        table = self.data["config"].get("gate_up_table")
+        rows.append(
             (
-                "shape",
-                f"batch {self.shape.batch} x seq {self.shape.seq} (M={self.shape.tokens}), "
-                f"dim {self.shape.dim}, hidden {self.shape.hidden}, {self.data['config']['dtype']}",
-            ),
-        ]
+                "gate+up tile table",
+                "none: default tiles"
+                if not table
+                else f"tuned on {table.get('device')}, {str(table.get('date'))[:10]}",
+            )
+        )
         return pd.DataFrame(rows, columns=["item", "value"])
 
     def __repr__(self) -> str:
-        ok = sum(1 for v in self.data["variants"].values() if v.get("status") == "ok")
-        return f"<BenchResults {self.label}: {ok} variants measured, {len(self.data['sweep']['m'])} sweep sizes>"
+        ok = sum(len(self.measured(n)) for n in self.shape_names())
+        return f"<BenchResults {self.label}: {len(self.shape_names())} shapes, {ok} variant measurements, {len(self.data['sweep']['m'])} sweep sizes>"
 
-    # ------------------------------------------------------------------ tables
-    def variant(self, name: str) -> dict[str, Any]:
-        """The entry of one variant; KeyError naming those present."""
-        if name not in self.data["variants"]:
-            raise KeyError(f"variant {name!r} is not in these results; present: {list(self.data['variants'])}")
-        return dict(self.data["variants"][name])
+    # ------------------------------------------------------------------ one shape
+    def variant(self, name: str, shape: str | None = None) -> dict[str, Any]:
+        """The inference entry of one variant; KeyError naming those present."""
+        variants = self._shape(shape)["variants"]
+        if name not in variants:
+            raise KeyError(f"variant {name!r} is not in these results; present: {list(variants)}")
+        return dict(variants[name])
 
-    def measured(self) -> list[str]:
-        """Names of the variants measured successfully, in run order."""
-        return [n for n, v in self.data["variants"].items() if v.get("status") == "ok"]
+    def measured(self, shape: str | None = None) -> list[str]:
+        """Names of the variants measured successfully at a shape, in run order."""
+        return [n for n, v in self._shape(shape)["variants"].items() if v.get("status") == "ok"]
 
-    def table(self) -> pd.DataFrame:
-        """One row per variant: kernels, times, rates, floors, error (unavailable ones with their reason)."""
+    def table(self, shape: str | None = None) -> pd.DataFrame:
+        """One row per variant: kernels, the four times, rates, floors, error (unavailable ones with their reason)."""
         cols = [
-            "variant",
-            "label",
-            "status",
-            "kernels_per_forward",
-            "device_events_per_forward",
-            "kernel_us",
-            "e2e_nosync_us",
-            "e2e_sync_us",
-            "achieved_tflops",
-            "mlp_floor_us",
-            "pct_of_mlp_floor",
-            "plan",
-            "plan_floor_us",
-            "pct_of_plan_floor",
-            "pointwise_us",
-            "rel_err",
-            "first_call_s",
-            "reason",
-        ]
-        rows = [{c: v.get(c) for c in cols} for v in self.data["variants"].values()]
+            "variant", "label", "status", "kernels_per_forward", "device_events_per_forward", *TIME_COLUMNS,
+            "achieved_tflops", "mlp_floor_us", "pct_of_mlp_floor", "plan", "plan_floor_us", "pct_of_plan_floor",
+            "pointwise_us", "rel_err", "first_call_s", "reason",
+        ]  # fmt: skip
+        rows = [{c: v.get(c) for c in cols} for v in self._shape(shape)["variants"].values()]
         out = pd.DataFrame(rows, columns=cols)
         out.attrs["results"] = self.label
         return out
 
-    def kernels(self, name: str) -> pd.DataFrame:
+    def times(self, shape: str | None = None, relative_to: str = "compile") -> pd.DataFrame:
+        """The four times per call of each measured variant side by side, and each over `relative_to`'s.
+
+        ``kernel_us`` (the GPU's work), ``graphed_us`` (replayed from a CUDA graph), ``e2e_nosync_us``
+        (back-to-back calls), ``e2e_sync_us`` (one call and wait), ``host_overhead_us`` (sync minus
+        kernel), ``enqueue_us`` (host time per call); ``*_vs_<relative_to>`` columns are ratios (below
+        1: faster).
+        """
+        t = self.table(shape)
+        t = t[t["status"] == "ok"].set_index("variant")[TIME_COLUMNS].astype(float)
+        if relative_to in t.index:
+            for c in ("kernel_us", "graphed_us", "e2e_nosync_us", "e2e_sync_us"):
+                t[f"{c.removesuffix('_us')}_vs_{relative_to}"] = t[c] / t.loc[relative_to, c]
+        t.attrs["results"] = self.label
+        return t.reset_index()
+
+    def training(self, shape: str | None = None) -> pd.DataFrame:
+        """One row per training variant: step time (device, wall), peak memory, saved bytes, dx error."""
+        rows = [{c: v.get(c) for c in TRAINING_COLUMNS} for v in self._shape(shape).get("training", {}).values()]
+        out = pd.DataFrame(rows, columns=TRAINING_COLUMNS)
+        out.attrs["results"] = self.label
+        return out
+
+    def kernels(self, name: str, shape: str | None = None) -> pd.DataFrame:
         """The kernels one variant launches per forward: name, kind, role, calls and us per forward."""
-        v = self.variant(name)
+        v = self.variant(name, shape)
         if v.get("status") != "ok":
             raise ValueError(f"variant {name!r} was not measured: {v.get('reason')}")
         out = pd.DataFrame(
@@ -160,8 +242,8 @@ class BenchResults:
         return out
 
     def pointwise(self) -> pd.DataFrame:
-        """The GeGLU pointwise work of each variant that has any: its kernels, time per forward and
-        % of the memory floor (gate and up read, h written once, at the copy bandwidth of the run)."""
+        """The GeGLU pointwise work of each variant that has any (main shape): its kernels, time per
+        forward and % of the memory floor (gate and up read, h written once, at the run's copy bandwidth)."""
         rows = []
         for n in self.measured():
             v = self.variant(n)
@@ -178,21 +260,20 @@ class BenchResults:
                     "kernel_names": "; ".join(_short(k) for k in names),
                 }
             )
-        out = pd.DataFrame(
-            rows, columns=["variant", "pointwise_kernels", "us_per_forward", "floor_us", "pct_of_floor", "kernel_names"]
-        )
+        cols = ["variant", "pointwise_kernels", "us_per_forward", "floor_us", "pct_of_floor", "kernel_names"]
+        out = pd.DataFrame(rows, columns=cols)
         out.attrs["results"] = self.label
         return out
 
-    def time_us(self, name: str) -> float:
+    def time_us(self, name: str, shape: str | None = None) -> float:
         """The time a variant's rates use: kernel time on a GPU, back-to-back wall time on a CPU."""
-        v = self.variant(name)
+        v = self.variant(name, shape)
         if v.get("status") != "ok":
             raise ValueError(f"variant {name!r} was not measured: {v.get('reason')}")
         return float(v[v["rate_basis"]])
 
     def roofline_frame(self) -> pd.DataFrame:
-        """``helpers.roofline_frame`` of the measured variants (whole forward: plan bytes, MLP FLOPs)."""
+        """``helpers.roofline_frame`` of the measured variants (main shape: plan bytes, MLP FLOPs)."""
         rows = [
             {
                 "name": self.variant(n)["label"],
@@ -213,21 +294,70 @@ class BenchResults:
         fig.update_layout(title=f"MLP forward, {basis} per call: {self.label}")
         return fig
 
+    # ------------------------------------------------------------------ all shapes
+    def shapes_table(self, variants: tuple[str, ...] = ("eager", "compile", "liger", "course-fused")) -> pd.DataFrame:
+        """One row per (shape, variant): M, dims, dtype, kernel / graphed / sync times and ratios to compile."""
+        rows = []
+        for name in self.shape_names():
+            s = self._shape(name)
+            d = s["shape"]
+            measured = s["variants"]
+            comp = measured.get("compile", {})
+            for v in variants:
+                e = measured.get(v)
+                if not e or e.get("status") != "ok":
+                    continue
+                row = {
+                    "shape": name,
+                    "m": d["tokens"],
+                    "dim": d["dim"],
+                    "hidden": d["hidden"],
+                    "dtype": s["dtype"],
+                    "variant": v,
+                }
+                row.update({c: e.get(c) for c in ("kernel_us", "graphed_us", "e2e_nosync_us", "e2e_sync_us")})
+                for c in ("kernel_us", "e2e_sync_us"):
+                    base = comp.get(c) if comp.get("status") == "ok" else None
+                    row[f"{c.removesuffix('_us')}_vs_compile"] = e.get(c) / base if base and e.get(c) else None
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    # ------------------------------------------------------------------ the sweep
     def sweep(self) -> pd.DataFrame:
-        """One row per (variant, M) of the sweep: kernels, kernel time, back-to-back wall time, floor."""
+        """One row per (variant, M) of the sweep: kernels, kernel time, wall times, graphed time, floor."""
         rows = self.data["sweep"]["rows"]
-        cols = ["variant", "m", "kernels_per_forward", "kernel_us", "e2e_nosync_us", "floor_us", "status"]
+        cols = [
+            "variant",
+            "m",
+            "kernels_per_forward",
+            "kernel_us",
+            "graphed_us",
+            "e2e_nosync_us",
+            "e2e_sync_us",
+            "floor_us",
+            "status",
+        ]
         out = pd.DataFrame([{c: r.get(c) for c in cols} for r in rows], columns=cols)
         out.attrs["results"] = self.label
         return out
 
-    def sweep_winners(self) -> pd.DataFrame:
-        """Per sweep size: the fastest variant by kernel time, its time, and the runner-up."""
+    def _sweep_metric(self, metric: str | None) -> tuple[pd.DataFrame, str]:
         df = self.sweep()
         df = df[df["status"] == "ok"].copy()
         if df.empty:
             raise ValueError(f"no sweep in {self.label}: run benchmarks/mlp_variants.py with a sweep")
-        metric = "kernel_us" if df["kernel_us"].notna().all() else "e2e_nosync_us"
+        if metric is None:
+            metric = "kernel_us" if df["kernel_us"].notna().all() else "e2e_nosync_us"
+        if metric not in df.columns:
+            raise ValueError(f"metric must be one of {[c for c in df.columns if c.endswith('_us')]}, got {metric!r}")
+        if df[metric].isna().all():
+            raise ValueError(f"the sweep in {self.label} has no {metric} (an older run, or a CPU run)")
+        return df[df[metric].notna()], metric
+
+    def sweep_winners(self, metric: str | None = None) -> pd.DataFrame:
+        """Per sweep size: the fastest variant by `metric` (default kernel time; also ``e2e_nosync_us``,
+        ``e2e_sync_us``, ``graphed_us``), its time, the runner-up and the margin."""
+        df, metric = self._sweep_metric(metric)
         rows = []
         for m, g in df.groupby("m"):
             g = g.sort_values(metric)
@@ -242,29 +372,32 @@ class BenchResults:
                     "pct_of_floor": 100 * first["floor_us"] / first[metric],
                 }
             )
-        return pd.DataFrame(rows)
+        out = pd.DataFrame(rows)
+        out.attrs["metric"] = metric
+        return out
 
-    def sweep_figure(self, relative_to: str | None = None):
-        """Kernel time per forward against M, one line per variant, the floor dashed (log-log).
+    def sweep_figure(self, relative_to: str | None = None, metric: str | None = None):
+        """Time per forward against M, one line per variant, the floor dashed (log-log).
 
-        `relative_to`: a variant name; then each line is that variant's time divided by this one's
-        (below 1: faster than it).
+        `metric`: ``kernel_us`` (default on a GPU), ``e2e_nosync_us``, ``e2e_sync_us``, ``graphed_us``.
+        `relative_to`: a variant name; then each line is that variant's time divided by this one's.
         """
         import plotly.graph_objects as go
 
-        df = self.sweep()
-        df = df[df["status"] == "ok"]
-        if df.empty:
-            raise ValueError(f"no sweep in {self.label}")
-        metric = "kernel_us" if df["kernel_us"].notna().all() else "e2e_nosync_us"
-        what = "kernel time per forward" if metric == "kernel_us" else "wall time per forward (back to back)"
+        df, metric = self._sweep_metric(metric)
+        what = {
+            "kernel_us": "kernel time per forward",
+            "e2e_nosync_us": "wall time per forward (back to back)",
+            "e2e_sync_us": "wall time per forward (synchronised)",
+            "graphed_us": "time per forward (CUDA graph replay)",
+        }.get(metric, metric)
         fig = go.Figure()
         base = None
+        labels = {n: v.get("label", n) for n, v in self._shape(None)["variants"].items()}
         if relative_to is not None:
             if relative_to not in set(df["variant"]):
                 raise ValueError(f"{relative_to!r} is not in the sweep; variants: {sorted(set(df['variant']))}")
             base = df[df["variant"] == relative_to].set_index("m")[metric]
-        labels = {n: v.get("label", n) for n, v in self.data["variants"].items()}
         for name, g in df.groupby("variant", sort=False):
             g = g.sort_values("m")
             y = g[metric].to_numpy() if base is None else (g[metric].to_numpy() / base.reindex(g["m"]).to_numpy())
@@ -280,20 +413,15 @@ class BenchResults:
         if base is None:
             floor = df.groupby("m")["floor_us"].first().sort_index()
             fig.add_trace(
-                go.Scatter(
-                    x=floor.index,
-                    y=floor.to_numpy(),
-                    mode="lines",
-                    name="floor (ceilings of this run)",
-                    line={"color": "black", "dash": "dash"},
-                )
-            )
+                go.Scatter(x=floor.index, y=floor.to_numpy(), mode="lines", name="floor (ceilings of this run)",
+                           line={"color": "black", "dash": "dash"})
+            )  # fmt: skip
             fig.update_yaxes(type="log", title=f"{what} (us)")
         else:
             fig.add_hline(y=1.0, line={"color": "gray", "dash": "dot"})
             fig.update_yaxes(title=f"{what} / {labels.get(relative_to, relative_to)}'s")
         fig.update_xaxes(type="log", title="M = batch x seq (tokens)")
-        fig.update_layout(title=f"Sweep over M: {self.label}", template="plotly_white")
+        fig.update_layout(title=f"Sweep over M, {what}: {self.label}", template="plotly_white")
         return fig
 
 
@@ -313,7 +441,7 @@ def load_results(path: str | os.PathLike | None = None) -> BenchResults:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(
-            f"no benchmark results at {p}. They are recorded on a GPU (about 4 minutes on an H200) with\n"
+            f"no benchmark results at {p}. They are recorded on a GPU (about 6 minutes on an H200) with\n"
             f"    python benchmarks/mlp_variants.py --out {RESULTS_PATH.relative_to(REPO_ROOT)}\n"
             "and committed; notebook 06 reads them on machines without a GPU."
         )

@@ -20,10 +20,17 @@ kernel that cannot run on this device).
 
 Each variant follows a *plan* (:mod:`helpers.mlp.plans`): which kernels it launches and which
 tensors each one reads and writes.
+
+Training (forward + backward) has its own list, :data:`TRAINING_VARIANTS`: eager, torch.compile,
+Liger (its ``LigerGEGLUMLP`` has a Triton backward), the course's GeGLU kernel after one
+concatenated GEMM, and the course's fused MLP in its two modes, ``save`` and ``recompute``
+(:mod:`helpers.fused.mlp_function`). :func:`build_training` builds one, in train mode, on its own
+copy of the weights.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,6 +43,9 @@ from ..fused.modules import CourseGeGLUMLP, FusedGeGLUMLP, projections
 from .model import liger_style_layer
 
 __all__ = [
+    "TRAINING_VARIANTS",
+    "TrainingSpec",
+    "build_training",
     "VARIANTS",
     "VARIANT_NAMES",
     "VariantSpec",
@@ -239,3 +249,79 @@ def check_names(names: Iterable[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown variants {unknown}; choose from {', '.join(VARIANT_NAMES)}")
     return names
+
+
+# ---------------------------------------------------------------------------------------------
+# training
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """A training variant: its key, a label, what it is, and how to build it (train mode)."""
+
+    name: str
+    label: str
+    description: str
+    build: Callable[[nn.Module], nn.Module]
+    compiles: bool = False
+
+
+def _train_copy(mlp: nn.Module) -> nn.Module:
+    return copy.deepcopy(mlp).train()
+
+
+def _fused(mode: str) -> Callable[[nn.Module], nn.Module]:
+    return lambda mlp: FusedGeGLUMLP.from_module(mlp, mode=mode).train()
+
+
+TRAINING_VARIANTS: dict[str, TrainingSpec] = {
+    s.name: s
+    for s in (
+        TrainingSpec("eager", "eager PyTorch", "SimpleGeGLUMLP as written; autograd's own backward", _train_copy),
+        TrainingSpec(
+            "compile",
+            "torch.compile (default)",
+            "torch.compile(mlp, dynamic=False): forward and backward graphs from AOTAutograd, Inductor kernels",
+            lambda mlp: torch.compile(_train_copy(mlp), dynamic=False),
+            compiles=True,
+        ),
+        TrainingSpec(
+            "liger",
+            "Liger GEGLU MLP",
+            "liger_kernel.transformers.LigerGEGLUMLP: cuBLAS GEMMs, Liger's Triton GeGLU forward and backward",
+            lambda mlp: _liger(mlp).train(),
+        ),
+        TrainingSpec(
+            "course-geglu-cat",
+            "course GeGLU kernel, one gate/up GEMM",
+            "one cuBLAS GEMM on [Wg; Wu], the course's GeGLU kernel and its backward kernel, down GEMM",
+            lambda mlp: _course_geglu_cat(mlp).train(),
+        ),
+        TrainingSpec(
+            "course-fused-save",
+            "course fused MLP, mode='save'",
+            "FusedGeGLUMLP(mode='save'): the forward also stores gate/up; the backward's dh GEMM applies the "
+            "GeGLU backward in its epilogue, in place",
+            _fused("save"),
+        ),
+        TrainingSpec(
+            "course-fused-recompute",
+            "course fused MLP, mode='recompute'",
+            "FusedGeGLUMLP(mode='recompute'): keeps only x; the backward recomputes gate/up with one cuBLAS GEMM",
+            _fused("recompute"),
+        ),
+    )
+}
+
+
+def build_training(name: str, mlp: nn.Module) -> tuple[TrainingSpec, nn.Module]:
+    """Training variant `name` built from `mlp` (its own copy of the weights, train mode).
+
+    Raises :class:`VariantUnavailable` when it cannot be built here, ValueError for an unknown name.
+    """
+    if name not in TRAINING_VARIANTS:
+        raise ValueError(f"unknown training variant {name!r}; choose from {', '.join(TRAINING_VARIANTS)}")
+    projections(mlp)
+    spec = TRAINING_VARIANTS[name]
+    return spec, spec.build(mlp)

@@ -6,7 +6,8 @@ Classes of operators, by what they compute:
 * ``attention``: scaled dot-product attention and its backends;
 * ``convolution``: ``convolution``, ``cudnn_convolution`` ...;
 * ``normalization``: layer/batch/group/RMS norms;
-* ``reduction``: sums, means, softmax, scans;
+* ``softmax``: softmax and log-softmax, forward and backward;
+* ``reduction``: sums, means, scans;
 * ``elementwise``: one output element from the same element of the inputs;
 * ``copy``: operators that always move data (``clone``, ``_to_copy``, ``copy_``, ``cat``);
 * ``view``: metadata only, nothing moves (``view``, ``t``, ``as_strided`` ...);
@@ -111,19 +112,24 @@ OP_CLASSES: dict[str, frozenset[str]] = {
             "all",
             "norm",
             "linalg_vector_norm",
-            "_softmax",
-            "softmax",
-            "_log_softmax",
-            "log_softmax",
             "logsumexp",
             "cumsum",
             "cumprod",
-            "_softmax_backward_data",
-            "_log_softmax_backward_data",
             "nll_loss_forward",
             "nll_loss_backward",
             "topk",
             "sort",
+        }
+    ),
+    "softmax": frozenset(
+        {
+            "_softmax",
+            "softmax",
+            "_log_softmax",
+            "log_softmax",
+            "_softmax_backward_data",
+            "_log_softmax_backward_data",
+            "_masked_softmax",
         }
     ),
     "elementwise": frozenset(

@@ -2,6 +2,20 @@
 
 Kineto writes a ``cat`` per event; which ones run on the device, which launch device work, and
 which are the profiler's own spans decide how a trace becomes lanes, trees and tables.
+
+Formats and devices read here:
+
+* torch 1.8-1.9 wrote the same events under other names (``Operator``, ``Kernel``, ``Runtime``,
+  ``Memcpy``, ``Memset``, ``Python``): :data:`CATEGORY_ALIASES` maps them to today's, and the
+  events table shows today's names (the trace's notes say when this happened).
+* NVIDIA and AMD GPUs (``kernel``, ``gpu_memcpy``, ``gpu_memset``, launched from ``cuda_runtime`` /
+  ``cuda_driver``, HIP calls included), Intel XPU and PrivateUse1 backends (the same device
+  categories, launched from ``xpu_runtime`` / ``privateuse1_runtime``), and Meta's MTIA
+  (``mtia_ccp_events`` on the device, launched from ``mtia_runtime``).
+* Device events that are not work: GPU-side annotations, synchronisation records (``cuda_sync``,
+  MTIA's ``event_wait`` / ``event_record``) and CUPTI range-profiler records
+  (``cuda_profiler_range``: kernels replayed to read hardware counters; their durations are replay
+  times, not kernel times).
 """
 
 from __future__ import annotations
@@ -9,10 +23,40 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# Categories of events that run on the device (drawn on GPU stream lanes).
-DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy", "gpu_user_annotation"})
+# Categories of torch 1.8-1.9 traces -> the names torch has written since.
+CATEGORY_ALIASES = {
+    "Operator": "cpu_op",
+    "Kernel": "kernel",
+    "Runtime": "cuda_runtime",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+    "Python": "python_function",
+    "Trace": "Trace",
+}
+# Categories of events that run on the device (drawn on device stream lanes).
+DEVICE_CATEGORIES = frozenset(
+    {
+        "kernel",
+        "gpu_memset",
+        "gpu_memcpy",
+        "gpu_user_annotation",
+        "cuda_sync",
+        "cuda_profiler_range",
+        "mtia_ccp_events",
+    }
+)
 # Device categories that are work (a kernel, a memset, a memcpy), as opposed to annotations.
 DEVICE_WORK_KIND = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
+# MTIA records all device activity under one category: the event name says what it was.
+MTIA_CATEGORY = "mtia_ccp_events"
+MTIA_WORK_KIND = {"pe_exe": "kernel", "remote": "kernel", "merge": "kernel", "dma_request": "memcpy"}
+# Device categories that are never work, and why (said when a trace has no kernels).
+NOT_WORK = {
+    "gpu_user_annotation": "GPU-side copies of record_function ranges",
+    "cuda_sync": "synchronisation records (a stream or event wait seen from the GPU)",
+    "cuda_profiler_range": "CUPTI range-profiler records: kernels replayed to read hardware counters, whose "
+    "durations are replay times, not kernel times",
+}
 # Host-side categories that take part in the dispatch tree.
 HOST_TREE_CATEGORIES = frozenset(
     {
@@ -24,18 +68,53 @@ HOST_TREE_CATEGORIES = frozenset(
         "cpu_instant_event",
         "xpu_runtime",
         "privateuse1_runtime",
+        "mtia_runtime",
     }
 )
-LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "privateuse1_runtime"})
+LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "privateuse1_runtime", "mtia_runtime"})
 # Host events that are not part of a program's work (the profiler's own spans).
 IGNORED_CATEGORIES = frozenset({"Trace", "trace"})
 STEP_PREFIX = "ProfilerStep#"
+# A launch call that runs a whole captured graph (many kernels, one call, one correlation id).
+GRAPH_LAUNCH_PATTERN = r"GraphLaunch"
+
+
+def canonical_category(cat: str) -> str:
+    """Today's name of a category (``'Kernel'`` -> ``'kernel'``); other names unchanged."""
+    return CATEGORY_ALIASES.get(cat, cat)
+
+
+def work_kinds(events: pd.DataFrame) -> np.ndarray:
+    """Per row: "kernel", "memset" or "memcpy" for device work, "" otherwise.
+
+    The one definition of "a kernel row": device annotations, synchronisation records and
+    range-profiler records are not work (see :data:`NOT_WORK`).
+    """
+    out = np.full(len(events), "", dtype=object)
+    rows = np.flatnonzero(
+        events["on_device"].to_numpy() & events["cat"].isin([*DEVICE_WORK_KIND, MTIA_CATEGORY]).to_numpy()
+    )
+    if len(rows):
+        cats = events["cat"].to_numpy(dtype=object)[rows]
+        kinds = np.full(len(rows), "", dtype=object)
+        for category, kind in DEVICE_WORK_KIND.items():
+            kinds[cats == category] = kind
+        mtia = np.flatnonzero(cats == MTIA_CATEGORY)
+        if len(mtia):
+            names = events["name"].to_numpy(dtype=object)[rows[mtia]]
+            kinds[mtia] = [MTIA_WORK_KIND.get(name, "") for name in names]
+        out[rows] = kinds
+    return out
 
 
 def device_work_mask(events: pd.DataFrame) -> np.ndarray:
-    """Rows of an events table that are device work: kernels, memsets and memcpys on a device lane.
-
-    The one definition of "a kernel row" (device annotations such as ``gpu_user_annotation`` are
-    not work: they span the kernels they annotate).
-    """
-    return events["on_device"].to_numpy() & events["cat"].isin(list(DEVICE_WORK_KIND)).to_numpy()
+    """Rows of an events table that are device work: kernels, memsets and memcpys on a device lane."""
+    on_device = events["on_device"].to_numpy()
+    cat = events["cat"]
+    mask = on_device & cat.isin(list(DEVICE_WORK_KIND)).to_numpy()
+    mtia = on_device & (cat == MTIA_CATEGORY).to_numpy()
+    if mtia.any():
+        names = events["name"].to_numpy(dtype=object)
+        rows = np.flatnonzero(mtia)
+        mask[rows] = [name in MTIA_WORK_KIND for name in names[rows]]
+    return mask

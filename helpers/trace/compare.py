@@ -28,9 +28,9 @@ import pandas as pd
 from .aten_ops import aten_family, computes
 from .categories import device_work_mask
 from .kernel_names import decode_kernels
-from .model import CPU_GENERATED_KERNEL, Trace, check_trace
+from .model import CPU_GENERATED_KERNEL, Trace, check_trace, graph_launched
 
-GROUPINGS = ("family", "annotation", "op", "name", "step")
+GROUPINGS = ("family", "source", "annotation", "op", "name", "step")
 METRICS = ("kernels", "device_us", "launches", "launch_us", "cpu_us", "idle_us")
 
 
@@ -89,7 +89,9 @@ def work_items(trace: Trace) -> pd.DataFrame:
     ``start_us``, ``duration_us``, ``op`` (the launching cpu_op for a kernel, the op itself for
     host work), ``annotation`` (innermost ``record_function`` around it, "" if none),
     ``launch_call`` and ``launch_us`` (the host-side launch call and its duration; empty / 0 on CPU),
-    ``lane``.
+    ``lane``, ``launch_row`` (the launch call's row in ``trace.events``, -1 when none) and ``graph``
+    (the launch call ran a captured graph: one call for many kernels, so count calls by
+    ``launch_row``, not by kernel).
     """
     check_trace(trace)
     ev = trace.events
@@ -103,11 +105,14 @@ def work_items(trace: Trace) -> pd.DataFrame:
         op = np.where(lb >= 0, names[np.maximum(lb, 0)], "")
         launch_call = np.where(launch >= 0, names[np.maximum(launch, 0)], "")
         launch_us = np.where(launch >= 0, dur[np.maximum(launch, 0)], 0.0)
+        graph = graph_launched(ev, rows)
     else:
         rows, unit = _host_work_rows(ev), "host op"
         op = names[rows]
         launch_call = np.full(len(rows), "", dtype=object)
         launch_us = np.zeros(len(rows))
+        launch = np.full(len(rows), -1, dtype=np.int64)
+        graph = np.zeros(len(rows), dtype=bool)
     ann = ev["annotation"].to_numpy()[rows]
     table = pd.DataFrame(
         {
@@ -121,6 +126,8 @@ def work_items(trace: Trace) -> pd.DataFrame:
             "launch_call": launch_call,
             "launch_us": launch_us,
             "lane": ev["lane"].to_numpy(dtype=object)[rows],
+            "launch_row": launch,
+            "graph": graph,
         }
     )
     table["family"], table["source"] = _families(table["name"]) if len(table) else (table["name"], table["name"])
@@ -137,6 +144,8 @@ def work_items(trace: Trace) -> pd.DataFrame:
         "launch_call",
         "launch_us",
         "lane",
+        "launch_row",
+        "graph",
     ]
     return table[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
 
@@ -188,19 +197,27 @@ def _idle_by_step(items: pd.DataFrame) -> pd.Series:
     return gap.groupby(df["step"]).sum()
 
 
+def launch_totals(items: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Launch calls and their host time per group of `keys`, each call counted once.
+
+    A graph launch runs many kernels from one call: counting per kernel would multiply both the
+    calls and their time (an sglang decode step shows 15 hipGraphLaunch calls for 558 kernels).
+    A call whose kernels fall in several groups counts once in each of them.
+    """
+    called = items[items["launch_row"] >= 0].drop_duplicates([*keys, "launch_row"])
+    out = called.groupby(keys, sort=False).agg(launches=("launch_row", "size"), launch_us=("launch_us", "sum"))
+    out["launches"] = out["launches"].astype(float)
+    return out
+
+
 def _per_step(trace: Trace, items: pd.DataFrame) -> pd.DataFrame:
     """kernels, device_us, launches, launch_us, cpu_us, idle_us for every step of one trace."""
     windows = _step_windows(trace).set_index("step")
     has_steps = windows.index[0] != -1
     # without profiler steps the whole trace is one step (-1)
     items = items if has_steps else items.assign(step=-1)
-    launched = items.assign(launched=(items["launch_call"] != "").astype(int))
-    per = launched.groupby("step").agg(
-        kernels=("name", "size"),
-        device_us=("duration_us", "sum"),
-        launches=("launched", "sum"),
-        launch_us=("launch_us", "sum"),
-    )
+    per = items.groupby("step").agg(kernels=("name", "size"), device_us=("duration_us", "sum"))
+    per = per.join(launch_totals(items, ["step"]), how="left")
     out = per.reindex(windows.index).fillna(0)
     out["cpu_us"] = (windows["end"] - windows["start"]).astype(float)
     out["idle_us"] = _idle_by_step(items).reindex(windows.index)  # NaN: no device kernel in the step
@@ -234,7 +251,8 @@ def compare(
 ) -> pd.DataFrame:
     """Traces side by side: one column block per trace, one row per group of work, then a total.
 
-    - `by`: "family" (gemm, elementwise, fused, memset ... from the kernel names), "annotation"
+    - `by`: "family" (gemm, elementwise, fused, memset ... from the kernel names), "source" (the
+      library: cublas-nvjet, cudnn, nccl, aten, triton-inductor ...), "annotation"
       (the innermost ``record_function`` around the launch), "op" (the cpu_op that launched the
       kernel), "name" (kernel name), or "step" (one row per profiler step).
     - `per_step`: one row per (step, group) instead of means per step.
@@ -243,7 +261,9 @@ def compare(
     Columns: a MultiIndex (trace label, metric) with metrics
     ``kernels`` (count), ``device_us`` (time inside those kernels: device time, or host time for
     the host work of a CPU-only trace), ``launches`` (host launch calls, cudaLaunchKernel or
-    cuLaunchKernelEx ...), ``launch_us`` (host time inside those calls), and on the "total" rows
+    cuLaunchKernelEx ...; a graph launch is one call however many kernels it runs, and a call whose
+    kernels fall in several groups counts in each), ``launch_us`` (host time inside those calls),
+    and on the "total" rows
     (and every row of ``by="step"``) ``cpu_us`` (host wall time of the step, ``ProfilerStep#N``)
     and ``idle_us`` (device time between the step's first kernel start and last kernel end with
     no kernel running). A group a trace does not have shows 0 kernels. In a trace with profiler
@@ -265,17 +285,13 @@ def compare(
             table = steps.set_index("step")[list(METRICS)]
             table.loc["mean"] = table.mean(numeric_only=True)
         else:
-            key = {"family": "family", "annotation": "annotation", "op": "op", "name": "name"}[by]
-            items = items.assign(
-                group=items[key].replace("", f"(no {by})"), launched=(items["launch_call"] != "").astype(int)
-            )
+            key = by
+            items = items.assign(group=items[key].replace("", f"(no {by})"))
             group_keys = ["step", "group"] if per_step else ["group"]
             table = items.groupby(group_keys, sort=False).agg(
-                kernels=("name", "size"),
-                device_us=("duration_us", "sum"),
-                launches=("launched", "sum"),
-                launch_us=("launch_us", "sum"),
+                kernels=("name", "size"), device_us=("duration_us", "sum")
             )
+            table = table.join(launch_totals(items, group_keys), how="left").fillna({"launches": 0, "launch_us": 0.0})
             if per_step:
                 totals = steps.set_index("step")[list(METRICS)]
                 totals.index = pd.MultiIndex.from_arrays(
@@ -380,3 +396,34 @@ def compare_kernels(a: Trace, b: Trace, labels: tuple[str, str] | None = None) -
     out = out[cols].reset_index(drop=True)
     out.attrs["labels"] = {"a": la, "b": lb}
     return out
+
+
+def kernel_breakdown(trace: Trace) -> pd.DataFrame:
+    """Device time by kernel family and the library that provides it, as HTA's kernel breakdown.
+
+    One row per (family, source), or per (rank, family, source) on a run of several ranks:
+    ``kernels`` (count), ``device_us`` (sum of durations), ``pct`` (share of the rank's device time),
+    ``mean_us``, ``example`` (the name with the most time). Largest first. Covers all device work
+    of the trace (not only inside profiler steps).
+    """
+    check_trace(trace)
+    items = work_items(trace)
+    keys = ["family", "source"]
+    if "rank" in trace.events.columns:
+        items = items.assign(rank=trace.events["rank"].to_numpy()[np.flatnonzero(device_work_mask(trace.events))])
+        keys = ["rank", *keys]
+    if items.empty:
+        return pd.DataFrame(columns=[*keys, "kernels", "device_us", "pct", "mean_us", "example"])
+    top = items.groupby([*keys, "name"], sort=False)["duration_us"].sum().reset_index()
+    example = top.sort_values("duration_us", ascending=False, kind="stable").drop_duplicates(keys)
+    out = items.groupby(keys, sort=False).agg(kernels=("name", "size"), device_us=("duration_us", "sum")).reset_index()
+    if keys[0] == "rank":
+        total = out.groupby("rank")["device_us"].transform("sum")
+    else:
+        total = out["device_us"].sum()
+    out["pct"] = 100.0 * out["device_us"] / total
+    out["mean_us"] = out["device_us"] / out["kernels"]
+    out = out.merge(example[[*keys, "name"]].rename(columns={"name": "example"}), on=keys, how="left")
+    order = ["rank", "device_us"] if keys[0] == "rank" else ["device_us"]
+    asc = [True, False] if keys[0] == "rank" else [False]
+    return out.sort_values(order, ascending=asc, kind="stable").reset_index(drop=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
@@ -39,7 +39,9 @@ import numpy as np
 import pandas as pd
 
 from . import files as tracefile
+from . import stream as tracestream
 from .categories import IGNORED_CATEGORIES
+from .columns import Codes, float_array, int_array, text_keys, text_of_key
 from .links import MISSING_ID as _MISSING
 from .links import annotate
 from .tables import TraceTables
@@ -72,6 +74,10 @@ _INT_ARGS = {"external_id": "External id", "correlation": "correlation", "stream
 _TEXT_ARGS = {"input_dims": "Input Dims", "input_types": "Input type", "grid": "grid", "block": "block"}
 _FLOW_PHASES = ("s", "f", "t")
 _BEGIN_END = "begin/end ('B'/'E') events (torch writes complete 'X' events; pair them first)"
+_NO_PHASE = "events without a 'ph' (phase) field, so of no known kind,"
+_NEGATIVE = "complete events with a negative 'dur'"
+_NO_NAME = "(no name)"
+_UNNAMED = f"events had an empty name; they are listed as {_NO_NAME!r}"
 _EMPTY: dict = {}
 
 
@@ -123,94 +129,33 @@ else:  # pragma: no cover - depends on the environment
     decode_slice = None
 
 
-# --------------------------------------------------------------------------- building columns
-def _int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 values, missing mask) from a list of ints with _MISSING holes; tolerates strings/floats."""
-    try:
-        arr = np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        # Unusual input (None, strings such as "12", floats): convert one by one, NaN when impossible.
-        num = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan
-        )
-        bad = ~np.isfinite(num) | (np.abs(np.nan_to_num(num)) >= 2.0**62)  # beyond int64: missing
-        arr = np.where(bad, _MISSING, np.nan_to_num(num)).astype(np.int64)
-        return arr, bad | (arr == _MISSING)
-    return arr, arr == _MISSING
-
-
-def _float_array(values: list) -> np.ndarray:
-    try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan
-        )
-
-
-class _Codes:
-    """A lookup table that gives each distinct value a small integer code (strings are kept once)."""
-
-    def __init__(self) -> None:
-        self.table: dict[Any, int] = {}
-
-    def encode(self, values: Iterable[Any]) -> np.ndarray:
-        vals = values if isinstance(values, list) else list(values)
-        table = self.table
-        if vals and type(vals[0]) is int:
-            try:  # all integers (pids, tids): sort-based unique in C, a dict lookup per distinct value
-                arr = np.array(vals, dtype=np.int64)
-            except (TypeError, ValueError, OverflowError):
-                arr = None
-            if arr is not None:
-                uniques, inverse = np.unique(arr, return_inverse=True)
-                remap = np.array([table.setdefault(int(u), len(table)) for u in uniques], dtype=np.int64)
-                return remap[inverse.reshape(-1)]
-        setdefault = table.setdefault
-        try:
-            # Values repeat a lot (op names, categories, thread ids): a dict lookup per value is the
-            # cheapest way to share them (measured faster than pandas.factorize on object arrays).
-            codes = [setdefault(v, len(table)) for v in vals]
-        except TypeError:  # an unhashable value (a list where a name should be): use its text
-            codes = [
-                setdefault(v if isinstance(v, (str, int, float, bytes, type(None))) else str(v), len(table))
-                for v in vals
-            ]
-        return np.array(codes, dtype=np.int64)
-
-    def encode_present(self, values: Iterable[Any]) -> np.ndarray:
-        """Like :meth:`encode`, with -1 for None (no dict lookup for the many absent values)."""
-        table = self.table
-        setdefault = table.setdefault
-        return np.array([-1 if v is None else setdefault(v, len(table)) for v in values], dtype=np.int64)
-
-    def values(self) -> list[Any]:
-        return list(self.table)
-
-
 class _Builder:
     """Accumulates columns from slices of events (typed records or dicts); keeps no per-event object."""
 
     def __init__(self) -> None:
-        self.names = _Codes()
-        self.cats = _Codes()
-        self.pids = _Codes()
-        self.tids = _Codes()
-        self.texts = {col: _Codes() for col in _TEXT_ARGS}
+        self.names = Codes()
+        self.cats = Codes()
+        self.pids = Codes()
+        self.tids = Codes()
+        self.texts = {col: Codes() for col in _TEXT_ARGS}
         self.parts: list[dict[str, np.ndarray]] = []
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[tuple[str, str], str] = {}
         # flow arrows, slice by slice: (is start, category code, id) arrays. Kept as arrays, not as
         # a set of tuples: a few hundred thousand small long-lived objects scattered among the
         # parser's short-lived ones keep its freed memory from returning to the system.
-        self.flow_cats = _Codes()
+        self.flow_cats = Codes()
         self.flows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.dropped_without_dur = 0
         self.skipped: dict[str, int] = {}
+        self.fixed: dict[str, int] = {}
+        self.examples: dict[str, str] = {}
 
-    def _skip(self, what: str, count: int = 1) -> None:
+    def _skip(self, what: str, count: int = 1, example: str | None = None) -> None:
         if count:
             self.skipped[what] = self.skipped.get(what, 0) + count
+            if example is not None:
+                self.examples.setdefault(what, example)
 
     def add(self, events: list) -> None:
         """Add a slice of events: typed records (from :func:`decode_slice`) or dicts."""
@@ -228,7 +173,9 @@ class _Builder:
         flows = []
         for e in rest:
             ph = e.get("ph")
-            if ph == "M":
+            if not ph or not isinstance(ph, str):
+                self._skip(_NO_PHASE, 1, _example(e.get("name"), e.get("ts")))
+            elif ph == "M":
                 self._metadata(e)
             elif ph in _FLOW_PHASES:
                 flows.append((ph, e.get("cat"), e.get("id", e.get("id2"))))
@@ -245,7 +192,9 @@ class _Builder:
             rest = [e for e in events if e.ph != "X"]
             self._add_flows([(e.ph, e.cat, e.id) for e in rest if e.ph in _FLOW_PHASES])
             for e in rest:
-                if e.ph == "M":
+                if not e.ph:
+                    self._skip(_NO_PHASE, 1, _example(e.name, e.ts))
+                elif e.ph == "M":
                     args = e.args
                     if args is not None and e.name in ("process_name", "thread_name"):
                         self._metadata({"name": e.name, "pid": e.pid, "tid": e.tid, "args": {"name": args.name}})
@@ -272,7 +221,7 @@ class _Builder:
                 values = np.fromiter(map(attrgetter(col), args), dtype=np.int64, count=len(args))
                 part[col], part[col + "_na"] = values, values == _MISSING
             except OverflowError:  # an id beyond 64 bits: such values become missing
-                part[col], part[col + "_na"] = _int_array(list(map(attrgetter(col), args)))
+                part[col], part[col + "_na"] = int_array(list(map(attrgetter(col), args)))
         for col in _TEXT_ARGS:
             table = self.texts[col].table
             setdefault = table.setdefault
@@ -328,6 +277,12 @@ class _Builder:
             return X, dur_list
         keep = [d is not None for d in dur_list]
         self.dropped_without_dur += len(X) - sum(keep)
+        first = X[keep.index(False)]
+        typed = not isinstance(first, dict)
+        self.examples.setdefault(
+            "dur",
+            _example(first.name, first.ts) if typed else _example(first.get("name"), first.get("ts")),
+        )
         return [e for e, k in zip(X, keep) if k], [d for d in dur_list if d is not None]
 
     def _complete(self, X: list) -> None:
@@ -337,8 +292,8 @@ class _Builder:
         part: dict[str, np.ndarray] = {
             "name": self.names.encode([e.get("name", "") for e in X]),
             "cat": self.cats.encode([e.get("cat") or "" for e in X]),
-            "ts": _float_array([e.get("ts", 0.0) for e in X]),
-            "dur": _float_array(dur_list),
+            "ts": float_array([e.get("ts", 0.0) for e in X]),
+            "dur": float_array(dur_list),
             "pid": self.pids.encode([e.get("pid", "") for e in X]),
             "tid": self.tids.encode([e.get("tid", "") for e in X]),
         }
@@ -346,11 +301,32 @@ class _Builder:
         if not all(type(a) is dict for a in args):
             args = [a if isinstance(a, dict) else _EMPTY for a in args]
         for col, key in _INT_ARGS.items():
-            part[col], part[col + "_na"] = _int_array([a.get(key, _MISSING) for a in args])
+            part[col], part[col + "_na"] = int_array([a.get(key, _MISSING) for a in args])
         for col, key in _TEXT_ARGS.items():
             values = [a.get(key) for a in args]
-            part[col] = self.texts[col].encode_present(_text_keys(values))
+            part[col] = self.texts[col].encode_present(text_keys(values))
         self.parts.append(part)
+
+    @staticmethod
+    def _peek(parts: list[dict[str, np.ndarray]], key: str, i: int) -> Any:
+        """Row `i` of column `key` across the unjoined slices."""
+        for p in parts:
+            if i < len(p[key]):
+                return p[key][i]
+            i -= len(p[key])
+        raise IndexError(i)
+
+    def _count_unnamed(self, ts: np.ndarray, cats: np.ndarray) -> None:
+        """Count the events whose empty name became "(no name)" (an empty kernel name breaks tables grouped by name)."""
+        codes, table = self.codes["name"]
+        unnamed = np.flatnonzero(table == _NO_NAME)
+        if not len(unnamed):
+            return
+        rows = np.flatnonzero(np.isin(codes, unnamed))
+        if len(rows):
+            i = int(rows[0])
+            self.fixed[_UNNAMED] = len(rows)
+            self.examples.setdefault(_UNNAMED, f"a {cats[i] or 'complete'} event at ts {ts[i]:.0f}")
 
     def frame(self) -> pd.DataFrame:
         """The events table (unsorted slices joined, filtered and sorted by start time)."""
@@ -368,11 +344,17 @@ class _Builder:
         if bad_time[keep].any():
             self._skip("complete events with a non-numeric 'ts' or 'dur'", int(bad_time[keep].sum()))
         keep &= ~bad_time
+        negative = keep & (dur < 0)  # an event cannot end before it starts: nothing sensible to show
+        if negative.any():
+            i = int(np.flatnonzero(negative)[0])
+            name = self.names.values()[self._peek(parts, "name", i)]
+            self._skip(_NEGATIVE, int(negative.sum()), _example(name, ts[i], f"dur {dur[i]:g}"))
+            keep &= ~negative
         # Sort by start, longest first: a parent comes before the children it encloses.
         order = np.flatnonzero(keep)
         order = order[np.lexsort((-dur[order], ts[order]))]
 
-        def lookup(codes: _Codes, key: str, convert=str) -> np.ndarray:
+        def lookup(codes: Codes, key: str, convert=str) -> np.ndarray:
             table = np.array([convert(v) for v in codes.values()] or [""], dtype=object)
             sorted_codes = joined(key)[order]
             # annotate() reuses the codes: factorizing a million strings again would cost a second
@@ -381,12 +363,13 @@ class _Builder:
 
         self.codes: dict[str, tuple[np.ndarray, np.ndarray]] = {"cat": (cat[order], cat_values)}
         cols: dict[str, Any] = {
-            "name": lookup(self.names, "name"),
+            "name": lookup(self.names, "name", _name_text),
             "cat": cat_values[cat[order]],
             "ts": ts[order],
             "dur": dur[order],
         }
         del ts, dur, cat
+        self._count_unnamed(cols["ts"], cols["cat"])
         cols["pid"] = lookup(self.pids, "pid")
         cols["tid"] = lookup(self.tids, "tid")
         for col in _INT_ARGS:
@@ -394,24 +377,25 @@ class _Builder:
             cols[col] = pd.arrays.IntegerArray(values, joined(col + "_na", bool)[order])
         for col in _TEXT_ARGS:
             # code -1 (absent) picks the "" appended at the end of the table
-            table = np.array([_text_of_key(v) for v in self.texts[col].values()] + [""], dtype=object)
+            table = np.array([text_of_key(v) for v in self.texts[col].values()] + [""], dtype=object)
             cols[col] = table[joined(col)[order]]
         return pd.DataFrame({c: cols.pop(c) for c in EVENT_COLUMNS}, copy=False)
 
 
-def _text_keys(values: list) -> list:
-    """Hashable keys for shape-like args (lists): their compact JSON; None stays None."""
-    if all(v is None for v in values):
-        return values
-    dumps = tracefile.dumps_compact
-    return [None if v is None or v == "" else dumps(v) for v in values]
+def _name_text(value: Any) -> str:
+    """The name shown for an event; empty or missing names get one that says so."""
+    text = "" if value is None else str(value)
+    return text if text.strip() else _NO_NAME
 
 
-def _text_of_key(key: Any) -> str:
-    """The text shown for a shape-like arg: Python's str() of the value, as before ('[128, 32]')."""
-    if not isinstance(key, (bytes, str)):  # None (pandas may hand it back as NaN)
-        return ""
-    return str(tracefile.loads(key))
+def _example(name: Any, ts: Any, extra: str = "") -> str:
+    """A short description of one event for a note: its name and start."""
+    text = f"{str(name)[:60]!r}" if name not in (None, "") else "an event without a name"
+    try:
+        text += f" at ts {float(ts):.0f}"
+    except (TypeError, ValueError):
+        pass
+    return text + (f", {extra}" if extra else "")
 
 
 # --------------------------------------------------------------------------- public entry points
@@ -446,20 +430,24 @@ def events_from_document(doc: dict[str, Any]) -> TraceTables:
 
 
 def events_from_file(
-    path: str | os.PathLike, block_bytes: int = tracefile.STREAM_BLOCK_BYTES
+    path: str | os.PathLike, block_bytes: int = tracestream.STREAM_BLOCK_BYTES, max_bytes: int | None = None
 ) -> tuple[TraceTables, dict[str, Any]]:
-    """Build :class:`TraceTables` from a trace file, streaming its events (see :class:`tracefile.EventStream`).
+    """Build :class:`TraceTables` from a trace file, streaming its events (see :class:`tracestream.EventStream`).
 
     Returns the tables and the document's other top-level keys (``traceEvents`` left empty).
+    `max_bytes`: the most JSON text read (see :class:`helpers.trace.files.TraceText`). The tables
+    remember where the events lie in the file (``source``), so that a copy can be saved.
     """
-    stream = tracefile.stream_events(path, block_bytes, decode=decode_slice)
+    stream = tracestream.stream_events(path, block_bytes, decode=decode_slice, max_bytes=max_bytes)
     builder = _Builder()
     with _no_cyclic_gc():
         for chunk in stream:
             builder.add(chunk)
             del chunk
         doc = stream.document or {"traceEvents": []}
-        return _finish(builder, doc), doc
+        tables = _finish(builder, doc)
+    tables.source = stream.source
+    return tables, doc
 
 
 def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
@@ -476,4 +464,6 @@ def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
         device_properties=[p for p in props if isinstance(p, dict)] if isinstance(props, list) else [],
         dropped_without_dur=builder.dropped_without_dur,
         skipped=builder.skipped,
+        fixed=builder.fixed,
+        examples=builder.examples,
     )

@@ -1,28 +1,35 @@
-"""Reading and writing Chrome/Kineto trace files (``.json`` or ``.json.gz``).
+"""Reading Chrome/Kineto trace files (``.json`` or ``.json.gz``) as text and as whole documents.
 
 This module only knows about files and JSON documents; turning events into tables is the job of
-:mod:`helpers.trace.events`.
-
-Two ways to read a trace:
+:mod:`helpers.trace.events`. Two ways to read a trace:
 
 * :func:`read_document` parses the whole file into one dict (simple; what small traces use, and
-  needed when the document is kept to be saved again).
-* :func:`stream_events` parses the ``traceEvents`` array in slices of a few MB, so a 200 MB trace
-  never exists as a million Python dicts at once: peak memory stays near the size of the
-  decompressed text plus one slice. Slices are cut at candidate event boundaries (``},``) and each
-  cut is checked by parsing: a cut inside a string or a nested object never parses, so a wrong
-  cut only makes the slice longer, never the result different.
+  needed when the document is kept to be saved again);
+* :func:`helpers.trace.stream.stream_events` parses the ``traceEvents`` array in slices, so a
+  200 MB trace never exists as a million Python dicts at once.
+
+Writing a trace is :mod:`helpers.trace.saving`. Files are untrusted input, and both ways of
+reading treat them alike (:class:`TraceText` and the error wording here):
+
+* decompressed bytes are counted while reading, and reading stops past `max_bytes`
+  (:data:`MAX_TEXT_BYTES` by default): a 2 MB gzip bomb never becomes 2 GB in memory;
+* damaged JSON is reported with the byte offset where parsing stopped, as soon as the slice
+  holding it is read (a wrong cut fails only at the end of its slice; a parse error anywhere
+  before that is damage, not a wrong cut);
+* nesting deeper than :data:`MAX_DEPTH` levels is one clear error, and a UTF-8 byte-order mark
+  before the JSON is accepted.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
-import tempfile
+import re
+import stat
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -31,12 +38,21 @@ try:  # orjson parses large traces several times faster than the standard librar
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_json = None
 
-_JSON_ERRORS = (ValueError, UnicodeDecodeError)  # orjson.JSONDecodeError subclasses ValueError
-# How much decompressed text one slice of events holds when streaming.
-STREAM_BLOCK_BYTES = 4 << 20
-# A header (everything before "traceEvents") longer than this is not a Kineto trace: read it whole.
-_MAX_HEADER_BYTES = 64 << 20
-_WHITESPACE = b" \t\r\n"
+JSON_ERRORS = (ValueError, UnicodeDecodeError)  # orjson.JSONDecodeError subclasses ValueError
+# Default limit on a trace's JSON text after decompression. The biggest traces the course reads
+# (a million events) are about 200 MB; a file past this limit is a gzip bomb, a damaged file, or
+# a trace worth loading on purpose with a larger `max_bytes`.
+MAX_TEXT_BYTES = 512 << 20
+# A gzip file whose text grows past this many times the compressed bytes read so far is refused
+# (once past _RATIO_GRACE bytes of text): real traces compress 5 to 30 times, deflate at most ~1000.
+MAX_RATIO = 100
+_RATIO_GRACE = 32 << 20
+# orjson's nesting limit; Chrome/Kineto traces nest a handful of levels.
+MAX_DEPTH = 1024
+WHITESPACE = b" \t\r\n"
+BOM = b"\xef\xbb\xbf"
+_TEXT = "of its JSON text (after decompression)"
+_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 def _loads(data: bytes) -> Any:
@@ -55,20 +71,52 @@ def dumps_compact(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _as_path(path: str | os.PathLike) -> Path:
+def dump_document(doc: dict[str, Any]) -> bytes:
+    """Serialise a trace document to compact JSON bytes."""
+    return dumps_compact(doc)
+
+
+def as_path(path: str | os.PathLike) -> Path:
+    """`path` as a Path; TypeError for anything that is not a path."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"expected a file path (str or pathlib.Path), got {type(path).__name__}")
     return Path(path)
 
 
-def _check_file(p: Path) -> None:
-    if not p.exists():
+def check_file(p: Path) -> None:
+    """FileNotFoundError or ValueError in words when `p` is not a readable file (missing, a folder, a link loop, a pipe)."""
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        if p.is_symlink():
+            raise FileNotFoundError(
+                f"trace file {str(p)!r} is a symbolic link to {os.readlink(p)!r}, which does not exist"
+            ) from None
         raise FileNotFoundError(
             f"trace file {str(p)!r} does not exist. Check the path; reference traces live in the "
             "repository's traces/ folder (see helpers.reference_trace_path)."
-        )
-    if p.is_dir():
+        ) from None
+    except OSError as err:  # a loop of symbolic links, a name too long, no permission on a folder ...
+        raise ValueError(f"trace file {str(p)!r} cannot be opened: {err.strerror or err}") from None
+    if stat.S_ISDIR(mode):
         raise ValueError(f"{str(p)!r} is a folder, not a trace file: pass the .json or .json.gz file inside it")
+    if not stat.S_ISREG(mode):  # a pipe would block forever waiting for a writer, a device never end
+        raise ValueError(
+            f"{str(p)!r} is not a regular file (a pipe, a socket or a device): save the trace to a file first"
+        )
+
+
+def check_limit(max_bytes: int | None) -> int:
+    """The reading limit in bytes: `max_bytes`, or :data:`MAX_TEXT_BYTES` for None; ValueError otherwise."""
+    if max_bytes is None:
+        return MAX_TEXT_BYTES
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
+    return max_bytes
+
+
+class TraceTooLargeError(ValueError):
+    """A trace's JSON text is longer than the reader was allowed to read."""
 
 
 def _damaged_gzip(p: Path, err: BaseException) -> ValueError:
@@ -79,12 +127,13 @@ def _damaged_gzip(p: Path, err: BaseException) -> ValueError:
 
 
 def text_size(path: str | os.PathLike) -> int:
-    """Bytes of JSON text in a trace file: its size, or for gzip the size recorded in its trailer.
+    """Bytes of JSON text in a trace file as its size fields say: its size, or for gzip its trailer.
 
-    (The trailer holds the size modulo 4 GiB; a file is never smaller than its compressed form,
-    so the larger of the two is used.)
+    An estimate for choosing how to read, never a limit: the trailer holds the size modulo 4 GiB
+    and a file of several gzip members can say anything, so readers count the real bytes as they
+    decompress (see `max_bytes`). A file is never smaller than its compressed form.
     """
-    p = _as_path(path)
+    p = as_path(path)
     size = p.stat().st_size
     with open(p, "rb") as fh:
         if fh.read(2) != b"\x1f\x8b" or size < 18:
@@ -93,28 +142,146 @@ def text_size(path: str | os.PathLike) -> int:
         return max(int.from_bytes(fh.read(4), "little"), size)
 
 
-def read_bytes(path: str | os.PathLike) -> bytes:
-    """The decompressed bytes of a trace file; gzip is detected from the content, not the name."""
-    p = _as_path(path)
-    _check_file(p)
-    data = p.read_bytes()
-    if data[:2] == b"\x1f\x8b":
+class TraceText:
+    """The decompressed text of a trace file, read in blocks and counted against limits.
+
+    - `max_bytes` (default :data:`MAX_TEXT_BYTES`): reading stops past this many bytes of text.
+    - Without an explicit `max_bytes`, a gzip file whose text outgrows :data:`MAX_RATIO` times the
+      compressed bytes read so far is refused too: a 2 MB gzip bomb stops after ~32 MB of text,
+      not at the limit. An explicit `max_bytes` replaces that check (for a real, very repetitive trace).
+
+    Gzip is detected from the content, not the name. Use as a context manager.
+    """
+
+    def __init__(self, path: str | os.PathLike, max_bytes: int | None = None) -> None:
+        self.path = as_path(path)
+        self.check_ratio = max_bytes is None
+        self.max_bytes = check_limit(max_bytes)
+        self.count = 0  # decompressed bytes read so far
+        self.compressed = False
+        self._files: list[BinaryIO] = []
+
+    def __enter__(self) -> TraceText:
+        check_file(self.path)
+        raw = open(self.path, "rb")
+        self._files.append(raw)
+        self.compressed = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        if self.compressed:
+            self._files.append(gzip.GzipFile(fileobj=raw, mode="rb"))
+        elif os.fstat(raw.fileno()).st_size > self.max_bytes:
+            self._refuse(f"holds more than {self.max_bytes:,} bytes ({self.max_bytes / 2**20:,.0f} MiB) of JSON text")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fh in reversed(self._files):
+            fh.close()
+        self._files.clear()
+
+    def _refuse(self, what: str) -> None:
+        raise TraceTooLargeError(
+            f"{str(self.path)!r} {what}: reading stopped there. A damaged file or a gzip bomb looks like "
+            f"this; a real trace that big loads with an explicit limit on its text, e.g. "
+            f"helpers.load_trace(path, max_bytes={4 * self.max_bytes})."
+        )
+
+    def read(self, size: int) -> bytes:
+        """Up to `size` bytes of text (b"" at the end)."""
         try:
-            data = gzip.decompress(data)
+            block = self._files[-1].read(size)
         except (EOFError, OSError, zlib.error) as err:
-            raise _damaged_gzip(p, err) from err
-    return data
+            raise _damaged_gzip(self.path, err) from err
+        self.count += len(block)
+        if self.count > self.max_bytes:
+            self._refuse(
+                f"decompresses to more than {self.max_bytes:,} bytes ({self.max_bytes / 2**20:,.0f} MiB) of JSON text"
+            )
+        if self.compressed and self.check_ratio and self.count > _RATIO_GRACE:
+            packed = self._files[0].tell()
+            if self.count > MAX_RATIO * packed:
+                self._refuse(
+                    f"decompresses to more than {MAX_RATIO} times its compressed size ({self.count:,} bytes of "
+                    f"text from the first {packed:,} bytes of the file; real traces compress 5 to 30 times)"
+                )
+        return block
+
+    def blocks(self, size: int) -> Iterator[bytes]:
+        while block := self.read(size):
+            yield block
+
+    def skip(self, size: int, block: int = 16 << 20) -> None:
+        """Read and drop `size` bytes."""
+        while size > 0:
+            got = self.read(min(size, block))
+            if not got:
+                raise ValueError(f"{str(self.path)!r} ended {size:,} bytes earlier than when it was loaded")
+            size -= len(got)
 
 
-def _not_json(source: str, err: BaseException) -> ValueError:
+def read_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
+    """The decompressed bytes of a trace file (at most `max_bytes`, default :data:`MAX_TEXT_BYTES`)."""
+    with TraceText(path, max_bytes) as text:
+        return b"".join(text.blocks(16 << 20))
+
+
+# --------------------------------------------------------------------------- JSON errors, in words
+_MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
+_PARSER_POSITION = re.compile(r"\s*\(byte \d+\)|: line \d+ column \d+ \(char \d+\)")
+
+
+def error_offset(err: BaseException, data: bytes) -> int | None:
+    """Where in `data` a JSON parser stopped (len(data) when it ran out of input); None when unknown."""
+    text = str(err)
+    if isinstance(err, UnicodeDecodeError) or "UTF-8" in text:
+        try:
+            bytes(data).decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return bad.start
+        return None
+    if "truncated" in text:  # msgspec: the input ended inside a value
+        return len(data)
+    found = _MSGSPEC_BYTE.search(text)
+    if found:
+        return int(found.group(1))
+    pos = getattr(err, "pos", None)  # orjson and json count characters, not bytes
+    if not isinstance(pos, int):
+        return None
+    if data.isascii():
+        return pos
+    return len(bytes(data).decode("utf-8", "surrogateescape")[:pos].encode("utf-8", "surrogateescape"))
+
+
+def too_deep(err: BaseException) -> bool:
+    """True when a JSON parser gave up because of nesting depth."""
+    return isinstance(err, RecursionError) or "depth limit" in str(err)
+
+
+def deep_error(source: str, where: int | None) -> ValueError:
+    """The one error for JSON nested too deeply, on every reading path."""
+    near = f" (near byte {where:,} {_TEXT})" if where is not None else ""
     return ValueError(
-        f"{source} is not a JSON trace ({type(err).__name__}: {str(err)[:200]}). "
-        "Expected a Chrome/Kineto trace as written by torch.profiler's export_chrome_trace; "
-        "a file cut short (an interrupted write or copy) also ends up here."
+        f"{source} nests JSON arrays or objects more than {MAX_DEPTH} levels deep{near}. Trace events "
+        "nest a handful of levels: this is a damaged file or not a trace."
     )
 
 
-def _check_document(doc: Any, source: str) -> dict[str, Any]:
+def not_json(source: str, reason: str | BaseException, where: int | None = None) -> ValueError:
+    """The error for text that is not valid JSON, with the byte offset where parsing stopped."""
+    if isinstance(reason, BaseException):
+        said = str(reason)
+        if where is not None:  # the parser's own position counts from the start of a slice: drop it
+            said = _PARSER_POSITION.sub("", said)
+        reason = f"{type(reason).__name__}: {said[:200]}"
+    near = f" near byte {where:,} {_TEXT}" if where is not None else ""
+    return ValueError(
+        f"{source} is not a JSON trace: invalid JSON{near} ({reason}). Expected a Chrome/Kineto trace as "
+        "written by torch.profiler's export_chrome_trace; a damaged or cut-short file (an interrupted "
+        "write or copy) also ends up here."
+    )
+
+
+def check_document(doc: Any, source: str) -> dict[str, Any]:
+    """`doc` as a trace document (a bare list of events is wrapped); ValueError when it is not one."""
     if isinstance(doc, list):
         doc = {"traceEvents": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
@@ -126,205 +293,62 @@ def _check_document(doc: Any, source: str) -> dict[str, Any]:
     return doc
 
 
-def parse_document(data: bytes, source: str = "<bytes>") -> dict[str, Any]:
+def check_start(data: bytes, source: str, where: int) -> None:
+    """A trace is a JSON object or a list: anything else is refused from its first byte."""
+    if data[:1] not in (b"{", b"["):
+        raise not_json(source, f"it starts with {bytes(data[:16])!r}, not '{{' or '['", where)
+
+
+def parse_document(data: bytes, source: str = "<bytes>", base: int = 0) -> dict[str, Any]:
     """Parse trace JSON into a document with a ``traceEvents`` list.
 
-    A bare JSON list of events (allowed by the Chrome trace format) is wrapped into a document.
+    A bare JSON list of events (allowed by the Chrome trace format) is wrapped into a document; a
+    UTF-8 byte-order mark before the JSON is skipped. `base`: where `data` starts in the file's
+    text (for byte offsets in error messages).
     """
-    if not data.strip():
+    if data[:3] == BOM:
+        data, base = data[3:], base + 3
+    first = _NON_SPACE.search(data)
+    if first is None:
         raise ValueError(f"{source} is empty: no trace events to read")
+    check_start(data[first.start() : first.start() + 16], source, base + first.start())
     try:
         doc = _loads(data)
-    except _JSON_ERRORS as err:
-        raise _not_json(source, err) from err
-    return _check_document(doc, source)
+    except RecursionError as err:
+        raise deep_error(source, None) from err
+    except JSON_ERRORS as err:
+        where = error_offset(err, data)
+        where = None if where is None else base + where
+        if too_deep(err):
+            raise deep_error(source, where) from err
+        raise not_json(source, err, where) from err
+    return check_document(doc, source)
 
 
-def read_document(path: str | os.PathLike) -> dict[str, Any]:
-    """Read and parse a ``.json`` or ``.json.gz`` trace file."""
-    return parse_document(read_bytes(path), source=repr(str(path)))
+def read_document(path: str | os.PathLike, max_bytes: int | None = None) -> dict[str, Any]:
+    """Read and parse a ``.json`` or ``.json.gz`` trace file (at most `max_bytes` of text, see :class:`TraceText`)."""
+    source = repr(str(path))
+    with TraceText(path, max_bytes) as text:
+        first = text.read(1 << 20)
+        # Something that is not JSON is refused from its first bytes, before the rest is read.
+        lead = first[3:] if first.startswith(BOM) else first
+        start = _NON_SPACE.search(lead)
+        if start is not None:
+            check_start(lead[start.start() : start.start() + 16], source, len(first) - len(lead) + start.start())
+        data = b"".join([first, *text.blocks(16 << 20)])
+    return parse_document(data, source)
 
 
-# --------------------------------------------------------------------------- streaming
-class EventStream:
-    """The events of a trace file, parsed slice by slice; iterate it once.
+# --------------------------------------------------------------------------- the file a trace came from
+@dataclass(frozen=True)
+class FileStamp:
+    """What identifies one version of a file: size, modification time, inode."""
 
-    Iterating yields lists of event dicts (each list a slice of ``traceEvents``, in file order).
-    Once the iteration has finished, :attr:`document` holds every other top-level key of the file
-    (``deviceProperties``, ``course_provenance`` ...) with ``traceEvents`` set to an empty list.
-    A file that does not look like a Kineto trace (no ``traceEvents`` key near its start) is parsed
-    whole instead: same results, only the memory saving is lost.
-    """
+    size: int
+    mtime_ns: int
+    inode: int
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        block_bytes: int = STREAM_BLOCK_BYTES,
-        decode: Callable[[bytes], list[Any]] | None = None,
-    ) -> None:
-        self.path = _as_path(path)
-        _check_file(self.path)
-        if block_bytes < 1:
-            raise ValueError(f"block_bytes must be positive, got {block_bytes}")
-        self.block_bytes = block_bytes
-        # Turns one slice (a JSON array of events) into a list; must raise ValueError on invalid JSON.
-        self._decode = decode or _loads
-        self.document: dict[str, Any] | None = None
-        self.streamed = False  # True when the events were parsed in slices (not the whole file at once)
-        self._used = False
-
-    @property
-    def source(self) -> str:
-        return repr(str(self.path))
-
-    def _open(self, stack: contextlib.ExitStack) -> BinaryIO:
-        raw = stack.enter_context(open(self.path, "rb"))
-        if raw.read(2) == b"\x1f\x8b":  # gzip is detected from the content, not the name
-            raw.seek(0)
-            return stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))
-        raw.seek(0)
-        return raw
-
-    def _blocks(self, fh: BinaryIO) -> Iterator[bytes]:
-        while True:
-            try:
-                block = fh.read(self.block_bytes)
-            except (EOFError, OSError, zlib.error) as err:
-                raise _damaged_gzip(self.path, err) from err
-            if not block:
-                return
-            yield block
-
-    def __iter__(self) -> Iterator[list[Any]]:
-        if self._used:
-            raise RuntimeError("an EventStream can be iterated only once; make a new one")
-        self._used = True
-        with contextlib.ExitStack() as stack:
-            yield from self._parse(self._open(stack))
-
-    def _whole(self, fh: BinaryIO, start: bytes) -> Iterator[list[Any]]:
-        """Fallback: read the rest and parse everything at once."""
-        rest = b"".join([start, *self._blocks(fh)])
-        doc = parse_document(rest, self.source)
-        events = doc["traceEvents"]
-        doc["traceEvents"] = []
-        self.document = doc
-        yield events
-
-    def _parse(self, fh: BinaryIO) -> Iterator[list[Any]]:
-        blocks = self._blocks(fh)
-        buf = b""
-        # 1. The header: everything up to and including the '[' that opens traceEvents.
-        while True:
-            block = next(blocks, None)
-            if block is None:
-                if not buf.strip():
-                    raise ValueError(f"{self.source} is empty: no trace events to read")
-                yield from self._whole(fh, buf)
-                return
-            buf += block
-            text = buf.lstrip(_WHITESPACE + b"\xef\xbb\xbf")  # a UTF-8 byte-order mark is harmless
-            if text[:1] == b"[":  # a bare list of events
-                header, buf = b"", text[1:]
-                break
-            if text[:1] != b"{":
-                yield from self._whole(fh, buf)  # raises the usual "not a JSON trace" error
-                return
-            key = text.find(b'"traceEvents"')
-            bracket = -1
-            if key >= 0:
-                after = text[key + len(b'"traceEvents"') :].lstrip(_WHITESPACE)
-                if after[:1] == b":" and after[1:].lstrip(_WHITESPACE)[:1] == b"[":
-                    bracket = len(text) - len(after[1:].lstrip(_WHITESPACE))
-            if bracket >= 0:
-                header, buf = text[:key], text[bracket + 1 :]
-                try:  # the key must be a top-level key of the object, not text inside a string
-                    head_ok = isinstance(_loads(header + b'"traceEvents":[]}'), dict)
-                except _JSON_ERRORS:
-                    head_ok = False
-                if not head_ok:
-                    yield from self._whole(fh, text)
-                    return
-                break
-            if len(text) > _MAX_HEADER_BYTES or key >= 0:
-                yield from self._whole(fh, text)
-                return
-        self.streamed = True
-        # 2. The events, one slice per block: cut at the last '},' that parses.
-        for block in blocks:
-            buf += block
-            cut = buf.rfind(b"},")
-            if cut < 0:
-                continue
-            try:
-                events = self._decode(b"[" + buf[: cut + 1] + b"]")
-            except _JSON_ERRORS:
-                continue  # not a boundary between events (or a damaged file): read on and retry
-            buf = buf[cut + 2 :]
-            yield events
-        # 3. The end: the last events, the ']' closing the array, then the rest of the document.
-        events, tail = self._split_end(buf, header)
-        yield events
-
-    def _split_end(self, buf: bytes, header: bytes) -> tuple[list[Any], bytes]:
-        end = len(buf)
-        last_error: BaseException | None = None
-        while True:
-            close = buf.rfind(b"]", 0, end)
-            if close < 0:
-                err = last_error or ValueError("the traceEvents list is never closed (no ']')")
-                raise _not_json(self.source, err)
-            tail = buf[close + 1 :]
-            try:
-                rest = _loads(header + b'"traceEvents":[]' + tail) if header else _loads(b"[]" + tail)
-                events = self._decode(b"[" + buf[: close + 1])
-            except _JSON_ERRORS as err:
-                last_error = err
-                end = close
-                continue
-            self.document = _check_document(rest, self.source)
-            return events, tail
-
-
-def stream_events(
-    path: str | os.PathLike, block_bytes: int = STREAM_BLOCK_BYTES, decode: Callable[[bytes], list[Any]] | None = None
-) -> EventStream:
-    """An :class:`EventStream` over a ``.json`` or ``.json.gz`` trace (see the module docstring).
-
-    `decode` parses one slice (JSON array bytes) into a list and raises ValueError on invalid
-    JSON; the default gives dicts. :mod:`helpers.trace.events` passes a typed decoder that skips the
-    fields it does not use.
-    """
-    return EventStream(path, block_bytes, decode)
-
-
-def dump_document(doc: dict[str, Any]) -> bytes:
-    """Serialise a trace document to compact JSON bytes."""
-    if _fast_json is not None:
-        return _fast_json.dumps(doc)
-    return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def write_gzip_atomic(data: bytes, path: str | os.PathLike) -> Path:
-    """Write `data` gzipped to `path` atomically: a crash mid-write never leaves a truncated file there.
-
-    The bytes go to a temporary file in the same folder, are flushed to disk, then renamed over
-    the final name (a rename within one file system is atomic).
-    """
-    target = _as_path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
-            gz.write(data)
-        with open(tmp_name, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, 0o644)  # mkstemp makes files private; traces are meant to be shared
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    return target
+    @classmethod
+    def of(cls, path: str | os.PathLike) -> FileStamp:
+        st = os.stat(path)
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino)

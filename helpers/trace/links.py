@@ -14,7 +14,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .categories import DEVICE_CATEGORIES, HOST_TREE_CATEGORIES, LAUNCH_CATEGORIES, STEP_PREFIX
+from .categories import (
+    DEVICE_CATEGORIES,
+    HOST_TREE_CATEGORIES,
+    LAUNCH_CATEGORIES,
+    MTIA_CATEGORY,
+    STEP_PREFIX,
+    canonical_category,
+    device_work_mask,
+)
+from .correlation import match_launches, owner_of
 
 # A child may overhang its parent by a fraction of a microsecond (clock rounding in the profiler).
 NESTING_TOLERANCE_US = 0.5
@@ -34,6 +43,7 @@ def _lanes(events: pd.DataFrame, on_device: np.ndarray, codes: dict) -> tuple[np
         return np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
     pid_c, pid_u = codes["pid"]
     tid_c, tid_u = codes["tid"]
+    cat_c, cat_u = codes["cat"]
     parts = [on_device.astype(np.int64), pid_c, tid_c]
     for col in ("device", "stream"):
         arr = events[col].array
@@ -49,9 +59,14 @@ def _lanes(events: pd.DataFrame, on_device: np.ndarray, codes: dict) -> tuple[np
     names = []
     for i in first:
         if on_device[i]:
-            d = pid_u[pid_c[i]] if dev_val.isna()[i] else dev_val[i]
+            pid = pid_u[pid_c[i]]
+            d = pid if dev_val.isna()[i] else dev_val[i]
             s = tid_u[tid_c[i]] if str_val.isna()[i] else str_val[i]
-            names.append(f"GPU {d} stream {s}")
+            kind = "MTIA" if cat_u[cat_c[i]] == MTIA_CATEGORY else "GPU"
+            # Kineto gives a device's events the device number as pid; another pid (ranks merged
+            # into one file by renumbering) keeps its lanes apart from a same-numbered device
+            same = str(pid) == str(d)
+            names.append(f"{kind} {d} stream {s}" + ("" if same else f" (pid {pid})"))
         else:
             names.append(f"CPU {pid_u[pid_c[i]]}/{tid_u[tid_c[i]]}")
     # Rows of one thread can differ in args (a launch call may carry a stream): code by lane name.
@@ -201,6 +216,7 @@ def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None =
     for col in ("name", "cat", "pid", "tid"):
         if col not in codes:
             codes[col] = _factorize_strings(events[col].to_numpy(dtype=object))
+    codes["cat"] = _canonical_categories(events, *codes["cat"])
     cat_codes, cat_uniques = codes["cat"]
 
     def cat_in(group: frozenset) -> np.ndarray:
@@ -236,15 +252,14 @@ def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None =
         corr = events["correlation"].array
         corr_ok = ~np.asarray(corr.isna())
         corr_val = corr.to_numpy(dtype=np.int64, na_value=-1)
-        is_launch = cat_in(LAUNCH_CATEGORIES) & corr_ok
-        launch_rows = np.flatnonzero(is_launch)
-        # first launch call per correlation id (ids are unique within one profiling session)
-        by_corr = pd.Index(corr_val[launch_rows])
-        first = ~by_corr.duplicated(keep="first")
-        by_corr, launch_rows = by_corr[first], launch_rows[first]
-        want = dev_rows[corr_ok[dev_rows]]
-        pos = by_corr.get_indexer(corr_val[want])
-        launch[want[pos >= 0]] = launch_rows[pos[pos >= 0]]
+        launch_rows = np.flatnonzero(cat_in(LAUNCH_CATEGORIES) & corr_ok & ~on_device)
+        pid_c = codes["pid"][0]
+        name_c, name_u = codes["name"]
+        # by correlation id, process by process (see helpers.trace.correlation)
+        match = match_launches(corr_val, corr_ok, pid_c, ts, _Names(name_c, name_u), launch_rows, dev_rows)
+        launch[dev_rows] = match.launch
+        if match.ambiguous:  # (attrs travel with every copy of the frame: set only when there is news)
+            events.attrs["duplicate_correlation"] = (match.ambiguous, match.example)
 
         # launched_by: the cpu_op around the launch call (correlation is exact and never reused in
         # a trace). Without a launch call, fall back on the External id, used only when it names
@@ -261,6 +276,10 @@ def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None =
         pos = op_ids.get_indexer(ext_val[dev_rows])
         via_ext = np.full(len(dev_rows), -1, dtype=np.int64)
         hit = (pos >= 0) & ext_ok[dev_rows]
+        if match.owner and len(op_rows):  # an External id links only within the process that drives the device
+            owner = owner_of(match.owner, pid_c[dev_rows])
+            op_pid = pid_c[op_rows[np.maximum(pos, 0)]]
+            hit &= (owner < 0) | (op_pid == owner)
         via_ext[hit] = op_rows[pos[hit]]
         launched_by[dev_rows] = np.where(via_launch >= 0, via_launch, via_ext)
         anchor = np.where(lr >= 0, lr, launched_by[dev_rows])
@@ -285,3 +304,70 @@ def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None =
         anchor = np.where(launch[dev_rows] >= 0, launch[dev_rows], launched_by[dev_rows])
         step[dev_rows] = np.where(anchor >= 0, step[np.maximum(anchor, 0)], -1)
     events["step"] = step
+
+
+class _Names:
+    """Event names looked up by row from the shared codes, without building the whole column."""
+
+    def __init__(self, codes: np.ndarray, uniques: np.ndarray) -> None:
+        self.codes, self.uniques = codes, uniques
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.uniques, dtype=object)[self.codes[rows]]
+
+
+def _canonical_categories(events: pd.DataFrame, cat_codes: np.ndarray, cat_uniques: np.ndarray) -> tuple:
+    """Rename torch 1.8-1.9 categories (``Kernel`` ...) to today's in place; the renaming goes to
+    ``events.attrs["category_aliases"]`` for the trace's notes. Returns the (codes, uniques) to use."""
+    canon = np.array([canonical_category(str(c)) for c in cat_uniques], dtype=object)
+    renamed = {str(a): str(b) for a, b in zip(cat_uniques, canon) if str(a) != str(b)}
+    if not renamed or len(events) == 0:
+        return cat_codes, cat_uniques
+    uniques, remap = np.unique(canon.astype(str), return_inverse=True)
+    new_codes = remap.reshape(-1)[cat_codes]
+    used = np.bincount(cat_codes, minlength=len(cat_uniques))
+    events["cat"] = np.asarray(uniques, dtype=object)[new_codes]
+    events.attrs["category_aliases"] = {
+        str(a): (str(b), int(used[k]))
+        for k, (a, b) in enumerate(zip(cat_uniques, canon))
+        if str(a) != str(b) and used[k]
+    }
+    return new_codes, np.asarray(uniques, dtype=object)
+
+
+def link_notes(events: pd.DataFrame) -> list[str]:
+    """What :func:`annotate` could not link, or linked by a rule worth knowing, in words."""
+    out: list[str] = []
+    aliases = events.attrs.get("category_aliases") or {}
+    if aliases:
+        listed = ", ".join(f"{old} -> {new} ({n:,})" for old, (new, n) in sorted(aliases.items()))
+        out.append(f"categories of the torch 1.8-1.9 trace format read under today's names: {listed}")
+    if not len(events) or "launched_by" not in events:
+        return out
+    kernels = device_work_mask(events)
+    total = int(kernels.sum())
+    launched_by = events["launched_by"].to_numpy()
+    launch = events["launch"].to_numpy()
+    with_call = np.flatnonzero(kernels & (launched_by < 0) & (launch >= 0))
+    if len(with_call):
+        calls = pd.Series(events["name"].to_numpy(dtype=object)[launch[with_call]]).value_counts()
+        listed = ", ".join(f"{name} x{n:,}" for name, n in calls.head(4).items())
+        out.append(
+            f"{len(with_call):,} of {total:,} device events have a launch call ({listed}) but no cpu_op around "
+            "it (a CUDA/HIP graph replay, a launch from an extension, or a thread without a recorded op): their "
+            "launched_by is empty and launch_call names the call"
+        )
+    without = int((kernels & (launched_by < 0) & (launch < 0)).sum())
+    if without:
+        out.append(
+            f"{without:,} of {total:,} device events have no launch call with their 'correlation' id (launched "
+            "before the profiling window opened, or the runtime activity was not recorded) and no unique "
+            "'External id': their launched_by and launch_call are empty"
+        )
+    ambiguous, example = events.attrs.get("duplicate_correlation", (0, ""))
+    if ambiguous:
+        out.append(
+            f"{ambiguous:,} device events carry a correlation id that several launch calls of one process share "
+            f"(e.g. {example}): each was matched to the latest of those calls that started before it"
+        )
+    return out

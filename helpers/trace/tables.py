@@ -2,7 +2,10 @@
 
 :class:`TraceTables` is what :mod:`helpers.trace.events` builds: the events (one row each, with the
 derived columns of :mod:`helpers.trace.links`), process and thread names, flow-arrow counts, the
-GPUs' properties, and counts of what was left out, which :attr:`TraceTables.notes` says in words.
+GPUs' properties, and counts of what was left out or changed, which :attr:`TraceTables.notes`
+says in words, each with an example. Nothing is dropped or changed without a note: events without a
+duration or a phase, with a negative duration, with an empty name (kept as "(no name)"), entries
+that are not events, kernels that could not be linked to their op.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from .categories import device_work_mask
+from .links import link_notes
+from .stream import SourceText
 
 
 @dataclass
@@ -26,7 +30,14 @@ class TraceTables:
     unmatched_flows: int = 0
     device_properties: list[dict[str, Any]] = field(default_factory=list)
     dropped_without_dur: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # what was left out: count
+    fixed: dict[str, int] = field(default_factory=dict)  # what was kept but changed: count
+    examples: dict[str, str] = field(default_factory=dict)  # one example per kind ("dur" for dropped_without_dur)
+    source: SourceText | None = None  # the file the events were streamed from (to save a copy)
+
+    def _eg(self, what: str) -> str:
+        example = self.examples.get(what)
+        return f" (e.g. {example})" if example else ""
 
     @property
     def notes(self) -> list[str]:
@@ -35,21 +46,14 @@ class TraceTables:
         if self.dropped_without_dur:
             out.append(
                 f"{self.dropped_without_dur:,} complete events had no 'dur' and were left out "
-                "(they cannot be placed on a timeline)"
+                f"(they cannot be placed on a timeline){self._eg('dur')}"
             )
         # One-ended flow arrows are common (launches at the window's edges) and change nothing here:
         # kernels are linked through 'correlation' and 'External id', not through flows. What
-        # matters is a kernel that could not be linked at all.
-        ev = self.events
-        if len(ev) and "launched_by" in ev:
-            kernels = device_work_mask(ev)
-            unlinked = int((kernels & (ev["launched_by"].to_numpy() < 0)).sum())
-            if unlinked:
-                out.append(
-                    f"{unlinked:,} of {int(kernels.sum()):,} device events could not be linked to the op "
-                    "that launched them (no launch call with their 'correlation' id and no unique "
-                    "'External id'): their launched_by is empty"
-                )
+        # matters is a kernel that could not be linked at all (helpers.trace.links says why).
+        out.extend(link_notes(self.events))
         for what, count in sorted(self.skipped.items()):
-            out.append(f"{count:,} {what} skipped")
+            out.append(f"{count:,} {what} skipped{self._eg(what)}")
+        for what, count in sorted(self.fixed.items()):
+            out.append(f"{count:,} {what}{self._eg(what)}")
         return out

@@ -29,6 +29,10 @@ DEFAULT_MAX_EVENTS = 10_000
 # Shaded step bands are layout shapes (drawn as SVG even in WebGL figures): keep them few.
 MAX_STEP_BANDS = 60
 HOVER_NAME_CHARS = 90
+# Launch -> kernel lines: drawn visible up to this many, else hidden until clicked in the legend.
+MAX_VISIBLE_LINKS = 400
+LINK_NAME = "launch -> kernel"
+RANK_SEPARATOR = " · "  # as helpers.trace.ranks names the lanes of a run of several ranks
 HOVER_SHAPE_CHARS = 80
 CATEGORY_COLORS = {
     "cpu_op": "#4C78A8",
@@ -61,6 +65,15 @@ def _step_span(steps: list[int]) -> str:
     if len(steps) <= 4:
         return ("step " if len(steps) == 1 else "steps ") + ", ".join(map(str, steps))
     return f"{len(steps):,} steps ({steps[0]}-{steps[-1]})"
+
+
+def _steps_drawn(steps: list[int]) -> str:
+    """'step 4', 'steps 1, 2', 'steps 1-215' (the count is said next to it)."""
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    if len(steps) <= 3:
+        return "steps " + ", ".join(map(str, steps))
+    return f"steps {steps[0]}-{steps[-1]}"
 
 
 def _select(
@@ -118,10 +131,11 @@ def _select(
         chosen = all_steps[:lo_k]
         in_steps, lo, hi = window(lo_k)
         ev = ev[in_steps | ((step_rank < 0) & (ts >= lo) & (ts < hi))]
-        notes.append(
-            f"{_step_span(chosen)} of {len(all_steps):,} drawn; pass steps=[...] or "
-            "time_range_us=(start, end) for others"
-        )
+        if len(chosen) < len(all_steps):  # (every step fitting means only the cap below applies)
+            notes.append(
+                f"{_steps_drawn(chosen)} drawn ({len(chosen):,} of {len(all_steps):,} steps); pass steps=[...] or "
+                "time_range_us=(start, end) for others"
+            )
     else:
         chosen = all_steps
     if len(ev) > max_events:
@@ -136,20 +150,58 @@ def _select(
     return ev, chosen, "; ".join(notes)
 
 
-def _hover(ev: pd.DataFrame, all_names: np.ndarray) -> np.ndarray:
+def _short(name: str) -> str:
+    return name if len(name) <= HOVER_NAME_CHARS else name[:HOVER_NAME_CHARS] + "..."
+
+
+def _hover(ev: pd.DataFrame, all_events: pd.DataFrame, origin: float) -> np.ndarray:
+    """Hover text per bar; a kernel names its launch call and op, a launch call names its kernels."""
+    all_names = all_events["name"].to_numpy(dtype=object)
+    all_ts = all_events["ts"].to_numpy()
+    all_end = all_ts + all_events["dur"].to_numpy()
     launched_by = ev["launched_by"].to_numpy()
+    launch = ev["launch"].to_numpy()
+    # launch call -> the first kernel it launched and how many (a graph launch runs many)
+    dev = all_events["on_device"].to_numpy() & (all_events["launch"].to_numpy() >= 0)
+    targets = pd.Series(np.flatnonzero(dev), index=all_events["launch"].to_numpy()[dev])
+    first_target = targets.groupby(level=0).first() if len(targets) else pd.Series(dtype=np.int64)
+    n_targets = targets.groupby(level=0).size() if len(targets) else pd.Series(dtype=np.int64)
     texts = []
-    for name, d, dims, lb, cat, lane in zip(
-        ev["name"], ev["dur"].to_numpy(), ev["input_dims"], launched_by, ev["cat"], ev["lane"]
+    for row, name, d, dims, lb, li, cat, lane, start in zip(
+        ev.index.to_numpy(),
+        ev["name"],
+        ev["dur"].to_numpy(),
+        ev["input_dims"],
+        launched_by,
+        launch,
+        ev["cat"],
+        ev["lane"],
+        ev["ts"].to_numpy(),
     ):
-        short = name if len(name) <= HOVER_NAME_CHARS else name[:HOVER_NAME_CHARS] + "..."
-        text = f"<b>{short}</b><br>{cat} on {lane}<br>{d:,.1f} us"
+        text = f"<b>{_short(name)}</b><br>{cat} on {lane}<br>{d:,.1f} us at {start - origin:,.1f} us"
         if dims:
             text += f"<br>shapes {dims[:HOVER_SHAPE_CHARS]}"
+        if li >= 0:
+            text += (
+                f"<br>launch call {all_names[li]} at {all_ts[li] - origin:,.1f} us; started "
+                f"{start - all_end[li]:,.1f} us after the call returned"
+            )
         if lb >= 0:
             text += f"<br>launched by {all_names[lb]}"
+        if row in first_target.index:
+            k = int(first_target[row])
+            more = int(n_targets[row]) - 1
+            text += f"<br>launches {_short(all_names[k])} at {all_ts[k] - origin:,.1f} us" + (
+                f" and {more:,} more (a graph launch)" if more else ""
+            )
         texts.append(text)
     return np.array(texts, dtype=object)
+
+
+def _lane_key(lane: str, host: bool) -> tuple[str, int, str]:
+    """Lanes grouped by rank ('rank 1 · ...'), host threads before device streams, then by name."""
+    prefix, sep, rest = lane.partition(RANK_SEPARATOR)
+    return (prefix, 0 if host else 1, rest) if sep else ("", 0 if host else 1, lane)
 
 
 def timeline_figure(
@@ -178,8 +230,9 @@ def timeline_figure(
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
         raise ValueError(f"max_depth must be an integer >= 0, got {max_depth!r}")
     ev, drawn_steps, note = _select(trace, steps, max_events, max_depth, time_range_us)
-    t0 = float(trace.events["ts"].min())
-    lanes = sorted(ev.loc[~ev["on_device"], "lane"].unique()) + sorted(ev.loc[ev["on_device"], "lane"].unique())
+    t0, origin_text = _origin(trace, drawn_steps if time_range_us is None else [])
+    host_lanes = set(ev.loc[~ev["on_device"], "lane"].unique())
+    lanes = sorted(set(ev["lane"].unique()), key=lambda lane: _lane_key(lane, lane in host_lanes))
     # Each lane gets a band of height 1; host events nest downwards inside it by depth.
     depth_span = ev.groupby("lane")["depth"].max().add(1).to_dict()
     lane_top = {lane: k * 1.25 for k, lane in enumerate(lanes)}
@@ -192,7 +245,7 @@ def timeline_figure(
         if len(ev)
         else np.zeros(0)
     )
-    hover = _hover(ev, trace.events["name"].to_numpy(dtype=object))
+    hover = _hover(ev, trace.events, t0)
 
     use_webgl = len(ev) > WEBGL_THRESHOLD if webgl is None else bool(webgl)
     fig = go.Figure()
@@ -242,6 +295,7 @@ def timeline_figure(
                     hoverinfo="text",
                 )
             )
+    _add_launch_links(fig, ev, t0, center, use_webgl)
     ev_all = trace.events
     step_rows = ev_all[
         (~ev_all["on_device"])
@@ -289,7 +343,7 @@ def timeline_figure(
         barmode="overlay",
         bargap=0,
         height=height or int(160 + 90 * max(len(lanes), 1)),
-        xaxis_title="time since trace start (us)",
+        xaxis_title=f"time since {origin_text} (us)",
         legend_title="category",
         hovermode="closest",
         yaxis=dict(
@@ -308,5 +362,46 @@ def timeline_figure(
         "steps": [int(s) for s in drawn_steps],
         "note": note,
         "webgl": bool(use_webgl),
+        "time_origin": origin_text,
+        "origin_us": t0 - float(trace.events["ts"].min()),
+        "launch_links": int(sum(len(t.x) // 3 for t in fig.data if t.name == LINK_NAME)),
     }
     return fig
+
+
+def _origin(trace, steps: list[int]) -> tuple[float, str]:
+    """Time zero of the axis: the start of the first drawn profiler step, else of the trace."""
+    ev = trace.events
+    if steps:
+        first = ev[(~ev["on_device"]) & (ev["name"] == f"ProfilerStep#{steps[0]}")]
+        if len(first):
+            return float(first["ts"].min()), f"the start of step {steps[0]}"
+    return float(ev["ts"].min()), "trace start"
+
+
+def _add_launch_links(fig: go.Figure, ev: pd.DataFrame, t0: float, center: np.ndarray, webgl: bool) -> None:
+    """A line from each drawn launch call to each drawn kernel it launched (one legend entry)."""
+    launch = ev["launch"].to_numpy()
+    position = pd.Series(np.arange(len(ev)), index=ev.index)
+    dev = np.flatnonzero(ev["on_device"].to_numpy() & (launch >= 0) & np.isin(launch, ev.index.to_numpy()))
+    if not len(dev):
+        return
+    src = position.loc[launch[dev]].to_numpy()
+    ts = ev["ts"].to_numpy()
+    x0 = ts[src] + ev["dur"].to_numpy()[src] - t0  # the call's end ...
+    x1 = ts[dev] - t0  # ... to the kernel's start
+    xs = np.column_stack([x0, x1, np.full(len(dev), np.nan)]).ravel()
+    ys = np.column_stack([center[src], center[dev], np.full(len(dev), np.nan)]).ravel()
+    kind = go.Scattergl if webgl else go.Scatter
+    fig.add_trace(
+        kind(
+            x=xs.astype(np.float32) if webgl else xs,
+            y=ys.astype(np.float32) if webgl else ys,
+            mode="lines",
+            line=dict(color="rgba(120,120,120,0.45)", width=1),
+            name=LINK_NAME,
+            hoverinfo="skip",
+            # shown by default on small figures; one click in the legend on big ones
+            visible=True if len(dev) <= MAX_VISIBLE_LINKS else "legendonly",
+        )
+    )

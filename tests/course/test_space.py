@@ -1,16 +1,20 @@
 """The Hugging Face Space files, tested without a Docker engine (there is none on these machines).
 
-- the Dockerfile parses, uses only real instructions, follows the Spaces conventions (uid 1000,
-  /app, port 7860, a CMD) and installs the course with the README's own command (`make`), from
-  files that exist, before pre-fetching the pinned Hub kernel;
+- the Dockerfile parses, uses only real instructions, starts from a base image pinned by digest,
+  follows the Spaces conventions (uid 1000, /app, port 7860, a CMD) and installs the course with
+  the README's own command (`make`), from files that exist, dropping the test tools in the same
+  layer, before pre-fetching the Hub kernel with the course's lock folder;
 - the README's front matter is what the Hub reads (sdk docker, app_port, a valid GPU flavour);
-- space/start.sh refuses to start without JUPYTER_TOKEN, and with one it really starts JupyterLab
-  through `make lab` (here on a loopback port, from a copy of the repository), which answers only
-  with the token, serves the lessons and their learner copies, and stops on SIGTERM.
+- space/start.sh refuses to start without a JUPYTER_TOKEN of 16 characters or more (spaces do not
+  count), keeps learner work on persistent storage when there is some, can turn terminals off, and
+  with a token it really starts JupyterLab through `make lab` (here on a loopback port, from a copy
+  of the repository), which answers only with the token, serves the lessons and their learner
+  copies, and stops on SIGTERM.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -86,6 +90,16 @@ def test_dockerfile_uses_only_real_instructions(dockerfile):
     assert _values(dockerfile, "FROM")[0].startswith("python:3.1"), "the image needs a Python 3.11+ base"
 
 
+def test_dockerfile_base_image_is_pinned_by_digest(dockerfile):
+    (base,) = _values(dockerfile, "FROM")
+    assert re.fullmatch(r"python:3\.1\d[\w.-]*@sha256:[0-9a-f]{64}", base), f"pin the base image by digest: {base}"
+
+
+def _installs(runs: list[str]) -> list[int]:
+    """Indices of the RUN lines that run `make install` (followed, in the same RUN, by dropping the test tools)."""
+    return [k for k, r in enumerate(runs) if r.strip().startswith("make install")]
+
+
 def test_dockerfile_follows_the_spaces_conventions(dockerfile):
     runs = " ".join(_values(dockerfile, "RUN"))
     # A non-root user with uid 1000, which owns /app, runs everything after its creation.
@@ -117,7 +131,7 @@ def test_dockerfile_installs_with_the_readme_commands(dockerfile):
     # Python packages come only from `make install` (the prerequisite of `make lab` and `make test`),
     # never from a pip line of the Dockerfile's own.
     assert not [r for r in runs if re.search(r"\bpip\b|\buv\b|conda", r)], "install through make, not pip directly"
-    assert "make install" in [r.strip() for r in runs], f"no `RUN make install` in {runs}"
+    assert _installs(runs), f"no `RUN make install` in {runs}"
     makefile = (REPO / "Makefile").read_text()
     assert (
         re.search(r"^install:", makefile, re.M)
@@ -125,7 +139,7 @@ def test_dockerfile_installs_with_the_readme_commands(dockerfile):
         and re.search(r"^test: install", makefile, re.M)
     ), "make install must be what `make lab`/`make test` install with"
     # What is copied before `make install` is what the Makefile installs from, and it all exists.
-    index_of_install = next(i for i, ins in enumerate(dockerfile) if ins["value"].strip() == "make install")
+    index_of_install = next(i for i, ins in enumerate(dockerfile) if ins["value"].strip().startswith("make install"))
     copied_before = []
     for ins in dockerfile[:index_of_install]:
         if ins["instruction"] == "COPY":
@@ -139,7 +153,8 @@ def test_dockerfile_installs_with_the_readme_commands(dockerfile):
     # file and `make lab` in the container does not reinstall when it starts.
     last_copy = max(i for i, ins in enumerate(dockerfile) if ins["instruction"] == "COPY")
     assert any(
-        ins["instruction"] == "RUN" and ins["value"].strip() == "make install" for ins in dockerfile[last_copy:]
+        ins["instruction"] == "RUN" and ins["value"].strip().startswith("make install")
+        for ins in dockerfile[last_copy:]
     ), "run `make install` again after the last COPY"
     assert "start.sh" in START.name and "make lab" in START.read_text(), "the start script must run `make lab`"
 
@@ -147,8 +162,12 @@ def test_dockerfile_installs_with_the_readme_commands(dockerfile):
 def test_dockerfile_prefetches_the_pinned_kernel(dockerfile):
     runs = _values(dockerfile, "RUN")
     prefetch = [k for k, r in enumerate(runs) if "scripts/prefetch_kernels.py prefetch" in r]
-    install = [k for k, r in enumerate(runs) if r.strip() == "make install"]
+    install = _installs(runs)
     assert prefetch and install and prefetch[0] > install[0], "pre-fetch the Hub kernel after `make install`"
+    # the kernels lock folder is in the image before the pre-fetch, so a committed lock pins what is fetched
+    at = next(i for i, ins in enumerate(dockerfile) if "prefetch_kernels.py prefetch" in ins["value"])
+    copied = " ".join(ins["value"] for ins in dockerfile[:at] if ins["instruction"] == "COPY")
+    assert "local_kernels/hub-lock/" in copied
     import prefetch_kernels
 
     from helpers.mlp import hub_cache
@@ -163,7 +182,7 @@ def test_dockerfile_prefetches_the_pinned_kernel(dockerfile):
 def test_dockerignore_keeps_local_builds_out():
     ignored = (REPO / ".dockerignore").read_text().split()
     # A local .venv copied over the image's would replace the environment `make install` built.
-    for entry in (".venv", "site", "test-output", "traces/local", "notebooks/learner"):
+    for entry in (".git", ".venv", "site", "test-output", "traces/local", "notebooks/learner"):
         assert entry in ignored, f".dockerignore must exclude {entry}"
 
 
@@ -180,7 +199,7 @@ def test_readme_front_matter_is_a_docker_space_on_a_gpu():
     assert not hardware.startswith(("cpu", "zero")), "suggest a GPU: the lessons profile CUDA kernels live"
     section = README.read_text(encoding="utf-8").split("## Run it on a Hugging Face Space", 1)
     assert len(section) == 2, "README needs its 'Run it on a Hugging Face Space' section"
-    for needed in ("JUPYTER_TOKEN", "Dev Mode", "/app"):
+    for needed in ("JUPYTER_TOKEN", "Dev Mode", "/app", "LAB_TERMINALS=0", "/data", "shell"):
         assert needed in section[1], f"the Space section must mention {needed}"
 
 
@@ -207,6 +226,7 @@ def _space_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR"):
         env[var] = str(tmp_path / "jupyter" / var.lower())
     env["VENV"] = str(VENV)  # the Makefile's VENV: this environment, already installed
+    env["COURSE_DATA_DIR"] = str(tmp_path / "no-persistent-storage")  # never the machine's own /data
     env.update(extra)
     return env
 
@@ -215,6 +235,86 @@ def test_start_script_refuses_to_run_without_a_token(tmp_path):
     result = subprocess.run(["bash", str(START)], env=_space_env(tmp_path), capture_output=True, text=True, timeout=30)
     assert result.returncode == 64
     assert "JUPYTER_TOKEN" in result.stderr
+
+
+@pytest.mark.parametrize("token", [" ", " \t \n ", "short-token", "a b c d e f g h i j k l m n o"])
+def test_start_script_refuses_a_blank_or_short_token(tmp_path, token):
+    env = _space_env(tmp_path, JUPYTER_TOKEN=token)
+    result = subprocess.run(["bash", str(START)], env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 64, result.stdout
+    assert "needs at least 16" in result.stderr and "secrets.token_urlsafe" in result.stderr
+
+
+def test_test_tools_stay_out_of_the_image(dockerfile):
+    """Every `make install` of the image drops, in the same layer, what only the tests use."""
+    spec = importlib.util.spec_from_file_location("drop_test_tools", REPO / "space" / "drop_test_tools.py")
+    drop_test_tools = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(drop_test_tools)
+    runs = _values(dockerfile, "RUN")
+    for k in _installs(runs):
+        assert "space/drop_test_tools.py" in runs[k], f"RUN {runs[k]!r} keeps the test tools in its layer"
+    dropped = set(drop_test_tools.test_only_packages())
+    assert {"playwright", "pytest", "pytest-xdist", "nbmake", "ruff", "pre-commit", "dockerfile-parse"} <= dropped
+    # nothing the lessons need: the course's own requirements and what drop_test_tools itself imports
+    for kept in ("torch", "jupyterlab", "ipykernel", "nbformat", "kernels", "pandas", "packaging", "pyyaml"):
+        assert kept not in dropped, f"{kept} is needed by the course, not only by the tests"
+
+
+@pytest.fixture
+def fake_app(tmp_path) -> tuple[Path, dict[str, str]]:
+    """start.sh in a bare copy of /app, with a `make` that records its arguments instead of starting JupyterLab."""
+    app = tmp_path / "app"
+    (app / "space").mkdir(parents=True)
+    shutil.copy2(START, app / "space" / "start.sh")
+    (app / "notebooks").mkdir()
+    (app / "traces").mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "make").write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$FAKE_MAKE_LOG"\n')
+    (bin_dir / "make").chmod(0o755)
+    env = _space_env(tmp_path, JUPYTER_TOKEN=secrets.token_urlsafe(24), FAKE_MAKE_LOG=str(tmp_path / "make.log"))
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    return app, env
+
+
+def test_start_script_keeps_learner_work_on_persistent_storage(fake_app, tmp_path):
+    app, env = fake_app
+    data = tmp_path / "data"
+    (data / "course" / "learner").mkdir(parents=True)
+    (data / "course" / "learner" / "03_geglu_mlp_eager.ipynb").write_text("edited last week")
+    (app / "notebooks" / "learner").mkdir()
+    (app / "notebooks" / "learner" / "03_geglu_mlp_eager.ipynb").write_text("fresh copy")
+    (app / "notebooks" / "learner" / "05_hand_tuned_kernels.ipynb").write_text("fresh copy")
+    env["COURSE_DATA_DIR"] = str(data)
+    for _ in range(2):  # a restart finds the links in place
+        result = subprocess.run(
+            ["bash", "space/start.sh"], cwd=app, env=env, capture_output=True, text=True, timeout=30
+        )
+        assert result.returncode == 0, result.stderr
+    for here, there in (("notebooks/learner", "learner"), ("traces/local", "traces-local")):
+        assert (app / here).is_symlink() and (app / here).resolve() == (data / "course" / there).resolve()
+    learner = data / "course" / "learner"
+    assert (learner / "03_geglu_mlp_eager.ipynb").read_text() == "edited last week"  # never overwritten
+    assert (learner / "05_hand_tuned_kernels.ipynb").read_text() == "fresh copy"  # moved over
+    assert "kept in" in result.stdout and (tmp_path / "make.log").read_text().split("\n")[0] == "lab"
+
+
+def test_start_script_without_persistent_storage_says_so(fake_app, tmp_path):
+    app, env = fake_app
+    result = subprocess.run(["bash", "space/start.sh"], cwd=app, env=env, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0 and "learner work is lost when the Space restarts" in result.stdout
+    assert not (app / "notebooks" / "learner").exists() and not (app / "traces" / "local").exists()
+
+
+@pytest.mark.parametrize("setting, expected", [("0", True), ("1", False), (None, False)])
+def test_start_script_can_turn_terminals_off(fake_app, tmp_path, setting, expected):
+    app, env = fake_app
+    if setting is not None:
+        env["LAB_TERMINALS"] = setting
+    subprocess.run(["bash", "space/start.sh"], cwd=app, env=env, check=True, capture_output=True, timeout=30)
+    args = (tmp_path / "make.log").read_text()
+    assert ("--ServerApp.terminals_enabled=False" in args) == expected
+    assert env["JUPYTER_TOKEN"] not in args  # the token never goes on a command line
 
 
 @pytest.fixture

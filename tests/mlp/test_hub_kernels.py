@@ -9,9 +9,13 @@ themselves always run.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import http.server
 import importlib.metadata
 import json
+import os
+import re
 import socket
 import sys
 import threading
@@ -25,7 +29,7 @@ from huggingface_hub import constants
 
 import helpers
 from helpers.mlp import hub as hk
-from helpers.mlp import hub_cache
+from helpers.mlp import hub_cache, hub_pin
 from helpers.mlp.model import MLPConfig
 
 ON_CUDA = torch.cuda.is_available()
@@ -77,16 +81,39 @@ def write_variant(variant_dir: Path, layer_source: str, kernel_id: str | None = 
     (pkg / "layers.py").write_text(layer_source)
 
 
-def fill_cache(cache: Path, versions: dict[int, str], repo_id: str = hub_cache.LIGER_REPO) -> None:
-    """The cache layout a branch download writes: refs/v<N> -> sha, snapshots/<sha>/build/<variant>/..."""
+def fill_cache(
+    cache: Path, versions: dict[int, str], repo_id: str = hub_cache.LIGER_REPO, commits: dict[int, str] | None = None
+) -> dict[int, str]:
+    """The cache layout a branch download writes: refs/v<N> -> sha, snapshots/<sha>/build/<variant>/...
+
+    As huggingface_hub writes it: each snapshot file is a symbolic link to blobs/<content hash>
+    (the git blob sha-1 of a small file). Returns {version: commit}.
+    """
     from huggingface_hub.file_download import repo_folder_name
 
     root = cache / repo_folder_name(repo_id=repo_id, repo_type="kernel")
+    shas = {}
     for version, source in versions.items():
-        sha = uuid.uuid4().hex + uuid.uuid4().hex[:8]
+        sha = (commits or {}).get(version) or uuid.uuid4().hex + uuid.uuid4().hex[:8]
         (root / "refs").mkdir(parents=True, exist_ok=True)
         (root / "refs" / f"v{version}").write_text(sha)
-        write_variant(root / "snapshots" / sha / "build" / DEVICE_VARIANT, source)
+        add_snapshot(root, sha, source)
+        shas[version] = sha
+    return shas
+
+
+def add_snapshot(root: Path, sha: str, source: str) -> Path:
+    """snapshots/<sha>/build/<variant>/ with every file a link to its content-addressed blob."""
+    variant = root / "snapshots" / sha / "build" / DEVICE_VARIANT
+    write_variant(variant, source)
+    (root / "blobs").mkdir(exist_ok=True)
+    for file in [p for p in variant.rglob("*") if p.is_file()]:
+        data = file.read_bytes()
+        blob = root / "blobs" / hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        blob.write_bytes(data)
+        file.unlink()
+        file.symlink_to(os.path.relpath(blob, file.parent))
+    return variant
 
 
 def closed_port() -> int:
@@ -286,6 +313,13 @@ def fake_liger_distribution(root: Path, layer_source: str) -> None:
     info = root / "liger_kernel-9.9.9.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: liger-kernel\nVersion: 9.9.9\n")
+    # pip's RECORD: every installed file with its sha256 (base64url, unpadded) and size
+    lines = []
+    for file in sorted((root / "liger_kernel").rglob("*.py")):
+        data = file.read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{file.relative_to(root)},sha256={digest},{len(data)}")
+    (info / "RECORD").write_text("\n".join([*lines, "liger_kernel-9.9.9.dist-info/RECORD,,"]) + "\n")
 
 
 @pytest.fixture
@@ -435,7 +469,7 @@ def test_prefetch_downloads_by_branch_so_offline_loads_work(monkeypatch, no_hub,
 
     monkeypatch.setattr(kernels, "get_kernel_variants", fake_variants)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
-    path = hub_cache.prefetch()
+    path = hub_pin.prefetch()
     assert calls == {"repo_type": "kernel", "revision": "v1", "allow_patterns": [f"build/{DEVICE_VARIANT}/*"]}
     assert path.is_dir() and list(hub_cache.cached_versions()) == [1]
     assert hk.load_geglu_mlp(sources=("cache",)).source == "cache"
@@ -444,7 +478,7 @@ def test_prefetch_downloads_by_branch_so_offline_loads_work(monkeypatch, no_hub,
 def test_prefetch_refuses_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RuntimeError, match="unset HF_HUB_OFFLINE"):
-        hub_cache.prefetch()
+        hub_pin.prefetch()
 
 
 def test_offline_mode_restores_both_settings(monkeypatch):
@@ -529,3 +563,166 @@ def test_new_layer_from_a_config(no_hub):
     assert layer.gate_proj.weight.shape == (24, 16) and layer.gate_proj.weight.dtype == torch.float64
     with pytest.raises(TypeError, match="hidden_size and intermediate_size"):
         loaded.layer(object())
+
+
+# ------------------------------------------------------------------------------------ pins and trust (issue 13)
+SHA_A = "a" * 40
+SHA_B = "b" * 40
+
+
+@pytest.fixture
+def no_course_lock(monkeypatch, tmp_path):
+    """The course's lock file as absent, whether or not one was committed."""
+    monkeypatch.setattr(hub_pin, "KERNEL_LOCK_FILE", tmp_path / "no" / "kernels.lock")
+
+
+def write_lock(path: Path, sha: str, version: int = 1, repo_id: str = hub_cache.LIGER_REPO) -> Path:
+    """A lock file as `kernels lock` writes it (kernels 0.17)."""
+    from kernels._rust import KernelDependency, KernelLock, KernelLocks, KernelVersion
+
+    locks = KernelLocks({KernelDependency(repo_id, KernelVersion.Version(version)): KernelLock(sha)})
+    path.write_text(locks.to_json())
+    return path
+
+
+def test_without_a_lock_file_the_pin_is_the_movable_branch(no_course_lock):
+    pin = hub_pin.kernel_pin(hub_cache.LIGER_REPO, 1)
+    assert not pin.exact and pin.revision is None
+    assert "the branch v1, which its publisher can move" in pin.describe() and "no lock file" in pin.describe()
+    assert pin.call() == "kernels.get_kernel('kernels-community/liger-kernels', version=1)"
+
+
+def test_a_lock_file_pins_the_commit_on_every_route(no_hub, no_course_lock, tmp_path):
+    """The cache holds v1 -> A and another commit B; the lock file says B: B is loaded, A never."""
+    shas = fill_cache(no_hub, {1: LAYER_V1}, commits={1: SHA_A})
+    from huggingface_hub.file_download import repo_folder_name
+
+    add_snapshot(no_hub / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel"), SHA_B, LAYER_V1)
+    lock = write_lock(tmp_path / "kernels.lock", SHA_B)
+    pin = hub_pin.kernel_pin(hub_cache.LIGER_REPO, 1, lockfile=lock)
+    assert pin.exact and pin.revision == SHA_B and "lock file" in pin.pinned_by and shas[1] == SHA_A
+    loaded = hk.load_geglu_mlp(sources=("cache",), lockfile=lock)
+    assert "kernels.load_kernel('kernels-community/liger-kernels', lockfile=" in loaded.origin
+    assert f"commit {SHA_B[:12]}" in loaded.origin and SHA_A[:12] not in loaded.origin
+    assert hub_pin.snapshot_commit(loaded.module)[0] == SHA_B
+
+
+def test_a_revision_argument_pins_the_commit_offline(no_hub, no_course_lock):
+    fill_cache(no_hub, {1: LAYER_V1}, commits={1: SHA_A})
+    from huggingface_hub.file_download import repo_folder_name
+
+    add_snapshot(no_hub / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel"), SHA_B, LAYER_V1)
+    loaded = hk.load_geglu_mlp(sources=("cache",), revision=SHA_B)
+    assert f'revision="{SHA_B}"' in loaded.origin and hub_pin.snapshot_commit(loaded.module)[0] == SHA_B
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("cache",), revision="c" * 40)  # pinned, not in the cache: no fallback to v1
+    assert "not in the local cache" in info.value.attempts[0].reason or "Cannot find" in info.value.attempts[0].reason
+
+
+@pytest.mark.parametrize("revision", ["v1", "main", "abc123", "A" * 40])
+def test_a_revision_must_be_a_full_commit(revision):
+    with pytest.raises(ValueError, match="full commit sha"):
+        hk.load_geglu_mlp(sources=("cache",), revision=revision)
+
+
+def test_a_lock_file_for_another_version_or_kernel_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match=r"locks kernels-community/liger-kernels .*not version 1"):
+        hub_pin.kernel_pin(hub_cache.LIGER_REPO, 1, lockfile=write_lock(tmp_path / "a.lock", SHA_A, version=3))
+    with pytest.raises(ValueError, match="cannot pin kernels-community/liger-kernels"):
+        hub_pin.kernel_pin(hub_cache.LIGER_REPO, 1, lockfile=write_lock(tmp_path / "b.lock", SHA_A, repo_id="x/y"))
+
+
+def test_the_cache_route_checks_trust_that_kernels_skips_offline(no_hub, no_course_lock):
+    fill_cache(no_hub, {1: LAYER_V1})
+    loaded = hk.load_geglu_mlp(sources=("cache",))
+    (attempt,) = loaded.attempts
+    assert "Skipping publisher trust check" in " ".join(attempt.notes)  # what kernels says offline ...
+    assert "publisher kernels-community trusted by the course" in loaded.origin  # ... and what the loader checks
+    assert re.search(r"\d+ files match their content hashes", loaded.origin)
+
+
+def test_a_modified_cached_file_is_refused(no_hub, no_course_lock):
+    shas = fill_cache(no_hub, {1: LAYER_V1})
+    from huggingface_hub.file_download import repo_folder_name
+
+    root = no_hub / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel")
+    layers = root / "snapshots" / shas[1] / "build" / DEVICE_VARIANT / "liger_kernels" / "layers.py"
+    Path(os.path.realpath(layers)).write_text(LAYER_V1 + "\nimport os  # something added later\n")
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("cache",))
+    assert "no longer matches its content hash" in info.value.attempts[0].reason
+
+
+def test_an_untrusted_publisher_is_refused_from_the_cache(no_hub, no_course_lock):
+    fill_cache(no_hub, {1: LAYER_V1}, repo_id="someone/liger-kernels")
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("cache",), repo_id="someone/liger-kernels")
+    assert "'someone' is not one the course trusts" in info.value.attempts[0].reason
+
+
+def test_the_online_route_says_when_it_follows_a_branch(monkeypatch, no_hub, no_course_lock, tmp_path):
+    repo = tmp_path / "liger-download"
+    write_variant(repo / "build" / DEVICE_VARIANT, LAYER_V1)
+    monkeypatch.setenv("LOCAL_KERNELS", f"{hub_cache.LIGER_REPO}={repo}")
+    monkeypatch.setattr(hk, "hub_status", lambda timeout: hub_cache.HubStatus(True, "answered (test)", "test", 0.0))
+    branch = hk.load_geglu_mlp(sources=("hub",))
+    assert "follows the branch v1: not an exact pin" in branch.origin
+    assert "publisher trust checked on the Hub by kernels" in branch.origin
+    exact = hk.load_geglu_mlp(sources=("hub",), revision=SHA_A)
+    assert f'revision="{SHA_A}"' in exact.origin and "not an exact pin" not in exact.origin
+
+
+def test_prefetch_with_an_exact_pin_lets_kernels_download_the_commit(monkeypatch, no_hub, no_course_lock, tmp_path):
+    import kernels
+
+    calls = {}
+
+    def fake_install(repo_id, *, revision=None, backend=None, **kwargs):
+        calls.update(repo_id=repo_id, revision=revision)
+        return tmp_path / "snapshots" / revision / "build" / DEVICE_VARIANT
+
+    monkeypatch.setattr(kernels, "install_kernel", fake_install)
+    path = hub_pin.prefetch(revision=SHA_A)
+    assert calls == {"repo_id": hub_cache.LIGER_REPO, "revision": SHA_A}
+    assert path == tmp_path / "snapshots" / SHA_A
+    with pytest.raises(hub_pin.UntrustedKernelError, match="not one the course trusts"):
+        hub_pin.prefetch(repo_id="someone/kernels", revision=SHA_A)
+
+
+def test_cached_branch_without_its_files_is_not_called_missing_and_cached(no_hub, no_course_lock):
+    """The cache records v1 but its snapshot is gone: say so, not 'not in the cache (cached versions: v1)'."""
+    shas = fill_cache(no_hub, {1: LAYER_V1})
+    import shutil
+
+    from huggingface_hub.file_download import repo_folder_name
+
+    shutil.rmtree(no_hub / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel") / "snapshots")
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("cache",))
+    reason = info.value.attempts[0].reason
+    assert f"records kernels-community/liger-kernels version 1 as commit {shas[1][:12]}" in reason
+    assert "missing or incomplete" in reason and "is not in the local cache" not in reason
+
+
+def test_an_empty_local_build_is_blamed_on_the_local_folder(no_hub, tmp_path):
+    repo = tmp_path / "my-kernel"
+    (repo / "build").mkdir(parents=True)
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("local",), local_repo=repo)
+    reason = info.value.attempts[0].reason
+    assert str(repo) in reason and "liger" not in reason.lower()
+
+
+def test_installed_package_files_are_checked_against_pips_record(fake_liger, tmp_path):
+    assert re.fullmatch(r"\d+ Python files match the hashes pip recorded", hub_pin.check_installed("liger-kernel"))
+    geglu = tmp_path / "site" / "liger_kernel" / "transformers" / "geglu.py"
+    geglu.write_text(geglu.read_text() + "\n# changed after install\n")
+    with pytest.raises(hub_pin.UntrustedKernelError, match="differs from what pip installed"):
+        hub_pin.check_installed("liger-kernel")
+
+
+def test_command_line_pin(no_course_lock, capsys):
+    import prefetch_kernels
+
+    assert prefetch_kernels.main(["pin"]) == 0
+    assert "the branch v1, which its publisher can move" in capsys.readouterr().out

@@ -157,7 +157,10 @@ def test_work_items_columns_h200(h200):
         "launch_call",
         "launch_us",
         "lane",
+        "launch_row",
+        "graph",
     ]
+    assert not items["graph"].any() and (items["launch_row"] >= 0).all()
     fused = items[items["family"] == "fused"]
     assert (fused["source"] == "triton-inductor").all() and (fused["launch_call"] == "cuLaunchKernel").all()
     # Inductor's launcher records a cpu_op named after the kernel around its cuLaunchKernel call

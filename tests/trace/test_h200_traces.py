@@ -98,7 +98,7 @@ def test_timeline_lanes_on_gpu_trace(eager):
     lanes = fig.layout.meta["lanes"]
     assert len([lane for lane in lanes if lane.startswith("GPU")]) == 1
     assert len([lane for lane in lanes if lane.startswith("CPU")]) == 1
-    hover = " ".join(" ".join(map(str, t.hovertext)) for t in fig.data)
+    hover = " ".join(" ".join(map(str, t.hovertext)) for t in fig.data if t.hovertext is not None)
     assert "launched by aten::mm" in hover
     assert "NVIDIA H200" in fig.layout.title.text
 

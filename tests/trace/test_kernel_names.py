@@ -163,8 +163,10 @@ def test_triton_reduction_and_persistent_reduction() -> None:
     assert red["family"] == "reduction" and red["kind"] == "reduction"
     assert red["fused_ops"] == ["_to_copy", "add", "mean", "mul", "pow", "rsqrt"]
     per = decode_kernel("triton_per_fused__softmax_1")
-    assert per["family"] == "reduction" and per["kind"] == "persistent reduction" and per["index"] == 1
+    # the kind says reduction; the ops say what for: a softmax (a norm would read as normalization)
+    assert per["family"] == "softmax" and per["kind"] == "persistent reduction" and per["index"] == 1
     assert per["fused_ops"] == ["_softmax"]
+    assert decode_kernel("triton_per_fused_native_layer_norm_0")["family"] == "normalization"
 
 
 def test_triton_template_gemms() -> None:
@@ -265,7 +267,7 @@ def test_course_triton_kernels() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["my_custom_kernel", "flash_fwd_kernel", "triton_poi_something", "cpp_helper", "x", "kernel<1, 2>"]
+    "name", ["my_custom_kernel", "fwd_kernel", "triton_poi_something", "cpp_helper", "x", "kernel<1, 2>"]
 )
 def test_unknown_names_invent_nothing(name: str) -> None:
     d = decode_kernel(name)

@@ -8,6 +8,7 @@ from test_trace_scale import tile_document
 
 import helpers
 from helpers.trace import files as tracefile
+from helpers.trace import saving
 from helpers.trace import timeline as timeline_mod
 
 
@@ -34,7 +35,7 @@ def test_big_trace_defaults_stay_small_and_say_what_was_left_out(big_trace):
     # whole steps from the first one, and the title says how to see the others
     steps = meta["steps"]
     assert steps == list(range(1, len(steps) + 1)) and 10 < len(steps) < 1800
-    assert f"of {len(big_trace.steps):,} drawn" in fig.layout.title.text and "steps=" in meta["note"]
+    assert f"({len(steps):,} of {len(big_trace.steps):,} steps)" in fig.layout.title.text and "steps=" in meta["note"]
     drawn = big_trace.events[big_trace.events["step"].isin(steps)]
     assert meta["drawn_events"] >= 0.9 * len(drawn[(drawn["cat"] != "gpu_user_annotation")])
     # hover text stored once per bar (markers), not once per line vertex
@@ -77,8 +78,45 @@ def test_small_gpu_trace_lanes_and_links(h200_eager):
     meta = fig.layout.meta
     assert meta["lanes"] == ["CPU 558/558", "GPU 0 stream 7"]  # no lanes for GPU 1..15 of the metadata
     assert not meta["webgl"] and meta["note"] == "" and meta["steps"] == [1, 2, 3]
-    hover = " ".join(" ".join(t.hovertext) for t in fig.data)
+    hover = " ".join(" ".join(t.hovertext) for t in fig.data if t.hovertext is not None)
     assert "launched by aten::gelu" in hover and "launched by aten::mm" in hover
     assert len(fig.layout.shapes) == 3 and [a.text for a in fig.layout.annotations] == ["step 1", "step 2", "step 3"]
     forced = h200_eager.timeline(webgl=True)
     assert forced.layout.meta["webgl"] and all(t.type == "scattergl" for t in forced.data)
+
+
+def test_launch_calls_are_linked_to_their_kernels(h200_eager):
+    fig = h200_eager.timeline()
+    meta = fig.layout.meta
+    k = h200_eager.kernels()
+    assert meta["launch_links"] == int(k["launch_call"].notna().sum()) > 0
+    links = next(t for t in fig.data if t.name == timeline_mod.LINK_NAME)
+    assert links.visible is True and len(links.x) == 3 * meta["launch_links"]
+    hover = " ".join(" ".join(t.hovertext) for t in fig.data if t.hovertext is not None)
+    assert "<b>cudaLaunchKernel</b>" in hover and "launches vectorized_elementwise_kernel" in hover.replace(
+        "void at::native::", ""
+    )
+    assert "launch call cuLaunchKernelEx at" in hover
+
+
+def test_time_axis_starts_at_the_drawn_step(h200_eager):
+    fig = h200_eager.timeline(steps=2)
+    step = h200_eager.events[h200_eager.events["name"] == "ProfilerStep#2"].iloc[0]
+    assert fig.layout.xaxis.title.text == "time since the start of step 2 (us)"
+    assert fig.layout.meta["origin_us"] == pytest.approx(step["ts"] - h200_eager.events["ts"].min())
+    assert fig.layout.shapes[0].x0 == pytest.approx(0.0)  # the step's band starts at zero
+    whole = h200_eager.timeline(time_range_us=(0, 1e9))
+    assert whole.layout.xaxis.title.text == "time since trace start (us)" and whole.layout.meta["origin_us"] == 0
+
+
+def test_one_step_over_the_cap_is_worded_right(tmp_path):
+    """A trace with a single profiler step (step 2) and more events than the cap."""
+    doc = tracefile.read_document(data_file("h200_mlp_eager.json.gz"))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") not in ("ProfilerStep#1", "ProfilerStep#3")]
+    path = tmp_path / "one_step.json.gz"
+    saving.write_gzip_atomic(tracefile.dump_document(doc), path)
+    trace = helpers.load_trace(path)
+    assert trace.steps == [2]
+    fig = trace.timeline(max_events=20)
+    note = fig.layout.meta["note"]
+    assert "of 1" not in note and "first 20 events drawn" in note and fig.layout.meta["steps"] == [2]

@@ -261,7 +261,7 @@ def test_kernels_that_cannot_be_linked_are_counted(tmp_path):
     assert (
         k["launched_by"].isna().sum() == 6 and k.loc[k["launched_by"].isna(), "name"].str.contains("elementwise").all()
     )
-    assert any(note.startswith("6 of 21 device events could not be linked") for note in trace.notes)
+    assert any(note.startswith("6 of 21 device events have no launch call") for note in trace.notes)
 
 
 def test_entries_that_are_not_objects_and_begin_end_events_are_skipped(tmp_path):

@@ -7,21 +7,33 @@ many into a DataFrame for a notebook table.
 
 The rule: never show a guess as fact.
 
-* Core keys, always present: `name`, `short_name`, `family` (gemm / elementwise / reduction / attention /
-  fused / memset / copy / unknown), `source` (cublas-nvjet / cutlass / cublas-ampere (and
-  cublas-volta, cublas-turing ... for the other architecture-prefixed cuBLAS names) /
-  cublas-xmma / cublas / triton-inductor / cpp-inductor / aten / liger / course-triton (the
-  kernels of helpers/fused) / cuda (memsets and memcpys) / unknown), `summary` (one sentence), `explain` (what the letters and numbers mean, or None when
-  there is nothing to explain), `inferred` (the keys whose reading is an inference, see below) and
+* Core keys, always present: `name`, `short_name`, `family` (see `FAMILIES`: gemm, convolution,
+  attention, communication, normalization, softmax, reduction, elementwise, fused, memset, copy,
+  other = a known job that is none of these, named in `op`; unknown), `source` (the library:
+  cublas-nvjet / cutlass / cublas-ampere (and cublas-volta ...) / cublas-xmma / cublas / cudnn /
+  nccl / flash-attn / pytorch-flash / pytorch-mem-efficient / xformers-cutlass / triton-inductor /
+  cpp-inductor / aten / tensile / composable-kernel / aiter / miopen / fbgemm / cub / liger /
+  course-triton (the kernels of helpers/fused) / cuda (memsets and memcpys) / unknown ...),
+  `summary` (one sentence), `explain` (what the letters and numbers mean, or None when there is
+  nothing to explain), `inferred` (the keys whose reading is an inference, see below) and
   `unparsed` (tokens of the name that were read but not interpreted).
 * Every other key is *absent* when the name does not say it: `arch`, `layout`, `tile`, `dtype`,
   `out_dtype`, `accumulate`, `stages`, `instruction`, `alignment`, `bias`, `activation`,
   `cluster`, `type_code`, `opcode_class`, `kind`, `kind_code`, `fused_ops`, `op`, `vector_width`,
   `block_threads`, `items_per_thread`, `output_vec_size`, `direction`, `src_memory`,
-  `dst_memory`, `index`. In `decode_kernels` an absent key is a missing value (None/NaN).
+  `dst_memory`, `index`, `collective`, `reduce_op`, `algorithm`, `protocol` (NCCL), `phase`
+  (forward / backward passes of convolutions and attention), `head_dim`. In `decode_kernels` an
+  absent key is a missing value (None/NaN).
   `bias` is only ever True: a name without a bias token does not prove the GEMM has no bias.
 * `inferred` lists keys whose *meaning* comes from analogy rather than from a documented naming
-  scheme. The unknown family/source pair carries no other key at all.
+  scheme or a library's own source: `family` when it is read from words in the name (a cuDNN
+  `scudnn` kernel is a convolution; `_my_attn_fwd` reads as attention), `source` when a library is
+  recognised by a function name other projects copy. The unknown family/source pair carries no
+  other key at all. A name longer than `MAX_NAME_CHARS` is not read ("too long to decode").
+* Modules, one per group of libraries: `nvidia_gemm` (cuBLAS, CUTLASS), `cudnn`, `communication`
+  (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`, `aten`, `extensions` (FBGEMM, CUB, Apex,
+  Transformer Engine, and the last-resort reading of words), `libraries` (memcpy/memset, Liger,
+  the course's kernels).
 
 What is documented and what is inferred
 ----------------------------------------
@@ -71,13 +83,37 @@ from typing import Any
 import pandas as pd
 
 from .aten import parse_aten
+from .attention import parse_attention
+from .communication import parse_custom_collective, parse_nccl
+from .cudnn import parse_cudnn
+from .extensions import parse_by_words, parse_extensions
 from .inductor import parse_cpp_inductor, parse_triton_inductor
 from .libraries import COURSE_KERNELS, parse_course, parse_liger, parse_memory
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
+from .rocm import parse_rocm
 
-__all__ = ["decode_kernel", "decode_kernels", "FAMILIES", "FIELDS", "COURSE_KERNELS"]
+__all__ = ["decode_kernel", "decode_kernels", "FAMILIES", "FIELDS", "COURSE_KERNELS", "MAX_NAME_CHARS"]
 
-FAMILIES: tuple[str, ...] = ("gemm", "elementwise", "reduction", "fused", "attention", "memset", "copy", "unknown")
+# What a kernel is for, as a user compares traces by. `other` is a kernel whose job is known (a
+# sort, an embedding lookup: see `op`) but is none of the others; `unknown` says nothing is known.
+FAMILIES: tuple[str, ...] = (
+    "gemm",
+    "convolution",
+    "attention",
+    "communication",
+    "normalization",
+    "softmax",
+    "reduction",
+    "elementwise",
+    "fused",
+    "memset",
+    "copy",
+    "other",
+    "unknown",
+)
+# Longer names are not read (the longest real C++ kernel names, CUTLASS 3 / CuTe templates, are
+# around 10-20 thousand characters): a name past this is reported as too long to decode.
+MAX_NAME_CHARS = 32_768
 
 # Keys in the order a table shows them; the optional ones are absent unless the name says them.
 _CORE_HEAD = ("name", "short_name", "family", "source")
@@ -108,23 +144,38 @@ _OPTIONAL = (
     "src_memory",
     "dst_memory",
     "index",
+    "collective",
+    "reduce_op",
+    "algorithm",
+    "protocol",
+    "phase",
+    "head_dim",
 )
 _CORE_TAIL = ("summary", "explain", "inferred", "unparsed")
 FIELDS: tuple[str, ...] = _CORE_HEAD + _OPTIONAL + _CORE_TAIL
 
 # Tried in order; the first that recognises a name decodes it.
+# (Libraries that name their kernels after another's come first: cuDNN's convolutions are built
+# from xmma and CUTLASS kernels, attention kernels from CUTLASS pieces.)
 _PARSERS = (
     parse_memory,
+    parse_nccl,
+    parse_attention,
+    parse_cudnn,
     parse_nvjet,
     parse_cutlass,
     parse_cublas_arch,
     parse_xmma,
     parse_cublas_other,
+    parse_rocm,
     parse_triton_inductor,
     parse_cpp_inductor,
     parse_liger,
     parse_course,
+    parse_extensions,
     parse_aten,
+    parse_custom_collective,
+    parse_by_words,
 )
 
 
@@ -139,6 +190,8 @@ def decode_kernel(name: str) -> dict[str, Any]:
     text = name.strip()
     if not text:
         raise ValueError("decode_kernel got an empty kernel name")
+    if len(text) > MAX_NAME_CHARS:
+        return _finish(text, _too_long(len(text)))
     for parser in _PARSERS:
         fields = parser(text)
         if fields is not None:
@@ -198,4 +251,14 @@ def _unknown() -> dict[str, Any]:
         "family": "unknown",
         "source": "unknown",
         "summary": "Not a kernel name this decoder knows: nothing is read from it.",
+    }
+
+
+def _too_long(length: int) -> dict[str, Any]:
+    return {
+        "family": "unknown",
+        "source": "unknown",
+        "short_name": "(name too long to decode)",
+        "summary": f"Too long to decode: {length:,} characters (names past {MAX_NAME_CHARS:,} are not read); "
+        "nothing is read from it.",
     }

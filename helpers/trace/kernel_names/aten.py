@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ..dtypes import from_cpp
-from .common import join
+from .common import join, split_signature
 
 _ATEN_TEMPLATES = (
     "vectorized_elementwise_kernel",
@@ -16,7 +16,61 @@ _ATEN_TEMPLATES = (
     "index_elementwise_kernel",
     "reduce_kernel",
     "vectorized_templated_elementwise_kernel",
+    "elementwise_kernel_manual_unroll",
 )
+# ATen's named CUDA kernels (not the generic loop templates), by function name, from PyTorch's
+# sources (aten/src/ATen/native/cuda): (pattern, family, op). First match wins.
+NAMED_KERNELS = (
+    (r"softmax_warp_(?:forward|backward)|cunn_(?:Spatial)?SoftMax|masked_softmax", "softmax", "softmax"),
+    (
+        r"layer_?norm|LayerNorm|GammaBetaBackward|ComputeInternalGradients|ComputeGradientFusedParams",
+        "normalization",
+        "layer_norm",
+    ),
+    (
+        r"GroupNorm|group_norm|ComputeFusedParams|Compute1dBackwardFusedParams|ComputeBackwardFusedParams",
+        "normalization",
+        "group_norm",
+    ),
+    (r"RowwiseMoments", "normalization", "norm_statistics"),
+    (r"batch_?norm|BatchNorm", "normalization", "batch_norm"),
+    (r"rms_?norm|RmsNorm|RMSNorm", "normalization", "rms_norm"),
+    (r"max_pool|MaxPool", "reduction", "max_pool"),
+    (r"avg_pool|AvgPool|adaptive_average|atomic_adaptive_average", "reduction", "avg_pool"),
+    (r"adaptive_max|AdaptiveMax", "reduction", "max_pool"),
+    (r"nll_loss|NLLCriterion|cross_entropy", "reduction", "nll_loss"),
+    (r"scan|cumsum|cumprod", "reduction", "scan"),
+    (
+        r"embedding|EmbeddingBag|krn_partials_per_segment|partial_segment|compute_grad_weight|sum_and_scatter",
+        "other",
+        "embedding",
+    ),
+    (r"searchsorted|bucketize", "other", "searchsorted"),
+    (r"[Ss]ort|bitonic|radixSelect|gatherTopK|[Tt]op[Kk]|KthValue|KthCounts|segment_kernel", "other", "sort"),
+    (r"indexSelect(?:Large|Small)Index", "copy", "index_select"),
+    (r"indexFunc(?:Large|Small)Index", "elementwise", "index_add"),
+    (r"scatter_gather|gather_kernel|scatter_kernel", "elementwise", "scatter_gather"),
+    (r"index_put|indexing_backward|put_kernel|take_kernel|masked_scatter|masked_select", "elementwise", "index"),
+    (r"dropout", "elementwise", "dropout"),
+    (r"distribution_\w+|random_\w*kernel|uniform|normal_kernel|bernoulli", "elementwise", "random"),
+    (r"multi_tensor_apply", "elementwise", "foreach"),
+    (r"amp_update_scale|non_finite_check", "elementwise", "amp_unscale"),
+    (r"triu_tril", "elementwise", "triu_tril"),
+    (r"conv_depthwise|depthwise_conv|slow_conv|im2col|col2im|vol2col|col2vol", "convolution", "convolution"),
+    (r"upsample|interpolat|grid_sampler", "other", "upsample"),
+    (r"CatArrayBatchedCopy", "copy", "cat"),
+    (r"kernelPointwiseApply|pointwiseApply", "elementwise", None),
+)
+_NAMED_PATTERNS = [(re.compile(p), f, o) for p, f, o in NAMED_KERNELS]
+
+
+def _named(base: str) -> tuple[str, str | None] | None:
+    for pattern, family, op in _NAMED_PATTERNS:
+        if pattern.search(base):
+            return family, op
+    return None
+
+
 _INFRA_PREFIXES = (
     "gpu_",
     "launch_",
@@ -29,35 +83,6 @@ _INFRA_PREFIXES = (
     "jitted_gpu",
     "_",
 )
-
-
-def _split_signature(text: str) -> tuple[str, list[str] | None]:
-    """'void at::native::k<8, F, A>(int, ...)' -> ('at::native::k', ['8', 'F', 'A'])."""
-    body = text.removeprefix("void ").replace("(anonymous namespace)", "{anon}")
-    cut = len(body)
-    for ch in "<(":
-        pos = body.find(ch)
-        if pos != -1:
-            cut = min(cut, pos)
-    qual = body[:cut].strip()
-    if cut >= len(body) or body[cut] != "<":
-        return qual, None
-    depth, start, args = 0, cut + 1, []
-    pairs = {"<": ">", "(": ")", "{": "}", "[": "]"}
-    closers = set(pairs.values())
-    for pos in range(cut, len(body)):
-        ch = body[pos]
-        if ch in pairs:
-            depth += 1
-        elif ch in closers:
-            depth -= 1
-            if depth == 0:
-                args.append(body[start:pos].strip())
-                return qual, args
-        elif ch == "," and depth == 1:
-            args.append(body[start:pos].strip())
-            start = pos + 1
-    return qual, None  # unbalanced (a truncated name): no template arguments read
 
 
 def _snake(camel: str) -> str:
@@ -106,21 +131,24 @@ def _cpp_dtype(text: str) -> str | None:
 
 
 def parse_aten(text: str) -> dict[str, Any] | None:
-    qual, args = _split_signature(text)
+    qual, args = split_signature(text)
     base = qual.rsplit("::", 1)[-1]
-    qualified = qual.startswith("at::native::")
-    if not qualified and base not in _ATEN_TEMPLATES:
+    qualified = qual.startswith(("at::native::", "at::cuda::"))
+    # a bare name (or one in an anonymous namespace only) can still be ATen's; any other namespace is not
+    bare = all(part in ("", "{anon}") for part in qual.split("::")[:-1])
+    named = _named(base) if base not in _ATEN_TEMPLATES and (qualified or bare) else None
+    if not qualified and base not in _ATEN_TEMPLATES and named is None:
         return None
     info: dict[str, Any] = {"source": "aten"}
     if not qualified:
-        info["inferred"] = ["source"]  # a bare template name without at::native::
+        info["inferred"] = ["source"]  # a bare template or kernel name without at::native::
     op = _aten_op(text)
     dtype = _cpp_dtype(text)
     if base in ("vectorized_elementwise_kernel", "vectorized_templated_elementwise_kernel"):
         family = "elementwise"
         if args and re.fullmatch(r"\d+", args[0]):
             info["vector_width"] = int(args[0])
-    elif base in ("elementwise_kernel", "elementwise_kernel_with_index"):
+    elif base in ("elementwise_kernel", "elementwise_kernel_with_index", "elementwise_kernel_manual_unroll"):
         family = "elementwise"
         if args and len(args) >= 2 and all(re.fullmatch(r"\d+", a) for a in args[:2]):
             info["block_threads"], info["items_per_thread"] = int(args[0]), int(args[1])
@@ -135,12 +163,14 @@ def parse_aten(text: str) -> dict[str, Any] | None:
         family = "reduction"
         if args and len(args) >= 2 and all(re.fullmatch(r"\d+", a) for a in args[:2]):
             info["block_threads"], info["output_vec_size"] = int(args[0]), int(args[1])
-    elif base.startswith("CatArrayBatchedCopy"):
-        family, op = "copy", "cat"
-    elif re.search(r"softmax", base, re.IGNORECASE):
-        family, op = "reduction", "softmax"
-    elif re.search(r"layer_?norm|RowwiseMoments", base, re.IGNORECASE):
-        family, op = "reduction", "layer_norm"
+    elif named is not None:
+        family, named_op = named
+        if named_op == "foreach":
+            op = "adam" if re.search(r"Adam", text) else "foreach"
+        elif named_op == "random":
+            op = op if op in ("uniform", "normal", "bernoulli", "random", "exponential") else "random"
+        elif named_op is not None:
+            op = named_op
     else:
         family = "unknown"
     if op == "copy" and family == "elementwise":
@@ -165,6 +195,10 @@ def parse_aten(text: str) -> dict[str, Any] | None:
         "elementwise": "elementwise kernel",
         "reduction": "reduction kernel",
         "copy": "copy kernel",
+        "softmax": "softmax kernel",
+        "normalization": "normalization kernel",
+        "convolution": "convolution kernel",
+        "other": "kernel",
         "unknown": "CUDA kernel",
     }[family]
     info["summary"] = (

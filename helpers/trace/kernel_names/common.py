@@ -75,3 +75,92 @@ def explain_ab(letters: str, documented: bool) -> str:
         "document its kernel names)."
     )
     return f"Layout letters: A {letter_text(a)}, B {letter_text(b)}. {basis} {LAYOUT_PRIMER}"
+
+
+# ---------------------------------------------------------------------------------------------
+# C++ names: demangled signatures and Itanium-mangled symbols
+# ---------------------------------------------------------------------------------------------
+_PAIRS = {"<": ">", "(": ")", "{": "}", "[": "]"}
+_CLOSERS = frozenset(_PAIRS.values())
+
+
+def split_signature(text: str) -> tuple[str, list[str] | None]:
+    """'void at::native::k<8, F, A>(int, ...)' -> ('at::native::k', ['8', 'F', 'A']).
+
+    The qualified name is everything before the first '<' or '('; template arguments are split at
+    top-level commas. An unbalanced (truncated) name gives no template arguments. One pass over
+    the text: linear in its length.
+    """
+    body = text.removeprefix("void ").replace("(anonymous namespace)", "{anon}")
+    cut = len(body)
+    for ch in "<(":
+        pos = body.find(ch)
+        if pos != -1:
+            cut = min(cut, pos)
+    qual = body[:cut].strip()
+    if cut >= len(body) or body[cut] != "<":
+        return qual, None
+    depth, start, args = 0, cut + 1, []
+    for pos in range(cut, len(body)):
+        ch = body[pos]
+        if ch in _PAIRS:
+            depth += 1
+        elif ch in _CLOSERS:
+            depth -= 1
+            if depth == 0:
+                args.append(body[start:pos].strip())
+                return qual, args
+        elif ch == "," and depth == 1:
+            args.append(body[start:pos].strip())
+            start = pos + 1
+    return qual, None
+
+
+def function_name(text: str) -> str:
+    """The unqualified function name of a demangled signature: 'void a::b::k<1>(int)' -> 'k'."""
+    qual, _ = split_signature(text)
+    return qual.rsplit("::", 1)[-1]
+
+
+def namespaces(text: str) -> list[str]:
+    """The namespaces of a demangled signature's function: 'void a::{anon}::k<1>()' -> ['a', '{anon}']."""
+    qual, _ = split_signature(text)
+    return qual.split("::")[:-1]
+
+
+_MANGLED_LENGTH = re.compile(r"(\d+)")
+
+
+def mangled_words(text: str, limit: int = 64) -> list[str] | None:
+    """The identifiers of an Itanium-mangled C++ symbol, in order; None when `text` is not one.
+
+    '_ZN19cutlass_cudnn_train6KernelINS_4conv...' -> ['cutlass_cudnn_train', 'Kernel', 'conv', ...].
+    Only the length-prefixed identifiers are read (no full demangling): enough to tell a library
+    and a kernel's name. At most `limit` words; one pass over the text.
+    """
+    if not text.startswith("_Z"):
+        return None
+    words: list[str] = []
+    pos, n = 2, len(text)
+    while pos < n and len(words) < limit:
+        m = _MANGLED_LENGTH.search(text, pos)
+        if m is None:
+            break
+        start = m.end()
+        before = text[max(m.start() - 2, 0) : m.start()]
+        # not a length: an integer literal (L<type><n>E), a substitution (S<n>_, T<n>_) or a vector (Dv<n>_)
+        literal = len(before) == 2 and before[0] == "L" and before[1].islower()
+        reference = before[-1:] in ("S", "T", "v") and text[start : start + 1] == "_"
+        length = int(m.group(1)) if len(m.group(1)) <= 6 and not literal and not reference else 0
+        word = text[start : start + length]
+        if length and len(word) == length and re.fullmatch(r"[A-Za-z_]\w*", word):
+            words.append(word)
+            pos = start + length
+        else:
+            pos = m.end()
+    return words or None
+
+
+def camel_words(word: str) -> list[str]:
+    """'AllReduceRingLLKernel' -> ['All', 'Reduce', 'Ring', 'LL', 'Kernel']."""
+    return re.findall(r"[A-Z]+(?=[A-Z][a-z]|\b|\d)|[A-Z]?[a-z]+|[A-Z]+|\d+", word)

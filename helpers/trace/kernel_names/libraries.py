@@ -26,6 +26,14 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
         "flash-attention forward, online softmax over streamed K/V tiles, Hopper TMA path "
         "(helpers/fused/flash_attention_kernels.py)",
     ),
+    "_geglu_backward_gemm_kernel": (
+        "gemm",
+        "dy @ W_down GEMM with the GeGLU backward in its epilogue, pointer path (helpers/fused/mlp_function.py)",
+    ),
+    "_geglu_backward_gemm_tma_kernel": (
+        "gemm",
+        "dy @ W_down GEMM with the GeGLU backward in its epilogue, Hopper TMA path (helpers/fused/mlp_function.py)",
+    ),
 }
 
 # Liger-Kernel's Triton kernels that the course meets. Other projects copy these kernels under the

@@ -109,6 +109,25 @@ def parse_cutlass(text: str) -> dict[str, Any] | None:
     if not m:
         return None
     kname = m.group(0)
+    if re.search(r"fprop|dgrad|wgrad|conv", kname):
+        phase = re.search(r"(fprop|dgrad|wgrad)", kname)
+        return {
+            "family": "convolution",
+            "source": "cutlass",
+            "short_name": kname,
+            **(
+                {
+                    "phase": {
+                        "fprop": "forward",
+                        "dgrad": "backward (input gradient)",
+                        "wgrad": "backward (weight gradient)",
+                    }[phase.group(1)]
+                }
+                if phase
+                else {}
+            ),
+            "summary": "CUTLASS implicit-GEMM convolution kernel.",
+        }
     if "gemm" not in kname:
         return {
             "family": "unknown",
@@ -331,7 +350,7 @@ def parse_xmma(text: str) -> dict[str, Any] | None:
     rest = m.group(2)
     info: dict[str, Any] = {
         "family": "gemm" if "gemm" in rest else "unknown",
-        "source": "cublas-xmma",
+        "source": "cudnn" if "cudnn" in rest else "cublas-xmma",
         "short_name": kname,
         "arch": m.group(1),
     }
@@ -347,7 +366,7 @@ def parse_xmma(text: str) -> dict[str, Any] | None:
         info["dtype"] = DTYPE_WORDS.get(d.group(1))
     info["inferred"] = ["tile", "stages", "instruction", "dtype"]
     info["summary"] = (
-        f"cuBLAS {'GEMM' if 'gemm' in rest else 'kernel'} from its xmma kernel set, "
+        f"{'cuDNN' if 'cudnn' in rest else 'cuBLAS'} {'GEMM' if 'gemm' in rest else 'kernel'} from the xmma kernel set, "
         f"built for {info['arch']}: "
         + join(
             [
@@ -357,27 +376,87 @@ def parse_xmma(text: str) -> dict[str, Any] | None:
                 f"layout {info.get('layout')}" if "layout" in info else None,
             ]
         )
-        + ". cuBLAS does not document these names."
+        + ". NVIDIA does not document these names."
     )
     info["explain"] = explain_ab(info["layout"], documented=False) if "layout" in info else None
     return info
 
 
+# cuBLAS helpers and small kernels, by function name: (pattern, family, op, what). cuBLAS does not
+# document them; the function names are its own (visible in every profile of a cuBLAS call).
+_CUBLAS_FUNCTIONS = (
+    (
+        r"\b(?:cublasLt::)?splitKreduce_kernel\b",
+        "gemm",
+        "split-K reduction",
+        "cuBLAS split-K reduction: sums the partial products of a GEMM whose K dimension was split across "
+        "thread blocks (part of the GEMM's work; the product itself is a separate kernel)",
+    ),
+    (
+        r"\b(?:cublasLt::)?epilogue::impl::\w+|\bcublasLt::epilogue\w*",
+        "gemm",
+        "epilogue",
+        "cuBLASLt epilogue run as its own kernel (bias / activation applied after the GEMM)",
+    ),
+    (
+        r"\b(?:gemv2?[NT]?_kernel\w*|gemvNSP_kernel|gemvx?::kernel|gemv\w*_kernel)\b",
+        "gemm",
+        "gemv",
+        "cuBLAS GEMV (matrix-vector product)",
+    ),
+    (
+        r"\b(?:dot_kernel|reduce_1Block_kernel|asum_kernel|nrm2_kernel)\b",
+        "gemm",
+        "dot",
+        "cuBLAS dot product (or its final reduction step)",
+    ),
+    (
+        r"\b(?:gemmk1_kernel|gemmSN_[TN]{2}_kernel|gemmSN\w*|sgemm_largek\w*|[sdhc]gemm_\w*kernel\w*)\b",
+        "gemm",
+        None,
+        "cuBLAS GEMM kernel",
+    ),
+    (r"\bmagma_\w*gemm\w*", "gemm", None, "GEMM kernel from MAGMA (shipped inside cuBLAS)"),
+    (
+        r"\b(?:scal_kernel|axpy_kernel|copy_kernel|swap_kernel)\b",
+        "elementwise",
+        None,
+        "cuBLAS level-1 vector kernel (scale, axpy, copy)",
+    ),
+)
+
+
 def parse_cublas_other(text: str) -> dict[str, Any] | None:
-    if re.search(r"\bcublasLt::splitKreduce_kernel\b|\bsplitKreduce_kernel\b", text):
-        return {
-            "family": "reduction",
-            "source": "cublas",
-            "short_name": "cublasLt::splitKreduce_kernel",
-            "summary": "cuBLASLt's split-K reduction: sums the partial results of a GEMM whose K "
-            "dimension was split across thread blocks (the GEMM is a separate kernel).",
-        }
-    m = re.search(r"\b(gemv2?[NT]?_kernel\w*|gemvx?::kernel|gemmk1_kernel|gemmSN_[TN]{2}_kernel)", text)
+    for pattern, family, op, what in _CUBLAS_FUNCTIONS:
+        m = re.search(pattern, text)
+        if m:
+            info: dict[str, Any] = {
+                "family": family,
+                "source": "cublas",
+                "short_name": m.group(0),
+                "summary": what + ".",
+            }
+            if op:
+                info["op"] = op
+            if "magma" in m.group(0):
+                info["inferred"] = ["source"]
+            return info
+    # CUTLASS 3 and later: cutlass::device_kernel<...gemm::kernel::GemmUniversal...> or a convolution
+    m = re.search(r"\bcutlass::(?:device_kernel|Kernel2?)<", text)
     if m:
-        return {
-            "family": "gemm",
-            "source": "cublas",
-            "short_name": m.group(1),
-            "summary": f"A cuBLAS {'GEMV (matrix-vector)' if 'gemv' in m.group(1) else 'GEMM'} kernel ({m.group(1)}).",
-        }
+        if re.search(r"conv::kernel|ImplicitGemmConvolution|Conv[23]d", text):
+            return {
+                "family": "convolution",
+                "source": "cutlass",
+                "short_name": "cutlass convolution",
+                "summary": "CUTLASS implicit-GEMM convolution kernel.",
+            }
+        if re.search(r"gemm::kernel|Gemm\w*Universal|GemmUniversal", text):
+            return {
+                "family": "gemm",
+                "source": "cutlass",
+                "short_name": "cutlass GemmUniversal",
+                "summary": "CUTLASS GEMM kernel (a CUTLASS 3 GemmUniversal; tile and types are in the template "
+                "arguments, not read here).",
+            }
     return None

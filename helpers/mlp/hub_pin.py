@@ -1,0 +1,278 @@
+"""What pins the hand-tuned kernel, and the checks every loading route makes before trusting it.
+
+``get_kernel(repo, version=1)`` follows the *branch* ``v1`` of the Hub repository: whoever
+publishes to that branch changes what the course downloads and imports. An exact pin is a
+commit: ``get_kernel(repo, revision="<40-hex sha>")``, or the ``kernels`` library's lock file
+(``kernels lock <dir>`` writes ``<dir>/kernels.lock`` from ``<dir>/pyproject.toml``;
+``kernels download <dir>`` fetches what it pins; ``kernels.load_kernel(repo, lockfile=...)``
+loads it without network). :func:`kernel_pin` says which of these applies here:
+
+1. a ``revision=`` given by the caller (a full commit sha; a branch or tag name is refused);
+2. else the course's lock file, :data:`KERNEL_LOCK_FILE` (``local_kernels/hub-lock/kernels.lock``),
+   when it exists;
+3. else the branch ``v<version>``, reported as *not* an exact pin.
+
+Trust, on every route (:mod:`helpers.mlp.hub`):
+
+- the Hub: ``kernels`` itself asks the Hub whether the publisher is trusted before downloading;
+- the cache: offline, ``kernels`` skips that question ("Skipping publisher trust check"), so the
+  publisher is checked against :data:`TRUSTED_PUBLISHERS`, the loaded snapshot against the pin,
+  and each cached file against the content hash its blob is named by (:func:`check_cached_kernel`);
+- the ``liger-kernel`` package: its installed files against the hashes pip recorded (:func:`check_installed`);
+- the course's own kernel repository: part of this git repository.
+
+:func:`prefetch` fills the cache while online (the Space's build step): with an exact pin the
+library downloads that commit itself (``kernels.install_kernel``, what ``kernels download`` does).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.metadata
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from ..paths import REPO_ROOT
+from .hub_cache import LIGER_REPO, LIGER_VERSION, cache_dir, cached_versions, offline_requested
+
+KERNEL_LOCK_DIR = REPO_ROOT / "local_kernels" / "hub-lock"
+KERNEL_LOCK_FILE = KERNEL_LOCK_DIR / "kernels.lock"
+# Publishers whose kernels the course loads from the cache without asking the Hub. The Hub marks
+# kernels-community as a trusted kernel publisher; kernels checks that flag online before a download.
+TRUSTED_PUBLISHERS: tuple[str, ...] = ("kernels-community",)
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+class UntrustedKernelError(ValueError):
+    """A kernel failed a trust check: unknown publisher, another commit than the pin, or changed files."""
+
+
+@dataclass(frozen=True)
+class KernelPin:
+    """What one load of a Hub kernel asks for: an exact commit, or (not exact) a version branch."""
+
+    repo_id: str
+    version: int
+    revision: str | None  # the commit sha when the pin is exact
+    pinned_by: str  # where the pin comes from, in words
+    lockfile: Path | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.revision is not None
+
+    def call(self) -> str:
+        """The ``kernels.get_kernel`` call this pin makes, as a learner would write it."""
+        how = f'revision="{self.revision}"' if self.exact else f"version={self.version}"
+        return f"kernels.get_kernel({self.repo_id!r}, {how})"
+
+    def describe(self) -> str:
+        if self.exact:
+            return f"{self.repo_id} at commit {self.revision[:12]} ({self.pinned_by})"
+        return (
+            f"{self.repo_id} version {self.version}: the branch v{self.version}, which its publisher can move "
+            f"({self.pinned_by})"
+        )
+
+
+def kernel_pin(
+    repo_id: str = LIGER_REPO,
+    version: int = LIGER_VERSION,
+    revision: str | None = None,
+    lockfile: str | os.PathLike | None = None,
+) -> KernelPin:
+    """The pin for `repo_id`: `revision` (a full commit sha), else the lock file, else the branch ``v<version>``.
+
+    `lockfile` defaults to :data:`KERNEL_LOCK_FILE` when that file exists. A lock file that does
+    not lock `repo_id`, or locks it for another version, is an error, not a silent fallback.
+    """
+    if revision is not None:
+        if not isinstance(revision, str) or not _SHA.match(revision):
+            raise ValueError(
+                f"revision must be a full commit sha (40 or 64 lowercase hex digits), got {revision!r}: "
+                "a branch or tag name can move, which is what pinning avoids"
+            )
+        return KernelPin(repo_id, version, revision, "revision= given to the loader")
+    path = Path(lockfile) if lockfile is not None else (KERNEL_LOCK_FILE if KERNEL_LOCK_FILE.is_file() else None)
+    if path is None:
+        return KernelPin(repo_id, version, None, f"no lock file at {_short(KERNEL_LOCK_FILE)}")
+    from kernels.locking import get_locked_kernel_revision
+
+    try:
+        locks, dependency = get_locked_kernel_revision(repo_id, path)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"the kernel lock file {_short(path)} cannot pin {repo_id}: {err}") from err
+    locked_version = getattr(dependency.version, "version", None)
+    if locked_version != version:
+        raise ValueError(
+            f"the kernel lock file {_short(path)} locks {repo_id} {dependency.version}, not version {version}: "
+            "run `kernels lock` again after changing the version"
+        )
+    return KernelPin(repo_id, version, locks[dependency].commit, f"lock file {_short(path)}", path)
+
+
+def _short(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# trust checks
+# ---------------------------------------------------------------------------------------------
+
+
+def check_publisher(repo_id: str) -> str:
+    """The publisher of `repo_id` when the course trusts it; UntrustedKernelError otherwise."""
+    publisher = repo_id.split("/", 1)[0]
+    if publisher not in TRUSTED_PUBLISHERS:
+        raise UntrustedKernelError(
+            f"{repo_id}: the publisher {publisher!r} is not one the course trusts offline "
+            f"({', '.join(TRUSTED_PUBLISHERS)}). Load it online, where kernels asks the Hub whether the "
+            "publisher is trusted, or from a local folder you checked yourself."
+        )
+    return publisher
+
+
+def snapshot_commit(module: ModuleType) -> tuple[str | None, Path | None]:
+    """(commit, variant folder) of a kernel module loaded from the Hugging Face cache, from its path."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None, None
+    parts = Path(path).parts  # .../snapshots/<commit>/build/<variant>/<package>/__init__.py
+    for i in range(len(parts) - 3):
+        if parts[i] == "snapshots" and _SHA.match(parts[i + 1]) and parts[i + 2] == "build":
+            return parts[i + 1], Path(*parts[: i + 4])
+    return None, None
+
+
+def _content_hashes(path: Path) -> set[str]:
+    data = path.read_bytes()
+    git = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # what the Hub names git files by
+    return {git, hashlib.sha256(data).hexdigest()}  # and large (LFS / xet) files
+
+
+def check_cached_kernel(module: ModuleType, pin: KernelPin) -> str:
+    """Trust checks for a kernel loaded from the cache (offline, where kernels skips them); returns a summary.
+
+    The publisher must be trusted, the snapshot must be the pinned commit (when the pin is exact),
+    and every file of the variant must still hold the content its blob in the cache is named by.
+    Raises UntrustedKernelError otherwise.
+    """
+    publisher = check_publisher(pin.repo_id)
+    commit, variant = snapshot_commit(module)
+    if commit is None or variant is None:
+        raise UntrustedKernelError(f"{pin.repo_id} was not loaded from a Hugging Face cache snapshot: {module}")
+    if pin.exact and commit != pin.revision:
+        raise UntrustedKernelError(
+            f"{pin.repo_id}: the cache served commit {commit}, not the pinned {pin.revision} ({pin.pinned_by})"
+        )
+    checked, unchecked = 0, 0
+    for file in sorted(p for p in variant.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        blob = Path(os.path.realpath(file)).name
+        if not file.is_symlink() or not _SHA.match(blob):
+            unchecked += 1  # a cache of copies (no symbolic links): nothing names the content
+            continue
+        if blob not in _content_hashes(file):
+            raise UntrustedKernelError(
+                f"{pin.repo_id}: the cached file {file.relative_to(variant)} of commit {commit[:12]} no longer "
+                f"matches its content hash {blob[:12]}: the cache was modified. Delete {variant.parent.parent} and "
+                "download it again."
+            )
+        checked += 1
+    files = f"{checked} files match their content hashes" + (f", {unchecked} not checkable" if unchecked else "")
+    return f"publisher {publisher} trusted by the course; commit {commit[:12]}; {files}"
+
+
+def check_installed(distribution: str) -> str:
+    """The files pip installed for `distribution` against the hashes in its RECORD; returns a summary."""
+    try:
+        files = importlib.metadata.files(distribution) or []
+    except importlib.metadata.PackageNotFoundError as err:
+        raise UntrustedKernelError(f"{distribution} is not installed") from err
+    checked = 0
+    for entry in files:
+        if entry.hash is None or entry.hash.mode != "sha256" or not entry.name.endswith(".py"):
+            continue
+        located = Path(entry.locate())
+        digest = base64.urlsafe_b64encode(hashlib.sha256(located.read_bytes()).digest()).rstrip(b"=").decode()
+        if digest != entry.hash.value:
+            raise UntrustedKernelError(
+                f"the installed file {entry} of {distribution} differs from what pip installed (its RECORD hash): "
+                f"reinstall it (pip install --force-reinstall {distribution})"
+            )
+        checked += 1
+    if not checked:
+        raise UntrustedKernelError(f"{distribution} records no file hashes to check (not installed by pip?)")
+    return f"{checked} Python files match the hashes pip recorded"
+
+
+# ---------------------------------------------------------------------------------------------
+# the cache, filled while online (a Space's build step)
+# ---------------------------------------------------------------------------------------------
+
+
+def prefetch(
+    repo_id: str = LIGER_REPO,
+    version: int = LIGER_VERSION,
+    backend: str | None = None,
+    all_variants: bool = False,
+    revision: str | None = None,
+    lockfile: str | os.PathLike | None = None,
+) -> Path:
+    """Download the pinned Hub kernel into the cache so that offline loads work later; returns the snapshot.
+
+    With an exact pin (`revision`, or the lock file: :func:`helpers.mlp.hub_pin.kernel_pin`) the
+    library downloads that commit itself (``kernels.install_kernel``, the Python side of
+    ``kernels download``), after checking the publisher on the Hub. Without one, the branch
+    ``v<version>`` is downloaded by name (``revision="v<version>"``), which writes
+    ``refs/v<version>`` in the cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1``
+    resolves the version through that file, and the library's own downloads (by commit) write no
+    such ref. Only the build variant this machine would load is fetched, unless `all_variants`.
+    Needs network.
+    """
+    import kernels
+    from huggingface_hub import snapshot_download
+
+    if offline_requested():
+        raise RuntimeError("prefetch downloads from the Hub: unset HF_HUB_OFFLINE for this step")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive int, got {version!r}")
+    check_publisher(repo_id)  # the cache route trusts what is downloaded here
+    pin = kernel_pin(repo_id, version, revision, lockfile)
+    if pin.exact:
+        if all_variants:
+            from kernels.install import install_kernel_all_variants
+
+            return Path(install_kernel_all_variants(repo_id, revision=pin.revision)).parent
+        variant = Path(kernels.install_kernel(repo_id, revision=pin.revision, backend=backend))
+        return variant.parent.parent  # snapshots/<commit>/build/<variant> -> snapshots/<commit>
+    decisions = kernels.get_kernel_variants(repo_id, version=version, backend=backend)
+    accepted = [d.variant.variant_str for d in decisions if isinstance(d, kernels.VariantAccepted)]
+    if not accepted:
+        reasons = "; ".join(f"{d.variant.variant_str}: {getattr(d, 'reason', '')}" for d in decisions)
+        raise FileNotFoundError(
+            f"{repo_id} version {version} has no build for this machine ({reasons or 'no variants'})"
+        )
+    chosen = accepted if all_variants else accepted[:1]
+    path = Path(
+        snapshot_download(
+            repo_id,
+            repo_type="kernel",
+            revision=f"v{version}",
+            cache_dir=os.environ.get("KERNELS_CACHE") or None,
+            allow_patterns=[f"build/{v}/*" for v in chosen],
+            ignore_patterns=["*.pyc", "**/__pycache__/**"],
+        )
+    )
+    if version not in cached_versions(repo_id):
+        raise RuntimeError(
+            f"downloaded {repo_id} to {path} but {cache_dir()} has no refs/v{version}: "
+            "offline loads by version would not find it"
+        )
+    return path

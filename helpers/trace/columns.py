@@ -1,0 +1,99 @@
+"""Values of trace events into numpy columns: integers with holes, floats, and shared strings.
+
+Trace fields come in every type (``pid`` as a string, an id as ``null``, shapes as lists): these
+helpers turn a slice of values into arrays without a Python object per row where they can, and
+fall back to converting one by one where the values are unusual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import files as tracefile
+from .links import MISSING_ID as _MISSING
+
+
+def int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, missing mask) from a list of ints with _MISSING holes; tolerates strings/floats."""
+    try:
+        arr = np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        # Unusual input (None, strings such as "12", floats): convert one by one, NaN when impossible.
+        num = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+        bad = ~np.isfinite(num) | (np.abs(np.nan_to_num(num)) >= 2.0**62)  # beyond int64: missing
+        arr = np.where(bad, _MISSING, np.nan_to_num(num)).astype(np.int64)
+        return arr, bad | (arr == _MISSING)
+    return arr, arr == _MISSING
+
+
+def float_array(values: list) -> np.ndarray:
+    """float64 values from a list; anything that is not a number becomes NaN."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+
+
+class Codes:
+    """A lookup table that gives each distinct value a small integer code (strings are kept once)."""
+
+    def __init__(self) -> None:
+        self.table: dict[Any, int] = {}
+
+    def encode(self, values: Iterable[Any]) -> np.ndarray:
+        """The code of each value (new values get the next codes)."""
+        vals = values if isinstance(values, list) else list(values)
+        table = self.table
+        if vals and type(vals[0]) is int:
+            try:  # all integers (pids, tids): sort-based unique in C, a dict lookup per distinct value
+                arr = np.array(vals, dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                arr = None
+            if arr is not None:
+                uniques, inverse = np.unique(arr, return_inverse=True)
+                remap = np.array([table.setdefault(int(u), len(table)) for u in uniques], dtype=np.int64)
+                return remap[inverse.reshape(-1)]
+        setdefault = table.setdefault
+        try:
+            # Values repeat a lot (op names, categories, thread ids): a dict lookup per value is the
+            # cheapest way to share them (measured faster than pandas.factorize on object arrays).
+            codes = [setdefault(v, len(table)) for v in vals]
+        except TypeError:  # an unhashable value (a list where a name should be): use its text
+            codes = [
+                setdefault(v if isinstance(v, (str, int, float, bytes, type(None))) else str(v), len(table))
+                for v in vals
+            ]
+        return np.array(codes, dtype=np.int64)
+
+    def encode_present(self, values: Iterable[Any]) -> np.ndarray:
+        """Like :meth:`encode`, with -1 for None (no dict lookup for the many absent values)."""
+        table = self.table
+        setdefault = table.setdefault
+        return np.array([-1 if v is None else setdefault(v, len(table)) for v in values], dtype=np.int64)
+
+    def values(self) -> list[Any]:
+        """The distinct values, in code order."""
+        return list(self.table)
+
+
+def text_keys(values: list) -> list:
+    """Hashable keys for shape-like args (lists): their compact JSON; None stays None."""
+    if all(v is None for v in values):
+        return values
+    dumps = tracefile.dumps_compact
+    return [None if v is None or v == "" else dumps(v) for v in values]
+
+
+def text_of_key(key: Any) -> str:
+    """The text shown for a shape-like arg: Python's str() of the value, as before ('[128, 32]')."""
+    if not isinstance(key, (bytes, str)):  # None (pandas may hand it back as NaN)
+        return ""
+    return str(tracefile.loads(key))

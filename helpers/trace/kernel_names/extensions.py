@@ -1,0 +1,215 @@
+"""Kernels of libraries around PyTorch: FBGEMM (recommendation models' embedding tables), CUB
+(sorts, scans), NVIDIA Apex and Transformer Engine, Liger-Kernel's other kernels; and, last of all,
+a cautious reading of kernel names that no library claims.
+
+A name is attributed to a library by its namespace (``fbgemm_gpu::``, ``cub::``) when it has one:
+that is a fact. Some of these libraries also define kernels without a namespace
+(``split_embedding_codegen_forward_unweighted_kernel`` is FBGEMM's generated embedding code): those
+are attributions by name, listed in ``inferred``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .common import function_name, namespaces
+
+# (pattern on the function name, family, op, what)
+_FBGEMM = (
+    (
+        r"^split_embedding\w*backward|^split_embedding\w*grad",
+        "other",
+        "embedding_backward",
+        "embedding-table backward with the optimizer step fused in (table-batched embedding, TBE)",
+    ),
+    (
+        r"^split_embedding\w*forward|^split_embedding\w*codegen",
+        "other",
+        "embedding_bag",
+        "embedding-bag lookup over many tables at once (table-batched embedding, TBE)",
+    ),
+    (
+        r"^(?:bounds_check_indices|linearize_index|_offsets_range|compute_cuda|offsets_range)\w*",
+        "other",
+        "embedding_index",
+        "index preparation for an embedding lookup",
+    ),
+    (
+        r"^(?:permute|recat|_permute|to_dense|jagged|dense_to_jagged)\w*",
+        "copy",
+        "permute",
+        "a reordering of embedding data (permute / recat / jagged)",
+    ),
+    (
+        r"quantize|dequantize|to_float|hfp8|fp8|_get_\w*qparam|bfloat16|float_to",
+        "elementwise",
+        "quantize",
+        "a (de)quantization kernel",
+    ),
+)
+_CUB = (
+    (r"RadixSort|MergeSort|SegmentedSort|Sort", "other", "sort", "device-wide sort"),
+    (r"Scan", "reduction", "scan", "device-wide prefix sum (scan)"),
+    (r"ReduceByKey|Reduce", "reduction", "reduce", "device-wide reduction"),
+    (r"Select|Compact|Partition|Unique|RunLength", "other", "select", "device-wide selection / compaction"),
+    (r"Histogram", "other", "histogram", "device-wide histogram"),
+    (r"Transform|For|Fill", "elementwise", "transform", "device-wide transform"),
+)
+# Names without a namespace, by library: (pattern on the full text, source, family, op, what)
+_NAMED = (
+    (
+        r"\bmulti_tensor_apply_kernel\b[^(]*?Adam",
+        "apex/aten",
+        "elementwise",
+        "adam",
+        "fused Adam optimizer step over a list of tensors",
+    ),
+    (r"\bmulti_tensor_apply_kernel\b[^(]*?(?:Lamb|LAMB)", "apex", "elementwise", "lamb", "fused LAMB optimizer step"),
+    (
+        r"\bmulti_tensor_apply_kernel\b[^(]*?(?:L2Norm|l2norm)",
+        "apex",
+        "reduction",
+        "l2norm",
+        "L2 norm over a list of tensors",
+    ),
+    (
+        r"\bmulti_tensor_apply_kernel\b",
+        "apex/aten",
+        "elementwise",
+        "foreach",
+        "one launch over a list of tensors (foreach / optimizer)",
+    ),
+    (
+        r"\bcuApplyLayerNorm|\bcuComputePartGradGammaBeta|\bcuComputeGradGammaBeta|\bcuComputeGradInput",
+        "apex",
+        "normalization",
+        "layer_norm",
+        "Apex fused layer norm",
+    ),
+    (r"\bcuApplyRMSNorm|\bcuComputeGradRMS", "apex", "normalization", "rms_norm", "Apex fused RMS norm"),
+    (
+        r"\btransformer_engine::\w*(?:rmsnorm|layernorm|norm)",
+        "transformer-engine",
+        "normalization",
+        None,
+        "Transformer Engine normalization",
+    ),
+    (
+        r"\btransformer_engine::\w*(?:cast|transpose|quantize)",
+        "transformer-engine",
+        "copy",
+        "cast_transpose",
+        "Transformer Engine cast / transpose",
+    ),
+    (
+        r"\btransformer_engine::\w*(?:gelu|silu|swiglu|geglu|relu|act)",
+        "transformer-engine",
+        "elementwise",
+        None,
+        "Transformer Engine activation",
+    ),
+    (
+        r"\btransformer_engine::\w*softmax",
+        "transformer-engine",
+        "softmax",
+        "softmax",
+        "Transformer Engine fused softmax",
+    ),
+    (
+        r"\bscaled_(?:upper_triang_)?masked_softmax_warp_(?:forward|backward)|\bscaled_softmax_warp_",
+        "megatron/apex",
+        "softmax",
+        "softmax",
+        "fused scaled (masked) softmax",
+    ),
+)
+# Liger-Kernel's other Triton kernels (function names from its source); attribution by name.
+LIGER_MORE = {
+    "_rms_norm_forward_kernel": ("normalization", "RMS norm forward"),
+    "_rms_norm_backward_kernel": ("normalization", "RMS norm backward"),
+    "_layer_norm_forward_kernel": ("normalization", "layer norm forward"),
+    "_layer_norm_backward_kernel": ("normalization", "layer norm backward"),
+    "liger_cross_entropy_kernel": ("fused", "cross entropy (softmax and loss in one pass)"),
+    "_triton_rope": ("elementwise", "rotary position embedding"),
+    "_softmax_single_block_forward_kernel": ("softmax", "softmax forward"),
+    "_softmax_multi_block_forward_kernel": ("softmax", "softmax forward"),
+}
+
+
+def _entry(family: str, source: str, what: str, op: str | None, inferred: list[str], short: str) -> dict[str, Any]:
+    info: dict[str, Any] = {"family": family, "source": source, "short_name": short, "inferred": inferred}
+    if op:
+        info["op"] = op
+    info["summary"] = f"{what} ({source})."
+    return info
+
+
+def parse_extensions(text: str) -> dict[str, Any] | None:
+    fn = function_name(text)
+    spaces = namespaces(text)
+    if "fbgemm_gpu" in spaces or fn.startswith("split_embedding"):
+        named = "fbgemm_gpu" in spaces or "fbgemm_gpu::" in text
+        for pattern, family, op, what in _FBGEMM:
+            if re.search(pattern, fn):
+                return _entry(family, "fbgemm", what, op, [] if named else ["source"], fn)
+        if named:
+            return _entry("unknown", "fbgemm", f"an FBGEMM kernel ({fn})", None, [], fn)
+    if spaces and spaces[-1] == "cub" or re.match(r"(?:void\s+)?(?:at_cuda_detail::)?cub::", text):
+        for pattern, family, op, what in _CUB:
+            if re.search(pattern, fn):
+                return _entry(family, "cub", what, op, [], fn)
+        return _entry("other", "cub", f"a CUB device-wide algorithm ({fn})", None, [], fn)
+    for pattern, source, family, op, what in _NAMED:
+        if "at::native::" in text:
+            break  # ATen's own multi_tensor_apply and friends: read by the ATen reader
+        if re.search(pattern, text):
+            return _entry(family, source, what, op, ["source"] if "/" in source or "::" not in text else [], fn)
+    if text in LIGER_MORE:
+        family, what = LIGER_MORE[text]
+        return _entry(family, "liger", f"Liger-Kernel Triton kernel: {what}", None, ["source"], text)
+    # FBGEMM's TBE helpers keep no namespace: recognise the few that show up beside split_embedding
+    if re.fullmatch(r"(?:bounds_check_indices|linearize_index|permute_pooled_embs|recat_copy_async)_kernel", fn):
+        for pattern, family, op, what in _FBGEMM:
+            if re.search(pattern, fn):
+                return _entry(family, "fbgemm", what, op, ["source"], fn)
+    return None
+
+
+# Last resort for names no library claims (a user's Triton kernel, an unknown extension): words
+# that name a job without doubt. Always listed as inferred; a name matching none stays unknown.
+_WORDS = (
+    (
+        r"flash_?attn|(?<![a-z])attn_(?:fwd|bwd)|attention|(?<![a-z])sdpa(?![a-z])|paged_attn|(?<![a-z])mla_|fmha"
+        r"|(?<![a-z])mha_",
+        "attention",
+    ),
+    (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", "communication"),
+    (r"softmax", "softmax"),
+    (r"layer_?norm|rms_?norm|group_?norm|batch_?norm", "normalization"),
+    (r"(?<![a-z])conv(?:olution|olve)?(?:[123]d)?(?![a-z])|convolve", "convolution"),
+    (r"fused_moe|gemm|matmul|gemv|wv_?split_?k", "gemm"),
+    (r"(?:silu|gelu|act)_and_mul", "fused"),
+    (r"rotary|(?<![a-z])rope(?![a-z])|quant|(?<![a-z])cast(?![a-z])", "elementwise"),
+    (r"reshape_and_cache|kv_cache|copy_blocks|(?<![a-z])transpose(?![a-z])", "copy"),
+    (r"sampling|sampler|(?<![a-z])top_?[kp](?![a-z])|(?<![a-z])sort(?![a-z])|embedding", "other"),
+)
+# Namespaces that name a project (a fact, unlike the family read from words)
+_ANONYMOUS = ("", "{anon}", "std", "void", "at", "c10", "detail", "internal")
+
+
+def parse_by_words(text: str) -> dict[str, Any] | None:
+    if re.fullmatch(r"\w+::\w+(?:\.\w+)?", text):
+        return None  # a dispatcher op (aten::matmul): the op tables read those, not kernel names
+    low = function_name(text).lower() or text.lower()
+    for pattern, family in _WORDS:
+        if re.search(pattern, low):
+            spaces = [n for n in namespaces(text) if n not in _ANONYMOUS]
+            return {
+                "family": family,
+                "source": spaces[0] if spaces else "unknown",
+                "inferred": ["family"],
+                "summary": f"A kernel no known library claims; its name reads as {family} (a guess from the words "
+                "in the name, not a fact).",
+            }
+    return None

@@ -1,0 +1,224 @@
+"""Several ranks in one object: one trace file per rank, a folder of them, or ranks merged into one file.
+
+:func:`load_traces` gives a :class:`MultiRankTrace`: a :class:`~helpers.trace.model.Trace` whose
+events carry a ``rank`` column and whose lanes are named ``rank <r> · <lane>``, so every Trace method
+works on the whole run (``kernels()`` gains a ``rank`` column, ``timeline()`` groups lanes by rank,
+``helpers.compare`` sums over ranks) and :mod:`helpers.trace.overlap` compares ranks.
+
+Which rank an event belongs to (:func:`event_ranks`):
+
+* a file recorded by one process: the rank in its ``distributedInfo`` (else its position in the list);
+* a file holding several processes that launch device work (ranks merged into one file): each such
+  process is a rank, numbered by the lowest device it drives (a DDP rank drives the GPU of its local
+  rank); a device's events take the rank of the process that launched them; host processes that
+  launch nothing (data-loader workers) get rank -1, and the trace's notes say so.
+
+Clocks: Kineto writes times in microseconds, relative to the file's ``baseTimeNanoseconds`` when it
+has one; files are put on one clock through it. Ranks on different hosts keep their hosts' clock
+offsets (NTP-level, usually well under a millisecond): compare step times, not exact instants.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .model import Trace, TraceInfo, check_trace, load_trace
+from .tables import TraceTables
+from .timeline import RANK_SEPARATOR
+
+INDEX_COLUMNS = ("parent", "launch", "launched_by", "annotation")
+
+
+def _files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    if isinstance(paths, (str, os.PathLike)):
+        p = Path(paths)
+        if p.is_dir():
+            found = sorted(q for q in p.iterdir() if q.is_file() and q.name.endswith((".json", ".json.gz")))
+            if not found:
+                raise ValueError(f"{str(p)!r} holds no .json or .json.gz trace files")
+            return found
+        return [p]
+    if isinstance(paths, Sequence) and not isinstance(paths, (bytes, str)):
+        if not paths:
+            raise ValueError("load_traces needs at least one trace file or a folder of them")
+        bad = [x for x in paths if not isinstance(x, (str, os.PathLike))]
+        if bad:
+            raise TypeError(f"load_traces expects file paths (str or pathlib.Path), got {type(bad[0]).__name__}")
+        return [Path(x) for x in paths]
+    raise TypeError(f"load_traces expects a folder, a file path or a list of file paths, got {type(paths).__name__}")
+
+
+def _driving_process(events: pd.DataFrame) -> np.ndarray:
+    """For each event: the host pid (as text) of the process it belongs to, or that launched it."""
+    pid = events["pid"].to_numpy(dtype=object).astype(str)
+    on_device = events["on_device"].to_numpy()
+    launch = events["launch"].to_numpy()
+    out = pid.copy()
+    dev = np.flatnonzero(on_device)
+    if len(dev):
+        linked = launch[dev] >= 0
+        out[dev[linked]] = pid[launch[dev[linked]]]
+        # device events without a launch call: the process that launched most of that device's work
+        lane_pid = pid[dev]
+        owners = pd.DataFrame({"dev": lane_pid[linked], "host": out[dev[linked]]})
+        owner = owners.groupby("dev")["host"].agg(lambda s: s.value_counts().index[0]) if len(owners) else {}
+        unlinked = dev[~linked]
+        out[unlinked] = [owner.get(p, "") if len(owners) else "" for p in pid[unlinked]]
+    return out
+
+
+def event_ranks(trace: Trace, default: int = 0) -> tuple[np.ndarray, list[str]]:
+    """The rank of every event of `trace` (-1 when unknown), and notes on how ranks were read."""
+    check_trace(trace)
+    ev = trace.events
+    if "rank" in ev.columns:
+        return ev["rank"].to_numpy(), []
+    process = _driving_process(ev)
+    on_device = ev["on_device"].to_numpy()
+    launchers = sorted(set(process[on_device]) - {""})
+    info_rank = trace.distributed_info.get("rank") if isinstance(trace.distributed_info, dict) else None
+    if len(launchers) <= 1:
+        rank = int(info_rank) if isinstance(info_rank, int) and not isinstance(info_rank, bool) else default
+        return np.full(len(ev), rank, dtype=np.int64), []
+    # ranks merged into one file: number the launching processes by the lowest device they drive
+    dev_rows = np.flatnonzero(on_device & (process != ""))
+    devices = pd.to_numeric(ev["device"].to_numpy(dtype=object)[dev_rows], errors="coerce")
+    fallback = pd.to_numeric(ev["pid"].to_numpy(dtype=object)[dev_rows].astype(str), errors="coerce")
+    lowest = (
+        pd.DataFrame({"process": process[dev_rows], "device": np.where(np.isnan(devices), fallback, devices)})
+        .groupby("process")["device"]
+        .min()
+    )
+    order = sorted(launchers, key=lambda p: (lowest.get(p, np.inf), p))
+    rank_of = {p: r for r, p in enumerate(order)}
+    ranks = np.array([rank_of.get(p, -1) for p in process], dtype=np.int64)
+    described = ", ".join(f"process {p} -> rank {r}" for p, r in rank_of.items())
+    notes = [
+        f"{len(order)} processes launch device work in this one file: read as ranks merged into one trace, "
+        f"numbered by the lowest device each drives ({described})"
+    ]
+    others = int((ranks < 0).sum())
+    if others:
+        notes.append(f"{others:,} events of processes that launch no device work have no rank (rank -1)")
+    return ranks, notes
+
+
+def _rank_lanes(ranks: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """'rank <r> · <lane>' for every event, built once per distinct (rank, lane)."""
+    lane_codes, lane_names = pd.factorize(lanes)
+    pair_codes, pairs = pd.factorize(ranks.astype(np.int64) * (len(lane_names) + 1) + lane_codes)
+    names = [f"rank {p // (len(lane_names) + 1)}{RANK_SEPARATOR}{lane_names[p % (len(lane_names) + 1)]}" for p in pairs]
+    return np.asarray(names, dtype=object)[pair_codes] if len(lanes) else lanes
+
+
+def _base_us(trace: Trace) -> float:
+    base = trace.base_time_ns
+    return float(base) / 1000.0 if isinstance(base, (int, float)) and not isinstance(base, bool) else 0.0
+
+
+def combine_ranks(traces: Sequence[Trace], label: str | None = None) -> MultiRankTrace:
+    """One :class:`MultiRankTrace` from traces of the ranks of one run (see :func:`load_traces`)."""
+    if not traces:
+        raise ValueError("combine_ranks needs at least one trace")
+    for i, t in enumerate(traces):
+        check_trace(t, f"trace {i}")
+    bases = [_base_us(t) for t in traces]
+    origin = min(bases)
+    frames, notes, offset = [], [], 0
+    for i, trace in enumerate(traces):
+        ranks, rank_notes = event_ranks(trace, default=i)
+        notes += [f"{trace.info.label}: {n}" for n in rank_notes] + [f"{trace.info.label}: {n}" for n in trace.notes]
+        ev = trace.events.copy()
+        ev["rank"] = ranks
+        ev["ts"] = ev["ts"] + (bases[i] - origin)
+        ev["lane"] = _rank_lanes(ranks, ev["lane"].to_numpy(dtype=object))
+        for col in INDEX_COLUMNS:
+            values = ev[col].to_numpy()
+            ev[col] = np.where(values >= 0, values + offset, -1)
+        offset += len(ev)
+        frames.append(ev)
+    events = pd.concat(frames, ignore_index=True)
+    order = np.lexsort((-events["dur"].to_numpy(), events["ts"].to_numpy()))
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.arange(len(order))
+    events = events.iloc[order].reset_index(drop=True)
+    for col in INDEX_COLUMNS:
+        values = events[col].to_numpy()
+        events[col] = np.where(values >= 0, inverse[np.maximum(values, 0)], -1)
+    first = traces[0].info
+    ranks = sorted(int(r) for r in np.unique(events["rank"].to_numpy()) if r >= 0)
+    info = replace(
+        first,
+        label=label or f"{len(ranks)} ranks ({first.label}{' ...' if len(traces) > 1 else ''})",
+        path=None,
+        extra={**first.extra, "files": [t.info.path for t in traces]},
+    )
+    tables = TraceTables(events=events, device_properties=traces[0]._tables.device_properties)
+    return MultiRankTrace(traces, info, tables, notes)
+
+
+def load_traces(paths: str | os.PathLike | Sequence[str | os.PathLike], label: str | None = None) -> MultiRankTrace:
+    """The traces of one run's ranks as one :class:`MultiRankTrace`.
+
+    `paths`: a folder (every ``.json`` / ``.json.gz`` file in it, by name), a list of files (one per
+    rank), or one file holding several ranks. Ranks come from each file's ``distributedInfo``
+    (else the file's position in the list); a file with several launching processes is split into
+    ranks (see :func:`event_ranks`). What could not be read cleanly is in ``.notes``.
+    """
+    files = _files(paths)
+    return combine_ranks([load_trace(p) for p in files], label=label)
+
+
+class MultiRankTrace(Trace):
+    """A run of several ranks: one events table with a ``rank`` column (see the module docstring)."""
+
+    def __init__(self, traces: Sequence[Trace], info: TraceInfo, tables: TraceTables, notes: list[str]) -> None:
+        super().__init__({}, info, tables=tables, keep_document=False)
+        self.rank_traces = list(traces)
+        self._notes = notes
+
+    @property
+    def notes(self) -> list[str]:
+        """Notes of each file (prefixed with its label) and how ranks were read."""
+        return list(self._notes)
+
+    @property
+    def ranks(self) -> list[int]:
+        """The ranks present (-1, events with no known rank, is left out)."""
+        return sorted(int(r) for r in pd.unique(self.events["rank"]) if r >= 0)
+
+    def __repr__(self) -> str:
+        return f"<MultiRankTrace of ranks {self.ranks}: {super().__repr__()[1:-1]}>"
+
+    def save(self, *args, **kwargs):
+        """Not available on a run: save each rank's own trace (``run.rank_traces[i].save()``)."""
+        raise ValueError(
+            "a run of several ranks is not one trace file: save each rank's trace with run.rank_traces[i].save(...)"
+        )
+
+    def step_times(self) -> pd.DataFrame:
+        """Host time of every profiler step on every rank, and the slowest rank of each step.
+
+        One row per step: a column per rank (``ProfilerStep#N`` duration, us), ``slowest_rank``,
+        ``slowest_us``, ``fastest_us`` and ``spread_us`` (slowest minus fastest: time the other
+        ranks wait for the slowest at the next collective).
+        """
+        ev = self.events
+        steps = ev[(~ev["on_device"]) & ev["name"].str.startswith("ProfilerStep#") & (ev["step"] >= 0)]
+        if steps.empty:
+            raise ValueError(f"{self.info.describe()} has no profiler steps: record with a schedule and prof.step()")
+        table = steps.pivot_table(index="step", columns="rank", values="dur", aggfunc="sum")
+        table.columns = [f"rank {int(r)}" for r in table.columns]
+        values = table.to_numpy(dtype=float)
+        cols = np.array([int(c.split()[1]) for c in table.columns])
+        table["slowest_rank"] = cols[np.nanargmax(values, axis=1)]
+        table["slowest_us"] = np.nanmax(values, axis=1)
+        table["fastest_us"] = np.nanmin(values, axis=1)
+        table["spread_us"] = table["slowest_us"] - table["fastest_us"]
+        return table.reset_index()

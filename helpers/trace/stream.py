@@ -1,0 +1,293 @@
+"""Reading the events of a trace file in slices, and remembering where they lie for saving a copy.
+
+:func:`stream_events` parses the ``traceEvents`` array in slices of a few MB, so a 200 MB trace
+never exists as a million Python dicts at once: peak memory stays near one slice plus the tables
+built from it. Slices are cut at candidate event boundaries (``},``) and each cut is checked by
+parsing: a cut inside a string or a nested object never parses, so a wrong cut only makes the
+slice longer, never the result different. And since a wrong cut can only fail at the very end of
+its slice, a parse error anywhere before that is damage: it is reported at once, with its byte
+offset, never retried. The end of the list is found by one linear scan of strings and brackets.
+
+The limits of :mod:`helpers.trace.files` apply (bytes counted while decompressing, nesting depth,
+a byte-order mark accepted); whole-file reading lives there too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .files import (
+    BOM,
+    JSON_ERRORS,
+    WHITESPACE,
+    FileStamp,
+    TraceText,
+    as_path,
+    check_document,
+    check_file,
+    check_limit,
+    check_start,
+    deep_error,
+    error_offset,
+    loads,
+    not_json,
+    parse_document,
+    too_deep,
+)
+
+# How much decompressed text one slice of events holds when streaming.
+STREAM_BLOCK_BYTES = 4 << 20
+# A header (everything before "traceEvents") longer than this is not a Kineto trace: read it whole.
+_MAX_HEADER_BYTES = 64 << 20
+# An event boundary ('},') that parses must turn up within this much text: no real event is this long.
+_MAX_EVENT_BYTES = 64 << 20
+
+
+@dataclass
+class SourceText:
+    """Where a trace read in slices came from, so that saving it can copy its events from the file.
+
+    ``events_span``: where the text inside the ``traceEvents`` list starts and ends (decompressed
+    byte offsets), None when the file was parsed whole. ``document``: the file's other top-level keys.
+    """
+
+    path: Path
+    stamp: FileStamp
+    max_bytes: int | None
+    events_span: tuple[int, int] | None = None
+    document: dict[str, Any] = field(default_factory=dict)
+
+    def check_unchanged(self) -> None:
+        """FileNotFoundError or ValueError when the file vanished or changed since it was read."""
+        try:
+            now = FileStamp.of(self.path)
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"the file this trace was loaded from, {str(self.path)!r}, no longer exists. A trace loaded "
+                "in slices keeps its tables, not the file's events, so it cannot be saved without that file: "
+                "load a trace with keep_document=True when you mean to save it after its file is gone."
+            ) from None
+        if now != self.stamp:
+            raise ValueError(
+                f"the file this trace was loaded from, {str(self.path)!r}, changed since it was loaded "
+                f"({self.stamp.size:,} bytes then, {now.size:,} now; or rewritten): saving would copy the new "
+                "content under this trace's label. Load the file again, or load it with keep_document=True "
+                "to keep its text in memory."
+            )
+
+    def events_text(self, block: int = 16 << 20) -> Iterator[bytes]:
+        """The text inside the file's ``traceEvents`` list, in blocks (checks the file did not change)."""
+        if self.events_span is None:
+            raise ValueError("the events of this file were not located while loading it")
+        start, end = self.events_span
+        self.check_unchanged()
+        with TraceText(self.path, self.max_bytes) as text:
+            text.skip(start)
+            left = end - start
+            while left > 0:
+                got = text.read(min(left, block))
+                if not got:
+                    raise ValueError(f"{str(self.path)!r} is shorter than when it was loaded")
+                left -= len(got)
+                yield got
+        self.check_unchanged()
+
+
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+
+
+def _list_end(buf: bytes) -> int:
+    """Index of the ']' that closes the list `buf` starts inside, skipping strings; -1 if none.
+
+    One pass of a regular expression over strings and brackets: linear in the text, whatever it holds.
+    """
+    depth = 0
+    for m in _TOKEN.finditer(buf):
+        c = buf[m.start()]
+        if c == 0x22:  # '"': a string, its brackets do not count
+            continue
+        if c in (0x5B, 0x7B):  # '[', '{'
+            depth += 1
+        elif depth:
+            depth -= 1
+        else:
+            return m.start() if c == 0x5D else -1  # ']' closes the list; '}' closes nothing: damaged
+    return -1
+
+
+class EventStream:
+    """The events of a trace file, parsed slice by slice; iterate it once.
+
+    Iterating yields lists of event dicts (each list a slice of ``traceEvents``, in file order).
+    Once the iteration has finished, :attr:`document` holds every other top-level key of the file
+    (``deviceProperties``, ``course_provenance`` ...) with ``traceEvents`` set to an empty list,
+    and :attr:`source` where the events lie in the file (for saving a copy).
+    A file that does not look like a Kineto trace (no ``traceEvents`` key near its start) is parsed
+    whole instead: same results, only the memory saving is lost.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        block_bytes: int = STREAM_BLOCK_BYTES,
+        decode: Callable[[bytes], list[Any]] | None = None,
+        max_bytes: int | None = None,
+    ) -> None:
+        self.path = as_path(path)
+        check_file(self.path)
+        if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes < 1:
+            raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
+        self.block_bytes = block_bytes
+        check_limit(max_bytes)
+        self.max_bytes = max_bytes  # None: the default limit and the compression-ratio check
+        # Turns one slice (a JSON array of events) into a list; must raise ValueError on invalid JSON.
+        self._decode = decode or loads
+        self.document: dict[str, Any] | None = None
+        self.source: SourceText | None = None
+        self.streamed = False  # True when the events were parsed in slices (not the whole file at once)
+        self._used = False
+
+    @property
+    def source_name(self) -> str:
+        return repr(str(self.path))
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        if self._used:
+            raise RuntimeError("an EventStream can be iterated only once; make a new one")
+        self._used = True
+        stamp = FileStamp.of(self.path)
+        self.source = SourceText(self.path, stamp, self.max_bytes)
+        with TraceText(self.path, self.max_bytes) as text:
+            yield from self._parse(text.blocks(self.block_bytes))
+        self.source.document = self.document or {}
+
+    def _decoded(self, data: bytes, base: int, final: bool) -> list[Any] | None:
+        """The events in `data` (a JSON array); None when the cut was not an event boundary.
+
+        `base`: where data[0] lies in the file's text. Raises on damage: a parse error before the
+        end of `data` (a wrong cut only fails at its very end), nesting too deep, or any error when
+        `final` (the list's end is known, so there is no other cut to try).
+        """
+        try:
+            return self._decode(data)
+        except RecursionError:  # msgspec counts nesting against Python's recursion limit: ask orjson
+            try:
+                return loads(data)
+            except (RecursionError, *JSON_ERRORS) as err:
+                where = error_offset(err, data)
+                raise deep_error(self.source_name, None if where is None else base + where) from err
+        except JSON_ERRORS as err:
+            where = error_offset(err, data)
+            if too_deep(err):
+                raise deep_error(self.source_name, None if where is None else base + where) from err
+            if final or where is None or where < len(data) - 1:
+                raise not_json(self.source_name, err, None if where is None else base + where) from err
+            return None
+
+    def _whole(self, blocks: Iterator[bytes], start: bytes, base: int) -> Iterator[list[Any]]:
+        """Fallback: read the rest and parse everything at once."""
+        rest = b"".join([start, *blocks])
+        doc = parse_document(rest, self.source_name, base)
+        events = doc["traceEvents"]
+        doc["traceEvents"] = []
+        self.document = doc
+        yield events
+
+    def _parse(self, blocks: Iterator[bytes]) -> Iterator[list[Any]]:
+        # 1. The header: everything up to and including the '[' that opens traceEvents.
+        buf = next(blocks, b"")
+        while 0 < len(buf) < len(BOM) and (more := next(blocks, b"")):
+            buf += more
+        offset = len(BOM) if buf.startswith(BOM) else 0  # where buf[0] lies in the text
+        buf = buf[offset:]
+        while True:
+            text = buf.lstrip(WHITESPACE)  # leading whitespace is dropped, never accumulated
+            offset, buf = offset + len(buf) - len(text), text
+            if buf:
+                check_start(buf, self.source_name, offset)
+                if buf[:1] == b"[":  # a bare list of events
+                    header, buf, offset = b"", buf[1:], offset + 1
+                    break
+                key = buf.find(b'"traceEvents"')
+                bracket = -1
+                if key >= 0:
+                    after = buf[key + len(b'"traceEvents"') :].lstrip(WHITESPACE)
+                    if after[:1] == b":" and after[1:].lstrip(WHITESPACE)[:1] == b"[":
+                        bracket = len(buf) - len(after[1:].lstrip(WHITESPACE))
+                if bracket >= 0:
+                    header = buf[:key]
+                    try:  # the key must be a top-level key of the object, not text inside a string
+                        head_ok = isinstance(loads(header + b'"traceEvents":[]}'), dict)
+                    except (RecursionError, *JSON_ERRORS):
+                        head_ok = False
+                    if not head_ok:
+                        yield from self._whole(blocks, buf, offset)
+                        return
+                    buf, offset = buf[bracket + 1 :], offset + bracket + 1
+                    break
+                if len(buf) > _MAX_HEADER_BYTES or key >= 0:
+                    yield from self._whole(blocks, buf, offset)
+                    return
+            block = next(blocks, None)
+            if block is None:
+                if not buf:
+                    raise ValueError(f"{self.source_name} is empty: no trace events to read")
+                yield from self._whole(blocks, buf, offset)
+                return
+            buf += block
+        self.streamed = True
+        events_start = offset
+        # 2. The events, one slice per block: cut at the last '},' that parses.
+        for block in blocks:
+            buf += block
+            cut = buf.rfind(b"},")
+            events = None if cut < 0 else self._decoded(b"[" + buf[: cut + 1] + b"]", offset - 1, final=False)
+            if events is None:
+                if len(buf) > max(_MAX_EVENT_BYTES, 4 * self.block_bytes):
+                    raise not_json(
+                        self.source_name, f"no event ends within {len(buf):,} bytes of text", offset + len(buf)
+                    )
+                continue  # not a boundary between events: read on and retry
+            buf, offset = buf[cut + 2 :], offset + cut + 2
+            yield events
+        # 3. The end: the last events, the ']' closing the array, then the rest of the document.
+        close = _list_end(buf)
+        if close < 0:  # damage, or a list cut short: the parser says where it stops
+            self._decoded(b"[" + buf, offset - 1, final=True)
+            raise not_json(self.source_name, "the traceEvents list is never closed", offset + len(buf))
+        events = self._decoded(b"[" + buf[: close + 1], offset - 1, final=True)
+        # the document's other keys: the header, an empty list in place of the events, what follows
+        prefix = header + b'"traceEvents":[]' if header else b"[]"
+        rest_text = prefix + buf[close + 1 :]
+        try:
+            rest = loads(rest_text)
+        except (RecursionError, *JSON_ERRORS) as err:
+            where = error_offset(err, rest_text)  # in rest_text; the text after the list starts at close + 1
+            where = None if where is None else offset + close + 1 + where - len(prefix)
+            if too_deep(err):
+                raise deep_error(self.source_name, where) from err
+            raise not_json(self.source_name, err, where) from err
+        self.document = check_document(rest, self.source_name)
+        if self.source is not None:
+            self.source.events_span = (events_start, offset + close)
+        yield events
+
+
+def stream_events(
+    path: str | os.PathLike,
+    block_bytes: int = STREAM_BLOCK_BYTES,
+    decode: Callable[[bytes], list[Any]] | None = None,
+    max_bytes: int | None = None,
+) -> EventStream:
+    """An :class:`EventStream` over a ``.json`` or ``.json.gz`` trace (see the module docstring).
+
+    `decode` parses one slice (JSON array bytes) into a list and raises ValueError on invalid
+    JSON; the default gives dicts. :mod:`helpers.trace.events` passes a typed decoder that skips the
+    fields it does not use. `max_bytes`: the most JSON text read (default :data:`MAX_TEXT_BYTES`).
+    """
+    return EventStream(path, block_bytes, decode, max_bytes)

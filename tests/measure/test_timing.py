@@ -1,0 +1,32 @@
+"""The course's timing functions (helpers/measure/timing.py): what each reports, and where it refuses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from support import requires_cuda
+
+from helpers.measure import timing
+
+
+def test_end_to_end_reports_host_time_per_call() -> None:
+    a = torch.randn(64, 64)
+    out = timing.time_end_to_end(torch.mm, a, a, iters=5)
+    assert set(out) >= {"nosync_us", "sync_us", "enqueue_us"}
+    # on a CPU the work runs inline: issuing the calls is the whole time
+    assert 0 < out["enqueue_us"] <= out["nosync_us"]
+
+
+def test_graphed_needs_cuda_inputs() -> None:
+    with pytest.raises(ValueError, match="CUDA graphs"):
+        timing.time_graphed(torch.mm, torch.ones(2, 2), torch.ones(2, 2))
+    with pytest.raises(ValueError, match="iters"):
+        timing.time_graphed(torch.mm, torch.ones(2, 2), iters=0)
+
+
+@requires_cuda
+def test_graphed_replays_the_same_kernels() -> None:
+    a = torch.randn(1024, 1024, device="cuda")
+    g = timing.time_graphed(torch.mm, a, a, iters=10, calls_per_graph=3)
+    assert g["graphed_us"] > 0 and g["max_abs_diff"] == 0
+    assert g["graphed_us"] <= timing.time_per_call(torch.mm, a, a) * 1e6  # no host work, no synchronise
