@@ -1,5 +1,5 @@
 # The course's two commands (see README.md):
-#   make lab    install everything into .venv, then open JupyterLab on notebooks/
+#   make lab    install everything into .venv, then open JupyterLab on notebooks/, in the learner copies
 #   make test   install everything into .venv, then run every test (unit tests, notebooks, browser)
 # Only Python 3.11 (or newer) with pip is needed beforehand.
 
@@ -15,8 +15,14 @@ SITE_DIR ?= site
 SITE_NOTEBOOKS ?=
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# JupyterLab refuses to start as root (a container, a cloud VM) unless told it may.
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+# Learner copies the tests run: generated afresh here, never the learner's own in notebooks/learner.
+LEARNER_TEST_DIR ?= build/learner-test
+# The lesson `make learner-reset NB=03` regenerates (its old copy is backed up first).
+NB ?=
 
-.PHONY: install lab test unit notebooks learner browser browser-deps site clean
+.PHONY: install lab test unit notebooks learner learner-reset learner-test browser browser-deps site clean
 # nbmake's per-cell timeout (seconds); notebooks on CPU are designed to take well under it
 NB_TIMEOUT ?= 300
 
@@ -33,33 +39,49 @@ $(STAMP): pyproject.toml Makefile requirements.lock
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+# JupyterLab serves notebooks/ (the full lessons, with solutions) and opens on notebooks/learner/
+# (your copies: the ones you work in).
 lab: install learner
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks --LabApp.default_url=/lab/tree/learner --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 # Every test: the repository's habits (pre-commit: notebooks without outputs, ruff lint and format);
-# helpers' unit tests and every notebook (full and learner copies) under nbmake, in parallel; then
+# helpers' unit tests and every notebook (the lessons and freshly generated learner copies, never the
+# ones in notebooks/learner: those are a learner's work) under nbmake, in parallel; then
 # the course in JupyterLab in headless Chromium (tests/browser), on its own: one server and one
 # browser at a time, not competing with nbmake for the CPU. All always run; the target fails if any
 # failed. Screenshots go to test-output/.
-test: install learner
+test: install learner-test
 	status=0; \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pre-commit run --all-files --show-diff-on-failure || status=1; \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" --nbmake --nbmake-timeout=$(NB_TIMEOUT) tests notebooks || status=1; \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
+		--ignore=notebooks/learner tests notebooks $(LEARNER_TEST_DIR) || status=1; \
 	$(BIN)/python -m pytest -m browser tests/browser || status=1; \
 	exit $$status
 
-# Learner copies (solutions replaced by prompts) in notebooks/learner/, regenerated every time.
+# Learner copies (solutions replaced by prompts) in notebooks/learner/: the missing ones are created,
+# existing ones are the learner's and never overwritten (notebooks/learner may be a symbolic link).
 learner: install
 	$(BIN)/python scripts/make_learner_copies.py
 
-notebooks: install learner
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) notebooks
+# A fresh copy of one lesson, e.g. `make learner-reset NB=03`: the old copy goes to notebooks/learner/backups/.
+learner-reset: install
+	@test -n "$(NB)" || { echo "say which lesson: make learner-reset NB=03" >&2; exit 2; }
+	$(BIN)/python scripts/make_learner_copies.py --force $(NB)
+
+# Learner copies for the tests, generated afresh in a scratch folder.
+learner-test: install
+	rm -rf $(LEARNER_TEST_DIR)
+	$(BIN)/python scripts/make_learner_copies.py --dest $(LEARNER_TEST_DIR) --fresh
+
+notebooks: install learner-test
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) --ignore=notebooks/learner \
+		notebooks $(LEARNER_TEST_DIR)
 
 unit: install
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" tests
 
 # Only the browser tests (JupyterLab and the rendered site in headless Chromium).
-browser: install learner
+browser: install
 	$(BIN)/python -m pytest -m browser tests/browser
 
 # Debian's Chromium for the browser tests (the tests drive it with Playwright; no browser download).
@@ -74,4 +96,5 @@ site: install
 	$(BIN)/python scripts/build_site.py --out $(SITE_DIR) --timeout $(NB_TIMEOUT) $(SITE_NOTEBOOKS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache notebooks/learner site test-output
+	rm -rf $(VENV) .pytest_cache site test-output $(LEARNER_TEST_DIR)
+	@echo "notebooks/learner/ (your own copies) is kept: remove it yourself if you mean to"

@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import helpers  # noqa: E402  (first: on a CPU-only machine it switches on Triton's interpreter)
+from helpers.attention.workloads import GPU_VIEWS as ATTENTION_VIEWS  # noqa: E402
 from helpers.measure.device import provenance, resolve_device  # noqa: E402
 from helpers.mlp import workloads as wl  # noqa: E402
 
@@ -55,8 +56,30 @@ def _gpu_only(build: Callable[[torch.device], wl.Built], why: str) -> Callable[[
     return wrapped
 
 
+# Every recipe records 3 steps after 3 warm-up calls (kernel times on a GPU vary little from step to
+# step; the lessons read medians over the steps). Every trace stays small (kB gzipped; tests allow 3 MB).
+
+# What each of notebook 07's GPU views shows (the workloads themselves are helpers.attention.workloads.GPU_VIEWS).
+ATTENTION_WHAT: dict[str, str] = {
+    "attention_block": "CausalSelfAttention (q/k/v/o projections, RoPE, SDPA), eager (notebook 07)",
+    "attention_block_fused_qkv": "the same block with one fused QKV projection (notebook 07)",
+    "attention_manual": "hand-written attention: q @ k.T * scale, masked_fill, softmax, @ v (notebook 07)",
+    "attention_sdpa_math": "F.scaled_dot_product_attention forced to MATH (notebook 07)",
+    "attention_sdpa_flash": "F.scaled_dot_product_attention forced to FLASH_ATTENTION (notebook 07)",
+    "attention_sdpa_efficient": "F.scaled_dot_product_attention forced to EFFICIENT_ATTENTION (notebook 07)",
+    "attention_sdpa_cudnn": "F.scaled_dot_product_attention forced to CUDNN_ATTENTION (notebook 07)",
+    "attention_manual_compiled": "torch.compile of the hand-written attention (notebook 07)",
+    "attention_flex_causal": "torch.compile(flex_attention) with a causal BlockMask (notebook 07)",
+    "attention_flex_sliding_window": "torch.compile(flex_attention) with a 256-key sliding-window BlockMask (notebook 07)",
+    "attention_course": "the course's Triton flash-attention kernel, helpers.CourseFlashAttention (notebook 07)",
+}
+# Compiled on a CPU, the generated C++ kernels become profile rows only with the kernel profile on.
+_ATTENTION_SETUP = {"attention_manual_compiled", "attention_flex_causal", "attention_flex_sliding_window"}
+
 RECIPES: list[Recipe] = [
-    Recipe("linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebook 02)"),
+    Recipe(
+        "linear_bias", lambda d: wl.linear_layer(d), "nn.Linear(32, 64, bias=True) on [1024, 32] (notebooks 00, 02)"
+    ),
     Recipe("matmul_add", lambda d: wl.matmul_then_add(d), "x @ W.T + b on [1024, 32] (notebook 02)"),
     Recipe(
         "linear_bias_compiled",
@@ -77,7 +100,8 @@ RECIPES: list[Recipe] = [
             lambda d: wl.compiled(wl.geglu_mlp(d), mode="max-autotune-no-cudagraphs"),
             "max-autotune benchmarks Triton GEMM templates on the GPU",
         ),
-        "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs') (notebook 04)",
+        "SimpleGeGLUMLP under torch.compile(mode='max-autotune-no-cudagraphs'): notebook 04 attributes "
+        "its time kernel by kernel (GEMM templates, the separate pointwise kernel)",
     ),
     Recipe(
         "mlp_liger",
@@ -96,6 +120,21 @@ RECIPES: list[Recipe] = [
         lambda d: wl.views_and_copies(d),
         "five views (t, transpose, view, reshape, as_strided) and two copies (contiguous, flatten) "
         "of the MLP's [tokens, dim] activations (notebook 01)",
+    ),
+    Recipe(
+        "transpose_copies",
+        lambda d: wl.transpose_copies(d, tiled=True),
+        "the same [tokens, dim] tensor copied three ways: x.clone(), ATen's x.t().contiguous(), and "
+        "torch.compile's tiled transpose (notebook 01: bandwidth of a transposing copy)",
+    ),
+    *(
+        Recipe(
+            name,
+            build,
+            ATTENTION_WHAT[name],
+            setup=_inductor_cpu_profile if name in _ATTENTION_SETUP else None,
+        )
+        for name, build in ATTENTION_VIEWS.items()
     ),
 ]
 
@@ -168,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(record(recipe, device, args.out, prefix, base))
         except ImportError as err:
             print(f"    skipped: {err}", flush=True)
+            continue
+        except RuntimeError as err:  # e.g. an SDPA backend this GPU lacks: record the others
+            print(
+                f"    failed: {str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__}",
+                flush=True,
+            )
             continue
         print(
             f"    saved {rows[-1]['file']} ({rows[-1]['bytes'] / 1e3:.0f} kB, "

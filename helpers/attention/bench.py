@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from ..fused.flash_attention import flash_attention
-from ..fused.flash_attention_tuning import tuning_log
+from ..fused.flash_attention import flash_attention, path_failures
+from ..fused.flash_attention_tuning import tuned_configs, tuning_log
 from ..measure.ceilings import Ceilings, measure_ceilings
 from ..measure.device import provenance, resolve_device, synchronize
 from ..measure.memory import peak_memory
@@ -52,9 +52,9 @@ VARIANTS: dict[str, tuple[str, int]] = {
     "course": ("the course's Triton flash-attention kernel (TMA path on Hopper)", 1),
     "sdpa-math": ("F.scaled_dot_product_attention forced to MATH", 2),
     "manual-eager": ("hand-written: q @ k.T * scale, masked_fill, softmax, @ v", 2),
-    "course-pointer": ("the course's kernel, portable pointer path", 3),
     "flex": ("torch.compile(flex_attention) with a causal BlockMask", 3),
     "manual-compiled": ("torch.compile of the hand-written attention", 3),
+    "course-pointer": ("the course's kernel, portable pointer path", 3),
 }
 # Where each variant's kernels are listed by name (one shape keeps the results file small).
 PROBE = (128, 4096)
@@ -75,6 +75,21 @@ def _variant_fn(name: str) -> Callable:
         return lambda q, k, v: flash_attention(q, k, v, causal=True, kernel="pointer")
     if name == "flex":
         return flex_fn("causal")
+
+    def core(q, k, v, mask):
+        return manual_attention(q, k, v, causal=True, mask=mask)
+
+    if name == "manual-eager":
+        return _with_mask(core)
+    if name == "manual-compiled":
+        # The mask is built outside the compiled function and passed in: built inside, it would be
+        # part of the graph (and the cache a side effect that forces a recompile).
+        return _with_mask(torch.compile(core, dynamic=False))
+    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+
+
+def _with_mask(fn: Callable) -> Callable:
+    """``fn(q, k, v, mask)`` as ``f(q, k, v)``, the causal mask built once per length and kept."""
     masks: dict[tuple, torch.Tensor] = {}
 
     def hand_written(q, k, v):
@@ -82,13 +97,9 @@ def _variant_fn(name: str) -> Callable:
         if key not in masks:
             masks.clear()  # one length at a time: do not keep [seq, seq] masks of earlier lengths
             masks[key] = future_mask(q.shape[-2], k.shape[-2], q.device)
-        return manual_attention(q, k, v, causal=True, mask=masks[key])
+        return fn(q, k, v, masks[key])
 
-    if name == "manual-eager":
-        return hand_written
-    if name == "manual-compiled":
-        return torch.compile(hand_written, dynamic=False)
-    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    return hand_written
 
 
 def _reference_slice(q, k, v) -> torch.Tensor:
@@ -280,7 +291,10 @@ def run(
                         if dev.type == "cuda":
                             torch.cuda.empty_cache()
                     result["rows"].append(row)
-        result["tuning"] = tuning_log().astype(object).where(tuning_log().notna(), None).to_dict("records")
+        log_frame = tuning_log()
+        result["tuning"] = log_frame.astype(object).where(log_frame.notna(), None).to_dict("records")
+        result["tuned"] = {str(k): str(v) for k, v in tuned_configs().items()}
+        result["course_path_failures"] = {str(k): v for k, v in path_failures.items()}
         result["elapsed_s"] = time.perf_counter() - start
         if on_stage:
             on_stage(result)

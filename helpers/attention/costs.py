@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -81,11 +80,18 @@ def visible_pairs(seq_q: int, seq_k: int, mask: str = "causal", window: int | No
         raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
     if mask == "none":
         return seq_q * seq_k
-    # Row i sees keys 0 .. i + seq_k - seq_q (none when that is negative), at most `window` of them.
-    seen = np.clip(np.arange(seq_q, dtype=np.int64) + (seq_k - seq_q) + 1, 0, seq_k)
-    if mask == "sliding_window":
-        seen = np.minimum(seen, positive_int("window", window))
-    return int(seen.sum())
+    # Row i sees min(max(i + seq_k - seq_q + 1, 0), cap) keys, cap = seq_k (or the window when
+    # smaller): a clipped arithmetic series, summed in closed form (any length, no memory).
+    cap = seq_k if mask == "causal" else min(seq_k, positive_int("window", window))
+    return _sum_clipped(seq_k - seq_q + 1, seq_k, cap)
+
+
+def _sum_clipped(first: int, last: int, cap: int) -> int:
+    """Sum of min(max(x, 0), cap) over the integers x = first .. last."""
+    lo, hi = max(first, 1), min(last, cap)
+    inside = (lo + hi) * (hi - lo + 1) // 2 if hi >= lo else 0
+    above = max(0, last - max(first, cap + 1) + 1)
+    return inside + cap * above
 
 
 def attention_flops(shape: AttentionShape, mask: str = "causal", window: int | None = None) -> int:
@@ -146,3 +152,50 @@ def manual_attention_plan(shape: AttentionShape, dtype: torch.dtype | str, causa
     frame = pd.DataFrame(rows, columns=["step", "aten_op", "reads", "writes", "bytes", "score_passes", "flops"])
     frame.attrs["score_matrix_bytes"] = S
     return frame
+
+
+# A kernel is launched by the innermost operator: the clone's copy by aten::copy_ inside aten::clone.
+_LAUNCHER_ALIASES = {"aten::copy_": "aten::clone"}
+
+
+def plan_kernel_costs(
+    kernels: pd.DataFrame, shape: AttentionShape, dtype: torch.dtype | str, causal: bool = True
+) -> pd.DataFrame:
+    """Each kernel of one hand-written call (``helpers.kernel_table``) with the bytes and FLOPs of its plan step.
+
+    Kernels are matched to :func:`manual_attention_plan`'s steps, in order, by the operator that
+    launched them. Returns ``name`` (the step), ``kernel`` (short name), ``duration_us``, ``bytes``,
+    ``flops``; kernels no step explains (a memset) are left out and counted in ``attrs["unmatched"]``.
+    Pass the result's rows to ``helpers.roofline_frame``.
+    """
+    missing = {"short_name", "duration_us", "launched_by"} - set(kernels.columns)
+    if missing:
+        raise ValueError(f"kernels must be a helpers.kernel_table(...) frame; missing columns {sorted(missing)}")
+    plan = manual_attention_plan(shape, dtype, causal)
+    unused = list(plan.itertuples())
+    rows, unmatched = [], 0
+    for k in kernels.itertuples():
+        if getattr(k, "kind", "kernel") != "kernel":  # memsets and copies the libraries add: no plan step
+            unmatched += 1
+            continue
+        op = _LAUNCHER_ALIASES.get(str(k.launched_by), str(k.launched_by))
+        step = next((p for p in unused if p.aten_op == op), None)
+        if step is None:
+            unmatched += 1
+            continue
+        unused.remove(step)
+        flops = None if pd.isna(step.flops) else int(step.flops)
+        rows.append(
+            {
+                "name": step.step,
+                "kernel": k.short_name,
+                "duration_us": float(k.duration_us),
+                "bytes": int(step.bytes),
+                "flops": flops,
+            }
+        )
+    out = pd.DataFrame(rows, columns=["name", "kernel", "duration_us", "bytes", "flops"])
+    out["flops"] = out["flops"].astype(object).where(out["flops"].notna(), None)  # None, not NaN: no FLOPs counted
+    out.attrs["unmatched"] = unmatched
+    out.attrs["steps_without_kernel"] = [p.step for p in unused]
+    return out

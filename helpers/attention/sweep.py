@@ -18,6 +18,7 @@ from ..checks import positive_int
 from ..measure.memory import peak_memory
 from ..measure.profile import profile
 from ..measure.timing import time_per_call
+from ..measure.workload import default_dtype, workload_device
 from ..trace.queries import op_input
 from .backends import sdpa_fn
 from .costs import AttentionShape, attention_flops, manual_attention_plan, score_matrix_bytes
@@ -49,17 +50,21 @@ def score_sweep(
     if not seqs:
         raise ValueError("give at least one sequence length")
     seqs = [positive_int("seq", s) for s in seqs]
-    rows = []
-    for seq in seqs:
-        shape = AttentionShape(batch=batch, heads=heads, seq=seq, head_dim=head_dim)
-        built = manual(device, dtype, shape)
-        limit = MAX_SCORE_BYTES[built.device.type]
-        predicted = score_matrix_bytes(shape, built.dtype)
+    dev = workload_device(device)
+    dtype = dtype or default_dtype(dev)
+    limit = MAX_SCORE_BYTES[dev.type]
+    for seq in seqs:  # every length checked before anything is allocated
+        predicted = score_matrix_bytes(AttentionShape(batch=batch, heads=heads, seq=seq, head_dim=head_dim), dtype)
         if predicted > limit:
             raise ValueError(
                 f"seq {seq}: one score matrix would be {predicted / 1e9:.1f} GB, over the {limit / 1e9:.1f} GB this "
                 "sweep allows here; use shorter sequences, fewer heads or a smaller batch"
             )
+    rows = []
+    for seq in seqs:
+        shape = AttentionShape(batch=batch, heads=heads, seq=seq, head_dim=head_dim)
+        built = manual(dev, dtype, shape)
+        predicted = score_matrix_bytes(shape, dtype)
         if log:
             log(f"seq {seq}: {shape.describe()}, score matrix {predicted / 1e6:.1f} MB")
         q, k, v = attention_inputs(built.device, built.dtype, shape)

@@ -22,6 +22,7 @@ the bottom right (query ``i`` sees keys ``j <= i + seq_k - seq_q``): for ``seq_q
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +40,8 @@ except ImportError:  # pragma: no cover - older triton: the pointer path is used
 __all__ = ["flash_attention", "FlashAttentionFunction", "CourseFlashAttention", "attention_reference", "KERNELS"]
 
 KERNELS = ("auto", "tma", "pointer")
+# Paths that failed for every configuration in this process (by path, head dim, causal, dtype, device), and why.
+path_failures: dict[tuple, str] = {}
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MAX_HEAD_DIM = 256
 
@@ -166,12 +169,34 @@ def flash_attention(
         raise ValueError("k and v have no keys (seq_k = 0): attention over nothing is undefined")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     path = _choose_path(kernel, q, k, v, out)
-    launch = _launcher(path, q, k, v, out, bool(causal), scale * LOG2E)
-    if config is None:
-        key = (path, d, bool(causal), q.dtype, seq_bucket(sq), seq_bucket(sk), q.device)
-        config = pick_config(key, candidates(sq, d, q.dtype), launch, _output_check(q, k, v, out, causal, scale))
-    launch(config)
+    try:
+        _run(path, q, k, v, out, bool(causal), scale, config)
+    except RuntimeError as err:
+        if kernel != "auto" or path != "tma" or "no flash-attention configuration ran" not in str(err):
+            raise
+        # The Hopper path failed to compile or to compute right for every configuration: say so
+        # once, and take the portable path (the failure is remembered, so this costs nothing later).
+        group = _group("tma", q, causal)
+        if group not in path_failures:
+            path_failures[group] = str(err)
+            warnings.warn(f"the TMA path of flash_attention failed here; using the pointer path. {err}", stacklevel=2)
+        _run("pointer", q, k, v, out, bool(causal), scale, config)
     return out
+
+
+def _group(path: str, q: torch.Tensor, causal: bool) -> tuple:
+    return (path, q.shape[-1], bool(causal), q.dtype, q.device)
+
+
+def _run(path, q, k, v, out, causal: bool, scale: float, config: FlashConfig | None) -> None:
+    """Launch `path` on these tensors, with `config` or the tuned configuration for their sizes."""
+    launch = _launcher(path, q, k, v, out, causal, scale * LOG2E)
+    if config is None:
+        sq, sk = q.shape[2], k.shape[2]
+        key = (*_group(path, q, causal), seq_bucket(sq), seq_bucket(sk))
+        check = _output_check(q, k, v, out, causal, scale)
+        config = pick_config(key, candidates(sq, q.shape[-1], q.dtype), launch, check, group=_group(path, q, causal))
+    launch(config)
 
 
 def _output_check(q, k, v, out, causal: bool, scale: float):

@@ -47,22 +47,23 @@ LOG2E = 1.4426950408889634  # log2(e): exp(x) == exp2(x * LOG2E)
 # What a masked raw score is replaced by. Finite on purpose: exp2 of it (scaled) is exactly 0,
 # and a row whose first tile is all masked gets rescaled to nothing as soon as a real score arrives
 # (alpha = exp2(m_old - m_new) = 0), without the inf - inf = NaN that -inf could produce.
-MASKED = -1.0e30
+MASKED = tl.constexpr(-1.0e30)  # a global read inside a kernel must be a constexpr (compiled Triton refuses others)
 
 
 @triton.jit
-def _online_softmax_update(qk, qk_scale, m_i, l_i, acc, v):
+def _online_softmax_update(qk, qk_scale, m_i, l_i, acc, v, DOT_PRECISION: tl.constexpr = "tf32"):
     """Fold one tile of scores into the running softmax: the heart of flash attention.
 
     qk: [BM, BN] fp32 raw scores q . k (masked entries MASKED); qk_scale: softmax scale * log2(e);
     m_i, l_i: [BM] running maximum (in log2 units) and running sum; acc: [BM, D] fp32 running sum
-    of p @ v; v: [BN, D] the tile's values. Returns the new (m_i, l_i, acc).
+    of p @ v; v: [BN, D] the tile's values. Returns the new (m_i, l_i, acc). DOT_PRECISION matters
+    for fp32 inputs only ("ieee": exact; bf16/fp16 dots ignore it).
     """
     m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
     p = tl.math.exp2(qk * qk_scale - m_new[:, None])  # one fused multiply-add, one exp2 per score
     alpha = tl.math.exp2(m_i - m_new)  # how much the old sums shrink under the new maximum
     l_i = l_i * alpha + tl.sum(p, 1)
-    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=DOT_PRECISION)
     return m_new, l_i, acc
 
 
@@ -119,7 +120,7 @@ def _attend_tiles_ptr(
             k = tl.load(k_ptrs)
             v = tl.load(v_ptrs)
         qk = _scores(q, k, offs_m, offs_n, SEQ_Q, SEQ_K, MASK, CAUSAL, DOT_PRECISION)
-        m_i, l_i, acc = _online_softmax_update(qk, qk_scale, m_i, l_i, acc, v)
+        m_i, l_i, acc = _online_softmax_update(qk, qk_scale, m_i, l_i, acc, v, DOT_PRECISION)
     return acc, l_i, m_i
 
 
@@ -193,7 +194,7 @@ def _attend_tiles_tma(
         k = k_desc.load([off_b, off_kh, start_n, 0]).reshape([BLOCK_N, BLOCK_D])
         qk = _scores(q, k, offs_m, offs_n, SEQ_Q, SEQ_K, MASK, CAUSAL, DOT_PRECISION)
         v = v_desc.load([off_b, off_kh, start_n, 0]).reshape([BLOCK_N, BLOCK_D])
-        m_i, l_i, acc = _online_softmax_update(qk, qk_scale, m_i, l_i, acc, v)
+        m_i, l_i, acc = _online_softmax_update(qk, qk_scale, m_i, l_i, acc, v, DOT_PRECISION)
     return acc, l_i, m_i
 
 

@@ -75,6 +75,7 @@ FP32_CONFIG = FlashConfig(32, 32, 4, 2)
 INTERPRETER_CONFIG = FlashConfig(16, 32, 4, 1)
 
 _TUNED: dict[tuple, FlashConfig] = {}
+_FAILED: dict[tuple, str] = {}  # groups where no candidate ran: why
 _LOG: list[dict] = []
 
 
@@ -108,16 +109,21 @@ def pick_config(
     configs: list[FlashConfig],
     launch: Callable[[FlashConfig], None],
     check: Callable[[], str | None] | None = None,
+    group: tuple | None = None,
 ) -> FlashConfig:
     """The configuration to use for `key`: remembered, the only candidate, or the fastest one timed now.
 
     `launch(config)` runs the kernel once with that configuration; `check()`, called after a
     candidate ran, returns None when its output is right and a reason otherwise. A candidate that
     raises (fails to compile, needs more shared memory than the GPU has) or computes a wrong result
-    is logged and skipped; if all fail, RuntimeError lists what was tried.
+    is logged and skipped; if all fail, RuntimeError lists what was tried. `group` (the key without
+    the sequence lengths): once every candidate failed for a group, later keys of it fail at once
+    with the same reason instead of compiling everything again.
     """
     if key in _TUNED:
         return _TUNED[key]
+    if group is not None and group in _FAILED:
+        raise RuntimeError(_FAILED[group])
     if len(configs) == 1:
         _TUNED[key] = configs[0]
         return configs[0]
@@ -138,7 +144,10 @@ def pick_config(
         if ms < best_ms:
             best, best_ms = cfg, ms
     if best is None:
-        raise RuntimeError("no flash-attention configuration ran here:\n  " + "\n  ".join(errors))
+        reason = "no flash-attention configuration ran here:\n  " + "\n  ".join(errors)
+        if group is not None:
+            _FAILED[group] = reason
+        raise RuntimeError(reason)
     _TUNED[key] = best
     return best
 

@@ -1,1 +1,1 @@
-"""Layer 5: what a notebook shows and checks: display helpers, storage pictures, exercises."""
+"""Layer 5: what a notebook shows and checks: display helpers, storage pictures, exercises, open exercises."""

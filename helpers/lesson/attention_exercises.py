@@ -22,6 +22,7 @@ from ..attention.workloads import GPU_VIEWS, manual
 from ..fused.flash_attention import attention_reference
 from ..measure.numerics import relative_error
 from ..measure.profile import profile
+from ..measure.workload import default_dtype
 from ..paths import reference_trace_path
 from ..trace.model import Trace, load_trace
 from ..trace.queries import kernels_per_forward, op_input
@@ -131,13 +132,13 @@ def check_attention_prediction(
     if not isinstance(shape, AttentionShape):
         raise TypeError(f"my_shape must be a helpers.AttentionShape, got {type(shape).__name__}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    built = manual(device, None, shape)
-    nbytes = score_matrix_bytes(shape, built.dtype)
-    if nbytes > MAX_PREDICTION_SCORE_BYTES[device.type]:
+    nbytes = score_matrix_bytes(shape, default_dtype(device))
+    if nbytes > MAX_PREDICTION_SCORE_BYTES[device.type]:  # checked before any tensor is made
         raise ValueError(
             f"at {shape.describe()} one score matrix is {nbytes / 1e6:,.0f} MB: pick a shape under "
             f"{MAX_PREDICTION_SCORE_BYTES[device.type] / 1e6:,.0f} MB here, so the check runs in seconds"
         )
+    built = manual(device, None, shape)
     trace = profile(built.fn, *built.inputs, steps=1, warmup=1, label="your_shape")
     measured_bytes = op_input(trace, "aten::_softmax").nbytes
     if device.type == "cuda":

@@ -100,6 +100,8 @@ class SideBySide:
                 .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}])
             )
             return styler.to_html()
+        if hasattr(obj, "panel_html"):  # an object that draws itself without its own title (a chain tree)
+            return obj.panel_html()
         if hasattr(obj, "_repr_html_"):
             out = obj._repr_html_()
             if out is not None:
@@ -125,9 +127,10 @@ class SideBySide:
 def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySide:
     """Used by notebooks 00-05: DataFrames (or anything with an HTML view) side by side, each titled.
 
-    Pass ``(title, obj)`` pairs, or objects plus ``titles=[...]``. A DataFrame made by this module
-    from a trace carries the trace's description in ``df.attrs["trace"]``, used when no title is
-    given, so a live CPU profile and an H200 reference trace are never confused.
+    Pass ``(title, obj)`` pairs, or objects plus ``titles=[...]``. A DataFrame (or a
+    :func:`helpers.chain_tree`) made from a trace carries the trace's description in
+    ``.attrs["trace"]``, used when no title is given, so a live CPU profile and an H200 reference
+    trace are never confused.
     """
     if not panels:
         raise ValueError("side_by_side needs at least one panel")
@@ -140,7 +143,7 @@ def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySid
         for i, p in enumerate(panels):
             if isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str):
                 pairs.append(p)
-            elif isinstance(p, pd.DataFrame) and "trace" in p.attrs:
+            elif isinstance(getattr(p, "attrs", None), dict) and "trace" in p.attrs:  # a table or tree of a trace
                 pairs.append((str(p.attrs["trace"]), p))
             else:
                 raise ValueError(f"panel {i} has no title: pass (title, obj) pairs or titles=[...]")

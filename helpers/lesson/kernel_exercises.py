@@ -145,7 +145,7 @@ def time_geglu_kernel(
     gate, up = _inputs((m, hidden), dtype, torch.device("cuda"), seed=0)
     out = torch.empty_like(gate)
     nbytes = geglu_bytes(m, hidden, dtype)
-    floor_us = nbytes / ceilings.copy_bytes_per_s * 1e6
+    floor_us = nbytes / ceilings.bandwidth_bytes_per_s * 1e6
     rows = []
     for label, fn in fns.items():
         us = time_device(lambda: fn(gate, up, out), repeats=50, warmup=5) * 1e6

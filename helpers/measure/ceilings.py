@@ -7,23 +7,32 @@ reaches, and the FLOPs it must do by the best matmul rate: the larger quotient i
 * :func:`measure_ceilings` measures both on this machine, once per process per device: a large
   device copy (bytes read + written) and a large matmul, medians of timed runs after warm-ups
   (:mod:`helpers.measure.timing`).
-* :data:`H200_REFERENCE`: the H200 figures recorded for the course, so a CPU-only learner can
-  judge the reference traces against the hardware they were recorded on. A recorded reference,
-  not a live measurement, and it says so (``source == "reference"``).
+* :data:`H200_REFERENCE`: the H200 figures recorded for the course by the same function
+  (``benchmarks/ceilings.py`` writes ``benchmarks/results/h200_ceilings.json``), so a CPU-only
+  learner can judge the reference traces against the hardware they were recorded on. A recorded
+  reference, not a live measurement, and it says so (``source == "reference"``).
+
+One way everywhere: medians of timed runs after warm-ups (CUDA events on a GPU). A ceiling is a
+measurement, not the datasheet: a kernel measured faster than its floor means the ceiling is
+wrong (re-measure it), and tests/measure/test_ceilings.py fails when a shipped percentage does.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import torch
 
 from ..checks import positive_int, positive_number
+from ..paths import REPO_ROOT
 from .device import cpu_name, resolve_device
 from .timing import time_device, time_per_call
 
@@ -48,6 +57,9 @@ class Ceilings:
     torch_version: str
     source: str
     recorded: str | None = None
+    # bytes read per second by a large reduction (torch.sum): HBM reads run a few per cent faster
+    # than a copy's mix of reads and writes, so read-heavy kernels can beat the copy bandwidth
+    read_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.source not in ("measured", "reference"):
@@ -60,6 +72,18 @@ class Ceilings:
             positive_int(f"matmul_shape[{i}]", v)
         if self.copy_bytes is not None:
             positive_int("copy_bytes", self.copy_bytes)
+        if self.read_bytes_per_s is not None:
+            positive_number("read_bytes_per_s", self.read_bytes_per_s)
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        """The memory roof: the faster of the copy and the read bandwidth (a floor no kernel may beat)."""
+        return max(self.copy_bytes_per_s, self.read_bytes_per_s or 0.0)
+
+    @property
+    def bandwidth_tbps(self) -> float:
+        """The memory roof in TB/s."""
+        return self.bandwidth_bytes_per_s / 1e12
 
     @property
     def copy_tbps(self) -> float:
@@ -74,7 +98,7 @@ class Ceilings:
     @property
     def ridge_flop_per_byte(self) -> float:
         """Arithmetic intensity where the two roofs meet: below it a kernel is memory bound."""
-        return self.matmul_flop_per_s / self.copy_bytes_per_s
+        return self.matmul_flop_per_s / self.bandwidth_bytes_per_s
 
     @property
     def label(self) -> str:
@@ -94,6 +118,11 @@ class Ceilings:
         rows = [
             ("device", self.device, ""),
             ("copy bandwidth", round(self.copy_tbps, 4), "TB/s (bytes read + written)"),
+            (
+                "read bandwidth",
+                round(self.read_bytes_per_s / 1e12, 4) if self.read_bytes_per_s else None,
+                "TB/s (bytes read by a sum; the memory roof is the faster of the two)",
+            ),
             (
                 "matmul rate",
                 round(self.matmul_tflops, 4),
@@ -116,7 +145,7 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     if not isinstance(d, Mapping):
         raise TypeError(f"ceilings_from_dict expects a dict, got {type(d).__name__}")
     known = {f.name for f in fields(Ceilings)}
-    required = {f.name for f in fields(Ceilings) if f.name != "recorded"}
+    required = {f.name for f in fields(Ceilings) if f.name not in ("recorded", "read_bytes_per_s")}
     missing = sorted(required - set(d))
     extra = sorted(set(d) - known)
     if missing or extra:
@@ -126,30 +155,55 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     if not isinstance(shape, (list, tuple)):
         raise ValueError(f"matmul_shape must be a list of three ints, got {shape!r}")
     values["matmul_shape"] = tuple(shape)
-    for key in ("copy_bytes_per_s", "matmul_flop_per_s"):
-        positive_number(key, values[key])
-        values[key] = float(values[key])
+    for key in ("copy_bytes_per_s", "matmul_flop_per_s", "read_bytes_per_s"):
+        if values.get(key) is not None:
+            positive_number(key, values[key])
+            values[key] = float(values[key])
     return Ceilings(**values)
 
 
-_H200_REFERENCE_DICT: dict[str, Any] = {
-    "device": "NVIDIA H200",
-    "device_type": "cuda",
-    "copy_bytes_per_s": 4.14e12,
-    "matmul_flop_per_s": 673e12,
-    "matmul_dtype": "bfloat16",
-    "matmul_shape": [8192, 8192, 8192],
-    "copy_bytes": None,  # the buffer size of that run was not recorded
-    "method": (
-        "recorded reference, not measured in this process: one run on an H200 for the "
-        "course (shared NOTES.md section 2), device copy bandwidth counted as bytes read + "
-        "written, bf16 8192^3 matmul"
-    ),
-    "torch_version": "2.11.0+cu130",
-    "source": "reference",
-    "recorded": "2026-11-29",
-}
-H200_REFERENCE: Ceilings = ceilings_from_dict(_H200_REFERENCE_DICT)
+# The H200's ceilings, written by benchmarks/ceilings.py on the GPU (helpers.measure_ceilings, with
+# the run's provenance). Every "% of floor" the course shows for an H200 trace or an H200 benchmark
+# divides by these two numbers.
+H200_CEILINGS_PATH = REPO_ROOT / "benchmarks" / "results" / "h200_ceilings.json"
+CEILINGS_SCHEMA = "course-ceilings/1"
+
+
+def load_reference_ceilings(path: str | os.PathLike) -> Ceilings:
+    """Ceilings recorded on another machine, read from a file written by ``benchmarks/ceilings.py``.
+
+    The result says it is a recorded reference (``source == "reference"``), with the date, the
+    machine and how it was measured; the file's ``provenance`` is kept in ``method``. Raises
+    FileNotFoundError for a missing file and ValueError for a file of another kind.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no ceilings file at {path}: benchmarks/ceilings.py writes it on the GPU "
+            "(python benchmarks/ceilings.py --out <path>)"
+        )
+    data = json.loads(path.read_text())
+    if not isinstance(data, Mapping) or data.get("schema") != CEILINGS_SCHEMA or "ceilings" not in data:
+        raise ValueError(f"{path} is not a {CEILINGS_SCHEMA} file written by benchmarks/ceilings.py")
+    values = dict(data["ceilings"])
+    prov = data.get("provenance") or {}
+    note = f"; {data['note']}" if data.get("note") else ""
+    values["method"] = (
+        f"recorded reference, not measured in this process: {values.get('method', '?')} "
+        f"(file {path.name}, {prov.get('device', values.get('device'))}, torch {prov.get('torch', '?')}, "
+        f"{str(prov.get('date', '?'))[:10]}{note})"
+    )
+    values["source"] = "reference"
+    values["recorded"] = str(prov.get("date") or values.get("recorded") or "")[:10] or None
+    return ceilings_from_dict(values)
+
+
+H200_REFERENCE: Ceilings = load_reference_ceilings(H200_CEILINGS_PATH)
+
+
+# How many timed runs each ceiling is the median of, after how many untimed warm-ups.
+CUDA_REPEATS, CUDA_WARMUP = 10, 3
+CPU_REPEATS, CPU_WARMUP = 10, 2
 
 
 def gemm_flops_cube(n: int) -> int:
@@ -159,19 +213,22 @@ def gemm_flops_cube(n: int) -> int:
 
 def _measure_cpu() -> Ceilings:
     # 128 MiB float32 buffers (256 MiB moved per copy): larger than a laptop's caches, so the copy
-    # runs from DRAM; and a 1024^3 float32 matmul: ~2 GFLOP, tens of ms on two cores. Three timed
-    # runs each keep the whole measurement under a second on a 2-core CI runner.
+    # runs from DRAM; and a 1024^3 float32 matmul: ~2 GFLOP, tens of ms on two cores. Medians of
+    # ten timed runs after two warm-ups (as on a GPU: a median of three measured scheduler stalls on
+    # a shared machine) keep the whole measurement under a second on a 2-core CI runner.
     numel = 32 * 1024 * 1024
     src = torch.ones(numel, dtype=torch.float32)  # written, so reads do not hit the zero page
     dst = torch.empty_like(src)
-    repeats = 3
-    copy_s = time_per_call(dst.copy_, src, repeats=repeats, warmup=1)
+    repeats, warmup = CPU_REPEATS, CPU_WARMUP
+    copy_s = time_per_call(dst.copy_, src, repeats=repeats, warmup=warmup)
     copy_bytes = 2 * numel * src.element_size()
+    read_s = time_per_call(torch.sum, src, repeats=repeats, warmup=warmup)
+    read_bytes = numel * src.element_size()
     del src, dst
     n = 1024
     a = torch.randn(n, n, dtype=torch.float32)
     b = torch.randn(n, n, dtype=torch.float32)
-    mm_s = time_per_call(torch.mm, a, b, repeats=repeats, warmup=1)
+    mm_s = time_per_call(torch.mm, a, b, repeats=repeats, warmup=warmup)
     threads = torch.get_num_threads()
     return Ceilings(
         device=f"CPU: {cpu_name()} ({threads} threads)",
@@ -181,9 +238,10 @@ def _measure_cpu() -> Ceilings:
         matmul_dtype="float32",
         matmul_shape=(n, n, n),
         copy_bytes=copy_bytes,
+        read_bytes_per_s=read_bytes / read_s,
         method=(
-            f"median of {repeats} timed runs after one warm-up (time_per_call: wall clock, one call at a time), "
-            f"{threads} torch threads: Tensor.copy_ of {numel * 4 // 2**20} MiB float32, "
+            f"median of {repeats} timed runs after {warmup} warm-ups (time_per_call: wall clock, one call at a time), "
+            f"{threads} torch threads: Tensor.copy_ and torch.sum of {numel * 4 // 2**20} MiB float32, "
             f"torch.mm {n}x{n}x{n} float32"
         ),
         torch_version=torch.__version__,
@@ -200,9 +258,11 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         numel = max(src_bytes // 4, 1 << 20)
         src = torch.ones(numel, dtype=torch.float32, device=device)
         dst = torch.empty_like(src)
-        repeats, warmup = 10, 3
+        repeats, warmup = CUDA_REPEATS, CUDA_WARMUP
         copy_s = time_device(partial(dst.copy_, src), repeats, warmup)
         copy_bytes = 2 * numel * src.element_size()
+        read_s = time_device(partial(torch.sum, src), repeats, warmup)
+        read_bytes = numel * src.element_size()
         del src, dst
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         n = 8192
@@ -219,9 +279,10 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         matmul_dtype=str(dtype).removeprefix("torch."),
         matmul_shape=(n, n, n),
         copy_bytes=copy_bytes,
+        read_bytes_per_s=read_bytes / read_s,
         method=(
             f"median of {repeats} runs timed with CUDA events after {warmup} warm-ups: "
-            f"Tensor.copy_ of {numel * 4 // 2**20} MiB float32 on {device}, torch.mm "
+            f"Tensor.copy_ and torch.sum of {numel * 4 // 2**20} MiB float32 on {device}, torch.mm "
             f"{n}x{n}x{n} {str(dtype).removeprefix('torch.')}"
         ),
         torch_version=torch.__version__,
@@ -234,7 +295,7 @@ _CACHE: dict[str, Ceilings] = {}
 
 
 def measure_ceilings(device: torch.device | str | None = None, refresh: bool = False) -> Ceilings:
-    """Measure copy bandwidth and matmul rate of `device` (None: CUDA if available, else CPU).
+    """Measure copy bandwidth, read bandwidth and matmul rate of `device` (None: CUDA if available, else CPU).
 
     Measured once per process per device and cached: later calls return the same object;
     `refresh=True` measures again and replaces the cached value. Raises ValueError for a device
@@ -245,3 +306,23 @@ def measure_ceilings(device: torch.device | str | None = None, refresh: bool = F
     if refresh or key not in _CACHE:
         _CACHE[key] = _measure_cpu() if resolved.type == "cpu" else _measure_cuda(resolved)
     return _CACHE[key]
+
+
+def ceilings_for(trace: Any) -> Ceilings:
+    """The ceilings of the machine that recorded `trace`, so its kernels are judged against their own GPU.
+
+    A live profile: measured here (:func:`measure_ceilings` on the GPU it ran on, or the CPU). A
+    shipped H200 trace: :data:`H200_REFERENCE`. Anything else raises ValueError: pass ceilings
+    measured on the machine that recorded it (never this machine's for another's trace).
+    """
+    from ..trace.model import check_trace
+
+    check_trace(trace)
+    if trace.info.source == "live":
+        return measure_ceilings("cuda" if trace.device_lanes else "cpu")
+    if "H200" in str(trace.info.device):
+        return H200_REFERENCE
+    raise ValueError(
+        f"no known ceilings for {trace.info.describe()}: pass ceilings=... measured on the machine that "
+        "recorded it (helpers.measure_ceilings() there, or benchmarks/ceilings.py)"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
+import os
 import platform
 import subprocess
 import sys
@@ -94,6 +95,9 @@ def package_version(package: str) -> str | None:
 
 
 def _git_commit() -> str | None:
+    # A copy of the working tree sent to another machine may carry a stale .git: the sender says.
+    if os.environ.get("COURSE_GIT_COMMIT"):
+        return os.environ["COURSE_GIT_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False

@@ -1,10 +1,8 @@
-"""Where memory goes during a step: by category over time (any device), and the allocator's history (CUDA).
+"""Where memory goes during a step: by category over time (any device), the allocator's history
+(CUDA), and the peak of one call.
 
-Three views:
+Three views, the first two drawn inline:
 
-* :func:`peak_memory`: peak bytes one call allocates beyond what was held before (CUDA: the
-  caching allocator's counters; CPU: the profiler's memory events). Used by notebook 07 to show
-  that the fused attention kernels never allocate the ``[seq, seq]`` score matrix.
 * :func:`memory_timeline`: the profiler's own memory analysis. A ``torch.profiler.profile`` run
   with ``profile_memory=True, record_shapes=True, with_stack=True`` records every allocation and
   free; torch then labels each tensor as a parameter, gradient, optimizer state, activation,
@@ -15,7 +13,11 @@ Three views:
   (``torch.cuda.memory._record_memory_history`` and ``_snapshot``): every alloc and free with its
   size, in order, and the stack that made it. GPU only; no categories, but exact.
 
-The last two read private torch APIs (``torch.profiler._memory_profiler``, ``torch.cuda.memory._snapshot``),
+* :func:`peak_memory`: one number, the peak bytes one call allocates beyond what was held before
+  it (the CUDA allocator's counters; on a CPU the profiler's allocation events). Notebook 07 uses
+  it to show that the fused attention kernels never allocate the ``[seq, seq]`` score matrix.
+
+The first two read private torch APIs (``torch.profiler._memory_profiler``, ``torch.cuda.memory._snapshot``),
 so each is behind a version check that raises a clear error if a torch release changes them.
 Sizes are bytes; times are microseconds from the first event.
 """
@@ -57,41 +59,6 @@ _NAMES = {
     "AUTOGRAD_DETAIL": "autograd detail",
 }
 MAX_STEPS = 100  # each profiled step keeps every allocation event in memory
-
-
-def _cpu_peak(fn: Callable, inputs: tuple) -> int:
-    with tempfile.TemporaryDirectory(prefix="course-memory-") as tmp:
-        path = Path(tmp) / "trace.json"
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-            fn(*inputs)
-        prof.export_chrome_trace(str(path))
-        events = json.loads(path.read_text()).get("traceEvents", [])
-    running, peak = 0, 0
-    for event in sorted((e for e in events if e.get("name") == "[memory]"), key=lambda e: e.get("ts", 0)):
-        args = event.get("args", {})
-        if args.get("Device Type", 0) != 0:  # CPU allocations only
-            continue
-        running += int(args.get("Bytes", 0))
-        peak = max(peak, running)
-    return peak
-
-
-def peak_memory(fn: Callable, *inputs: Any) -> int:
-    """Peak bytes allocated by one call of ``fn(*inputs)`` (under ``no_grad``), beyond what was held before.
-
-    The device is the inputs' (CPU when they hold no tensor).
-    """
-    check_callable(fn)
-    device = device_of(inputs) or torch.device("cpu")
-    with torch.no_grad():
-        if device.type == "cuda":
-            synchronize(device)
-            torch.cuda.reset_peak_memory_stats(device)
-            before = torch.cuda.memory_allocated(device)
-            fn(*inputs)
-            synchronize(device)
-            return int(torch.cuda.max_memory_allocated(device) - before)
-        return _cpu_peak(fn, inputs)
 
 
 def _profiler_internals() -> tuple[Any, dict]:
@@ -279,3 +246,41 @@ def allocator_history(fn: Callable, *inputs: Any, max_entries: int = 200_000) ->
     out = pd.DataFrame(rows, columns=["index", "action", "bytes", "allocated_mb", "time_us", "frame"])
     out.attrs["dropped"] = len(events) >= max_entries
     return out
+
+
+def _cpu_peak(fn: Callable, inputs: tuple) -> int:
+    with tempfile.TemporaryDirectory(prefix="course-memory-") as tmp:
+        path = Path(tmp) / "trace.json"
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn(*inputs)
+        prof.export_chrome_trace(str(path))
+        events = json.loads(path.read_text()).get("traceEvents", [])
+    running, peak = 0, 0
+    for event in sorted((e for e in events if e.get("name") == "[memory]"), key=lambda e: e.get("ts", 0)):
+        args = event.get("args", {})
+        if args.get("Device Type", 0) != 0:  # CPU allocations only
+            continue
+        running += int(args.get("Bytes", 0))
+        peak = max(peak, running)
+    return peak
+
+
+def peak_memory(fn: Callable, *inputs: Any) -> int:
+    """Peak bytes allocated by one call of ``fn(*inputs)`` (under ``no_grad``), beyond what was held before.
+
+    Counts what the call allocates and still holds at its peak, its output included. CUDA: the
+    caching allocator's ``max_memory_allocated`` after ``reset_peak_memory_stats``; CPU: the highest
+    running total of the profiler's allocation events (``profile_memory=True``). The device is the
+    inputs' (CPU when they hold no tensor).
+    """
+    check_callable(fn)
+    device = device_of(inputs) or torch.device("cpu")
+    with torch.no_grad():
+        if device.type == "cuda":
+            synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            before = torch.cuda.memory_allocated(device)
+            fn(*inputs)
+            synchronize(device)
+            return int(torch.cuda.max_memory_allocated(device) - before)
+        return _cpu_peak(fn, inputs)

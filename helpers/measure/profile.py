@@ -110,6 +110,11 @@ def key_averages_frame(prof: Any, group_by_input_shape: bool = False) -> pd.Data
     columns = ["name", "calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"]
     columns += ["input_shapes"] if group_by_input_shape else []
     out = pd.DataFrame(rows, columns=columns)
+    if group_by_input_shape and not out.empty and not (out["input_shapes"].str.strip("[] ") != "").any():
+        raise ValueError(
+            "group_by_input_shape=True, but this profile holds no input shapes: record it with "
+            "torch.profiler.profile(..., record_shapes=True)"
+        )
     return out.sort_values(["device_total_us", "cpu_total_us"], ascending=False, kind="stable").reset_index(drop=True)
 
 

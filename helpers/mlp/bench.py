@@ -400,7 +400,10 @@ def _sweep(
         shape = MLPShape(batch=m // seq, seq=seq, dim=main.shape.dim, hidden=main.shape.hidden)
         x = _input(shape, dev, dtype, seed=2)
         flops = P.geglu_mlp_flops(shape.tokens, shape.dim, shape.hidden)
-        floor = max(flops / ceilings.matmul_flop_per_s, P.min_mlp_bytes(shape, dtype) / ceilings.copy_bytes_per_s) * 1e6
+        floor = (
+            max(flops / ceilings.matmul_flop_per_s, P.min_mlp_bytes(shape, dtype) / ceilings.bandwidth_bytes_per_s)
+            * 1e6
+        )
         parts = []
         for name in names:
             row: dict[str, Any] = {"variant": name, "m": m, "floor_us": floor}

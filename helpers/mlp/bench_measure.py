@@ -127,7 +127,9 @@ def derive_rates(
     time_us = float(measured[basis])
     out["achieved_tflops"] = flops / time_us / 1e6
     out["achieved_tbps"] = out["bytes"] / time_us / 1e6 if out["bytes"] else None
-    mlp_floor = max(flops / ceilings.matmul_flop_per_s, P.min_mlp_bytes(shape, dtype) / ceilings.copy_bytes_per_s) * 1e6
+    mlp_floor = (
+        max(flops / ceilings.matmul_flop_per_s, P.min_mlp_bytes(shape, dtype) / ceilings.bandwidth_bytes_per_s) * 1e6
+    )
     out["mlp_floor_us"] = mlp_floor
     out["pct_of_mlp_floor"] = 100.0 * mlp_floor / time_us
     if found:
@@ -136,7 +138,9 @@ def derive_rates(
     pointwise = [k for k in measured["kernels"] if k["role"] in P.POINTWISE_ROLES]
     if pointwise:
         out["pointwise_us"] = sum(k["us_per_forward"] for k in pointwise)
-        out["pointwise_floor_us"] = P.geglu_bytes(shape.tokens, shape.hidden, dtype) / ceilings.copy_bytes_per_s * 1e6
+        out["pointwise_floor_us"] = (
+            P.geglu_bytes(shape.tokens, shape.hidden, dtype) / ceilings.bandwidth_bytes_per_s * 1e6
+        )
     out["gemm_us"] = sum(k["us_per_forward"] for k in measured["kernels"] if k["role"] == "gemm") or None
     return out
 

@@ -26,7 +26,7 @@ from ..measure.roofline import achieved, dtype_size
 from ..trace.kernel_names import decode_kernel
 from ..trace.model import Trace, check_trace
 from ..trace.queries import op_input
-from .plans import TENSORS_MOVED, kernel_role
+from .plans import POINTWISE_ROLES, TENSORS_MOVED, kernel_role
 
 
 @dataclass(frozen=True)
@@ -125,18 +125,8 @@ def geglu_work(trace: Trace) -> pd.DataFrame:
     )
 
 
-def default_ceilings(trace: Trace) -> ceilings_mod.Ceilings:
-    """The ceilings of the device that recorded `trace`: measured here for a live profile, the
-    recorded H200 reference for an H200 trace; ValueError otherwise (pass ceilings explicitly)."""
-    check_trace(trace)
-    if trace.info.source == "live":
-        return ceilings_mod.measure_ceilings("cuda" if trace.device_lanes else "cpu")
-    if "H200" in trace.info.device:
-        return ceilings_mod.H200_REFERENCE
-    raise ValueError(
-        f"no known ceilings for {trace.info.describe()}: pass ceilings=... "
-        "(helpers.ceilings_mod.measure_ceilings() on the machine that recorded it)"
-    )
+# The ceilings of the machine that recorded a trace (one owner: helpers.measure.ceilings).
+default_ceilings = ceilings_mod.ceilings_for
 
 
 def geglu_row(label: str, trace: Trace, ceilings: ceilings_mod.Ceilings | None = None) -> dict:
@@ -172,3 +162,58 @@ def geglu_table(traces: Mapping[str, Trace], ceilings: ceilings_mod.Ceilings | N
     if not isinstance(traces, Mapping) or not traces:
         raise TypeError("traces must be a non-empty dict {label: Trace}")
     return pd.DataFrame([geglu_row(label, t, ceilings) for label, t in traces.items()])
+
+
+ROLE_ORDER = ("gate/up GEMMs", "GeGLU pointwise", "down GEMM", "other", "memset")
+
+
+def kernels_by_role(traces: Mapping[str, Trace], ceilings: ceilings_mod.Ceilings | None = None) -> pd.DataFrame:
+    """Where each variant's time goes, role by role: the GeGLU MLP's kernels attributed one by one.
+
+    For each trace (label -> Trace): its kernels grouped by the part of the MLP they compute (``gate/up
+    GEMMs``: GEMMs whose output is [tokens, hidden]; ``down GEMM``: the one that reads hidden;
+    ``GeGLU pointwise``: GeLU and mul, fused or not; ``memset``; ``other``), from the recorded
+    shapes and the kernel names, never from what a variant is supposed to do. Columns: ``role``,
+    ``variant``, ``kernels`` (their short names), ``launches`` (per forward), ``us_per_forward``
+    (median over the profiled steps), ``floor_us``, ``pct_of_floor`` (against `ceilings`, default
+    those of the machine that recorded each trace).
+    """
+    from ..measure.kernel_floors import kernel_floors
+
+    if not isinstance(traces, Mapping) or not traces:
+        raise TypeError("traces must be a non-empty dict {label: Trace}")
+    rows = []
+    for label, trace in traces.items():
+        hidden = geglu_sizes(trace).hidden
+        floors = kernel_floors(trace, ceilings if ceilings is not None else default_ceilings(trace), step="all")
+
+        def role(row: pd.Series) -> str:
+            if row["family"] == "memset":
+                return "memset"
+            if row["gemm_mnk"] is not None and not (isinstance(row["gemm_mnk"], float) and pd.isna(row["gemm_mnk"])):
+                _m, n, k = row["gemm_mnk"]
+                return "gate/up GEMMs" if n == hidden else "down GEMM" if k == hidden else "other"
+            return "GeGLU pointwise" if kernel_role(row["name"]) in POINTWISE_ROLES else "other"
+
+        floors["role"] = floors.apply(role, axis=1)
+        per_step = floors.groupby(["role", "step"]).agg(
+            us=("duration_us", "sum"), floor=("floor_us", lambda s: s.sum(min_count=1)), launches=("name", "size")
+        )
+        for r, group in per_step.groupby(level="role"):
+            names = floors.loc[floors["role"] == r, "short_name"]
+            us, floor = float(group["us"].median()), float(group["floor"].median())
+            rows.append(
+                {
+                    "role": r,
+                    "variant": label,
+                    "kernels": ", ".join(dict.fromkeys(names)),
+                    "launches": float(group["launches"].median()),
+                    "us_per_forward": us,
+                    "floor_us": floor,
+                    "pct_of_floor": 100 * floor / us if us > 0 and floor == floor else float("nan"),
+                }
+            )
+    out = pd.DataFrame(rows)
+    out["_o"] = out["role"].map({r: i for i, r in enumerate(ROLE_ORDER)})
+    out["_v"] = out["variant"].map({v: i for i, v in enumerate(traces)})
+    return out.sort_values(["_o", "_v"], kind="stable").drop(columns=["_o", "_v"]).reset_index(drop=True)

@@ -128,7 +128,7 @@ def plan_floor_us(
     if not isinstance(ceilings, Ceilings):
         raise TypeError(f"ceilings must be a helpers.Ceilings, got {type(ceilings).__name__}")
     k = plan_kernels(plan, shape, dtype, **dims)
-    mem = k["bytes"] / ceilings.copy_bytes_per_s
+    mem = k["bytes"] / ceilings.bandwidth_bytes_per_s
     comp = k["flops"] / ceilings.matmul_flop_per_s
     return float(pd.concat([mem, comp], axis=1).max(axis=1).sum() * 1e6)
 

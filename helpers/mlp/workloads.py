@@ -133,6 +133,45 @@ def views_and_copies(device=None, dtype=None, rows: int | None = None, cols: int
     return Built("views_copy", views_then_copies, (x,), dev, dt, None, {"rows": rows, "cols": cols})
 
 
+def _transpose_contiguous(x: torch.Tensor) -> torch.Tensor:
+    return x.t().contiguous()
+
+
+# A [rows, cols] bf16 tensor several times larger than a GPU's L2 cache (60 MB on an H200).
+L2_BEATING_ROWS, L2_BEATING_COLS = 32768, 2048
+
+
+def transpose_copies(
+    device=None, dtype=None, rows: int | None = None, cols: int | None = None, seed: int = 0, tiled: bool | None = None
+) -> Built:
+    """Three copies of one [rows, cols] tensor, to compare their bandwidth (notebook 01).
+
+    ``x.clone()`` (a straight copy: same layout in and out), ``x.t().contiguous()`` (ATen's
+    elementwise copy kernel reading a transposed tensor: one side of every access jumps by a whole
+    row), and with `tiled` the same transpose compiled by ``torch.compile``, whose generated kernel
+    moves the data through tiles (reads rows of a tile, writes rows of its transpose). `tiled`
+    defaults to True on a GPU and False on a CPU (compiling C++ there takes seconds and the
+    question is about GPU memory). On a GPU the default tensor, [32768, 2048] bf16 (128 MiB), is
+    twice the H200's 60 MB L2 cache, so every copy runs from DRAM (a 12 MB tensor stayed in L2 and
+    "beat" the DRAM bandwidth: recorded on the H200, 2026-12-01); on a CPU the default sizes of
+    :func:`views_and_copies`.
+    """
+    dev = _resolve(device)
+    if dev.type == "cuda" and rows is None and cols is None:
+        rows, cols = L2_BEATING_ROWS, L2_BEATING_COLS
+    base = views_and_copies(dev, dtype, rows, cols, seed)
+    use_tiled = base.device.type == "cuda" if tiled is None else bool(tiled)
+    transposed = torch.compile(_transpose_contiguous, dynamic=False) if use_tiled else None
+
+    def copies(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = (x.clone(), x.t().contiguous())
+        return out + (transposed(x),) if transposed is not None else out
+
+    return Built(
+        "transpose_copies", copies, base.inputs, base.device, base.dtype, None, {**base.details, "tiled": use_tiled}
+    )
+
+
 def geglu_mlp_hand_tuned(
     device=None,
     dtype=None,

@@ -27,8 +27,9 @@ import pandas as pd
 
 from .aten_ops import aten_family, computes
 from .categories import device_work_mask
+from .correlation import graph_launched
 from .kernel_names import decode_kernels
-from .model import CPU_GENERATED_KERNEL, Trace, check_trace, graph_launched
+from .model import CPU_GENERATED_KERNEL, Trace, check_trace
 
 GROUPINGS = ("family", "source", "annotation", "op", "name", "step")
 METRICS = ("kernels", "device_us", "launches", "launch_us", "cpu_us", "idle_us")

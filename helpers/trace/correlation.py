@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .categories import GRAPH_LAUNCH_PATTERN
+
 
 @dataclass
 class LaunchMatch:
@@ -151,3 +153,21 @@ def _owners(l_corr: np.ndarray, l_pid: np.ndarray, q_corr: np.ndarray, q_pid: np
     counts = votes.groupby(["dev", "host"]).size().reset_index(name="n")
     best = counts.sort_values("n", ascending=False, kind="stable").drop_duplicates("dev")
     return {int(d): int(h) for d, h in zip(best["dev"], best["host"])}
+
+
+def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each of `rows` (device events): True when its launch call ran a captured graph.
+
+    A graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch) is one host call whose
+    correlation id many kernels share; any launch call shared by several device events counts too.
+    """
+    launch = events["launch"].to_numpy()[rows]
+    out = np.zeros(len(rows), dtype=bool)
+    has = np.flatnonzero(launch >= 0)
+    if not len(has):
+        return out
+    calls, which, shared = np.unique(launch[has], return_inverse=True, return_counts=True)
+    call_names = pd.Series(events["name"].to_numpy(dtype=object)[calls])
+    graph = call_names.str.contains(GRAPH_LAUNCH_PATTERN, regex=True).to_numpy() | (shared > 1)
+    out[has] = graph[which.reshape(-1)]
+    return out

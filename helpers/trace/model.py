@@ -20,7 +20,8 @@ import pandas as pd
 
 from .. import paths
 from . import files as tracefile
-from .categories import GRAPH_LAUNCH_PATTERN, NOT_WORK, device_work_mask, work_kinds
+from .categories import NOT_WORK, device_work_mask, work_kinds
+from .correlation import graph_launched
 from .events import events_from_document, events_from_file
 from .saving import write_gzip_atomic
 from .tables import TraceTables
@@ -286,7 +287,8 @@ class Trace:
     def chain(self, op: str, max_depth: int | None = None, include_kernels: bool = True) -> pd.DataFrame:
         """The dispatch tree under every call of operator `op`, merged across calls.
 
-        One row per distinct path from `op` down, in call order: ``depth``, ``name``, ``path`` (names
+        One row per distinct path from `op` down, depth first (children in the order they were first
+        called, each right under its parent): ``depth``, ``name``, ``path`` (names
         joined by " -> "), ``kind`` ("op" or the kernel kind), ``count`` (occurrences over all calls),
         ``calls_of_root`` (how many calls of `op` were merged), ``tree`` (indented name for reading).
         Kernels launched inside the tree are leaves under the op that launched them.
@@ -332,6 +334,18 @@ class Trace:
 
         for r in roots:
             visit(int(r), (op,), 0)
+        # Emit the merged tree depth first: a path first met in a later call (the down projection's
+        # GEMM kernel, say) goes under its own parent, not after whatever sibling was visited last.
+        below: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        for p in order[1:]:
+            below.setdefault(p[:-1], []).append(p)
+        tree_order: list[tuple[str, ...]] = []
+        stack = [order[0]]
+        while stack:
+            p = stack.pop()
+            tree_order.append(p)
+            stack.extend(reversed(below.get(p, [])))
+        order = tree_order
         rows = [
             {
                 "depth": len(p) - 1,
@@ -428,24 +442,6 @@ class Trace:
         clone.__dict__.update(self.__dict__)
         clone.info = replace(self.info, label=label)
         return clone
-
-
-def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """For each of `rows` (device events): True when its launch call ran a captured graph.
-
-    A graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch) is one host call whose
-    correlation id many kernels share; any launch call shared by several device events counts too.
-    """
-    launch = events["launch"].to_numpy()[rows]
-    out = np.zeros(len(rows), dtype=bool)
-    has = np.flatnonzero(launch >= 0)
-    if not len(has):
-        return out
-    calls, which, shared = np.unique(launch[has], return_inverse=True, return_counts=True)
-    call_names = pd.Series(events["name"].to_numpy(dtype=object)[calls])
-    graph = call_names.str.contains(GRAPH_LAUNCH_PATTERN, regex=True).to_numpy() | (shared > 1)
-    out[has] = graph[which.reshape(-1)]
-    return out
 
 
 def load_trace(

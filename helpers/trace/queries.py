@@ -4,12 +4,14 @@
 - :func:`kernel_table`, :func:`kernels_per_forward`, :func:`kernels_under`: the kernels of a call;
 - :func:`chain_tree`: the dispatch tree of an op, drawn as a tree;
 - :func:`op_costs`, :func:`op_call_times`, :func:`op_input`, :func:`mm_dims`: per-op costs and shapes;
+- :func:`launch_calls`: the CUDA runtime and driver calls of a step, and what each launched;
 - :func:`device_properties`: the GPU's properties as the profiler recorded them.
 """
 
 from __future__ import annotations
 
 import ast
+import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,21 @@ from .model import NoKernelsError, Trace, check_trace
 _DECODED = ("short_name", "family", "source", "op", "tile", "layout", "bias")
 
 
+def pick_step(trace: Trace, step: int | None) -> int:
+    """`step` checked against the trace's profiler steps; None picks the first. Clear errors otherwise."""
+    check_trace(trace)
+    steps = trace.steps
+    if step is None:
+        if not steps:
+            raise ValueError(f"{trace.info.describe()} has no profiler steps: pass step= explicitly")
+        return steps[0]
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise TypeError(f"step must be a profiler step number, got {step!r}")
+    if step not in steps:
+        raise ValueError(f"step {step!r} is not in this trace; it has steps {steps}")
+    return int(step)
+
+
 def kernel_table(trace: Trace, step: int | None = None, decode: bool = True) -> pd.DataFrame:
     """The device events of one profiler step (default: the first), in launch order, decoded.
 
@@ -33,16 +50,7 @@ def kernel_table(trace: Trace, step: int | None = None, decode: bool = True) -> 
     read: ``short_name``, ``family``, ``source``, ``op``, ``tile``, ``layout``, ``bias`` (None
     where the name does not say). Raises NoKernelsError for a step without kernels.
     """
-    check_trace(trace)
-    steps = trace.steps
-    if step is None:
-        if not steps:
-            raise ValueError(f"{trace.info.describe()} has no profiler steps: pass step= explicitly")
-        step = steps[0]
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise TypeError(f"step must be a profiler step number, got {step!r}")
-    if step not in steps:
-        raise ValueError(f"step {step!r} is not in this trace; it has steps {steps}")
+    step = pick_step(trace, step)
     kernels = trace.kernels(allow_empty=True)
     rows = kernels[kernels["step"] == step]
     if rows.empty:
@@ -125,8 +133,10 @@ def device_properties(trace: Trace) -> dict[str, Any]:
 def mm_dims(input_shapes: str) -> tuple[int, int, int]:
     """``(m, n, k)`` of a matrix product from its recorded input shapes ``"[[m, k], [k, n]]"``.
 
-    The order matches :func:`helpers.gemm_flops` (m, n, k). Extra inputs (addmm's bias,
-    scalars) are ignored: the two 2-D shapes are the operands; for addmm they come after the bias.
+    The order matches :func:`helpers.gemm_flops` (m, n, k). The operands are the first two
+    consecutive 2-D shapes whose inner sizes agree: addmm's bias before them and an ``out=``
+    tensor or scalars after them are skipped (``"[[64], [1024, 32], [32, 64], [], [], [1024, 64]]"``
+    is addmm with an output buffer: m=1024, n=64, k=32).
     """
     if not isinstance(input_shapes, str):
         raise TypeError(
@@ -140,10 +150,10 @@ def mm_dims(input_shapes: str) -> tuple[int, int, int]:
     matrices = [s for s in shapes if isinstance(s, list) and len(s) == 2]
     if len(matrices) < 2:
         raise ValueError(f"{input_shapes!r} does not hold two matrix operands")
-    (m, k), (k2, n) = matrices[-2], matrices[-1]
-    if k != k2:
-        raise ValueError(f"inner dimensions differ in {input_shapes!r}: {k} vs {k2}")
-    return int(m), int(n), int(k)
+    for (m, k), (k2, n) in zip(matrices, matrices[1:]):
+        if k == k2:
+            return int(m), int(n), int(k)
+    raise ValueError(f"no two consecutive matrices in {input_shapes!r} have matching inner dimensions")
 
 
 def kernels_per_forward(trace: Trace, kinds: Iterable[str] | None = ("kernel",)) -> int:
@@ -171,22 +181,111 @@ def kernels_per_forward(trace: Trace, kinds: Iterable[str] | None = ("kernel",))
     return int(counts.iloc[0])
 
 
-def chain_tree(trace: Trace, op: str) -> pd.DataFrame:
-    """``Trace.chain(op)`` for reading: indented names, kernels shown by their short decoded name.
+@dataclass(frozen=True)
+class ChainTree:
+    """A dispatch tree drawn as a tree: connectors (``├─``, ``└─``, ``│``) in a left-aligned monospace
+    column, so it reads as a tree in a notebook (HTML) and in a terminal (text) alike.
 
-    Columns: ``tree`` (indented; a kernel's ATen C++ signature becomes e.g.
-    ``elementwise_kernel<copy>``), ``kind`` (op / kernel / memset / ...), ``count``.
+    ``frame`` holds one row per node: ``tree`` (the drawn line), ``name`` (full name), ``kind`` (op /
+    kernel / memset / ...), ``count`` (over all merged calls), ``per_call`` (count / calls of the
+    root), ``depth``, ``path``.
+    """
+
+    title: str
+    frame: pd.DataFrame
+
+    @property
+    def attrs(self) -> dict[str, str]:
+        """What :func:`helpers.side_by_side` titles the panel with."""
+        return {"trace": self.title}
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __repr__(self) -> str:
+        width = max(len(t) for t in self.frame["tree"])
+        lines = [self.title]
+        lines += [
+            f"{t:<{width}}  x{c:g}/call  {k}"
+            for t, c, k in zip(self.frame["tree"], self.frame["per_call"], self.frame["kind"])
+        ]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<div class="course-chain-tree"><div style="font-size:90%;color:#555">{html.escape(self.title)}</div>'
+            f"{self.panel_html()}</div>"
+        )
+
+    def panel_html(self) -> str:
+        """The tree alone, without its title (:func:`helpers.side_by_side` titles its panels itself)."""
+        colors = {"op": "inherit"}
+        rows = "".join(
+            "<tr>"
+            f'<td style="text-align:left;white-space:pre;font-family:monospace;padding:0 12px 0 0;'
+            f'color:{colors.get(kind, "#1a7f37")}">{html.escape(tree)}</td>'
+            f'<td style="text-align:right;font-family:monospace;padding:0 8px">{per_call:g}</td>'
+            f'<td style="text-align:left;padding:0 8px">{html.escape(kind)}</td>'
+            "</tr>"
+            for tree, per_call, kind in zip(self.frame["tree"], self.frame["per_call"], self.frame["kind"])
+        )
+        head = (
+            '<tr><th style="text-align:left">dispatch tree</th><th style="text-align:right">per call</th>'
+            '<th style="text-align:left">kind</th></tr>'
+        )
+        return f'<table style="border-collapse:collapse">{head}{rows}</table>'
+
+
+def chain_tree(trace: Trace, op: str) -> ChainTree:
+    """``Trace.chain(op)`` drawn as a tree, kernels shown by their short decoded name.
+
+    Returns a :class:`ChainTree`: it renders as a left-aligned tree with connectors in a notebook
+    (a kernel's ATen C++ signature becomes e.g. ``elementwise_kernel<copy>``); ``.frame`` is the
+    table behind it. ``per_call`` counts each node per call of `op` (0.67 for a memset that two
+    of three merged GEMM calls issue).
     """
     check_trace(trace)
     chain = trace.chain(op)
+    calls = int(chain["calls_of_root"].iloc[0])
     names = [
         row["name"] if row["kind"] == "op" else decode_kernel(row["name"])["short_name"] for _, row in chain.iterrows()
     ]
-    # non-breaking spaces survive HTML rendering, where ordinary leading spaces collapse
-    indent = ["\u00a0\u00a0\u00a0" * (d - 1) + "\u2514\u2500 " if d else "" for d in chain["depth"]]
-    out = pd.DataFrame({"tree": [i + n for i, n in zip(indent, names)], "kind": chain["kind"], "count": chain["count"]})
-    out.attrs["trace"] = f"{trace.info.describe()}: {op}"
-    return out
+    paths = list(chain["path"])
+    depths = list(chain["depth"])
+    # a node is the last child of its parent when no later row at the same depth shares its parent
+    # before the tree climbs above that depth
+    last: list[bool] = []
+    for i, d in enumerate(depths):
+        is_last = True
+        for j in range(i + 1, len(depths)):
+            if depths[j] < d:
+                break
+            if depths[j] == d:
+                is_last = False
+                break
+        last.append(is_last)
+    lines = []
+    open_levels: list[bool] = []  # per depth: does the ancestor at that depth have later siblings?
+    for name, d, is_last in zip(names, depths, last):
+        del open_levels[max(d - 1, 0) :]
+        if d == 0:
+            lines.append(name)
+            continue
+        prefix = "".join("\u2502  " if more else "   " for more in open_levels[: d - 1])
+        lines.append(prefix + ("\u2514\u2500 " if is_last else "\u251c\u2500 ") + name)
+        open_levels.append(not is_last)
+    frame = pd.DataFrame(
+        {
+            "tree": lines,
+            "name": chain["name"],
+            "kind": chain["kind"],
+            "count": chain["count"],
+            "per_call": (chain["count"] / calls).round(2),
+            "depth": chain["depth"],
+            "path": paths,
+        }
+    )
+    return ChainTree(f"{trace.info.describe()}: {op}, merged over {calls} call(s)", frame)
 
 
 def kernels_under(trace: Trace, op: str) -> float:
@@ -233,30 +332,92 @@ def op_costs(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
     return out
 
 
-def op_call_times(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
-    """Wall time on the CPU of each call of the named operators, summarised per operator.
+def op_call_times(trace: Trace, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Each operator's calls summarised per call: the median and the fastest call next to the total.
 
-    Columns: ``name``, ``calls``, ``median_us``, ``min_us``, ``max_us`` (total CPU time of one call,
-    children included). The median resists the odd call slowed down by another process, which a
-    sum over calls (as in ``ops()``) does not. Raises ValueError naming operators absent from the trace.
+    ``ops()`` sums every call, as ``key_averages()`` does: one call paused by another process (a
+    stall of milliseconds on a busy machine) then dominates the total and the average of a
+    microsecond operator. The median call and the fastest call do not move. Columns: ``name``,
+    ``calls``, ``total_us`` (CPU time of all calls, children included: ``ops()``'s ``cpu_total_us``),
+    ``median_us``, ``min_us``, ``max_us`` (one call), ``worst_share`` (the slowest call's share of
+    the total: near 1 means one call *is* the total), ``self_median_us`` (median time in the op's
+    own code), ``device_us_per_call`` (kernels it and its children launched, per call).
+    `names`: the operators to show, in that order (default: every operator, slowest median first).
+    Raises ValueError naming operators absent from the trace.
     """
     check_trace(trace)
-    if isinstance(names, str) or not names:
-        raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::addmm']")
+    if names is not None and (isinstance(names, str) or not names):
+        raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::addmm'], or None")
     ev = trace.events
-    calls = ev[(ev["cat"] == "cpu_op") & ev["name"].isin(list(names))]
-    missing = [n for n in names if n not in set(calls["name"])]
-    if missing:
-        raise ValueError(f"operators {missing} are not in {trace.info.describe()}")
-    grouped = calls.groupby("name")["dur"]
-    out = (
-        pd.DataFrame(
-            {"calls": grouped.size(), "median_us": grouped.median(), "min_us": grouped.min(), "max_us": grouped.max()}
-        )
-        .reindex(list(names))
-        .reset_index()
+    is_op = (ev["cat"] == "cpu_op") & ~ev["on_device"]
+    if names is not None:
+        is_op &= ev["name"].isin(list(names))
+    calls = ev[is_op]
+    if names is not None:
+        missing = [n for n in names if n not in set(calls["name"])]
+        if missing:
+            raise ValueError(f"operators {missing} are not in {trace.info.describe()}")
+    if calls.empty:
+        raise ValueError(f"{trace.info.describe()} has no operator events (category cpu_op)")
+    host_children = ev[(ev["parent"] >= 0) & ~ev["on_device"]].groupby("parent")["dur"].sum()
+    self_us = calls["dur"] - host_children.reindex(calls.index, fill_value=0.0).to_numpy()
+    grouped = calls.assign(self_us=self_us).groupby("name", sort=False)
+    out = pd.DataFrame(
+        {
+            "calls": grouped.size(),
+            "total_us": grouped["dur"].sum(),
+            "median_us": grouped["dur"].median(),
+            "min_us": grouped["dur"].min(),
+            "max_us": grouped["dur"].max(),
+            "self_median_us": grouped["self_us"].median(),
+        }
     )
+    out["worst_share"] = out["max_us"] / out["total_us"].where(out["total_us"] > 0)
+    device = trace.ops().set_index("name")["device_total_us"]
+    out["device_us_per_call"] = device.reindex(out.index).fillna(0.0) / out["calls"]
+    out = out.reindex(list(names)) if names is not None else out.sort_values("median_us", ascending=False)
+    out = out.reset_index().rename(columns={"index": "name"})
+    cols = ["name", "calls", "total_us", "median_us", "min_us", "max_us", "worst_share", "self_median_us"]
+    out = out[[*cols, "device_us_per_call"]]
     out.attrs["trace"] = trace.info.describe()
+    return out
+
+
+# The CUDA API calls a profile records on the CPU, and which API each belongs to.
+_CUDA_API = {"cuda_runtime": "CUDA runtime API (libcudart)", "cuda_driver": "CUDA driver API (libcuda)"}
+
+
+def launch_calls(trace: Trace, step: int | None = None) -> pd.DataFrame:
+    """The CUDA API calls of one profiler step (default: the first), in order, with who made them.
+
+    Columns: ``call`` (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``cudaMemsetAsync``, ...),
+    ``api`` (runtime: ``cuda*`` names, what most of ATen calls; driver: ``cu*`` names, lower level,
+    what cuBLAS and Triton launch through), ``called_by`` (the operator it ran inside), ``cpu_us``,
+    ``launches`` (the device event it queued, if any). Empty on a CPU-only trace.
+    """
+    step = pick_step(trace, step)
+    ev = trace.events
+    api = ev[ev["cat"].isin(list(_CUDA_API)) & (ev["step"] == step)].sort_values("ts", kind="stable")
+    names, cats, parent = ev["name"].to_numpy(), ev["cat"].to_numpy(), ev["parent"].to_numpy()
+    launched = ev[ev["on_device"] & (ev["launch"] >= 0)]
+    by_launch = dict(zip(launched["launch"].astype(int), launched["name"]))
+
+    def caller(i: int) -> str | None:
+        j = int(parent[i])
+        while j >= 0 and cats[j] not in ("cpu_op", "user_annotation"):
+            j = int(parent[j])
+        return str(names[j]) if j >= 0 else None
+
+    out = pd.DataFrame(
+        {
+            "call": api["name"].to_numpy(),
+            "api": api["cat"].map(_CUDA_API).to_numpy(),
+            "called_by": [caller(i) for i in api.index],
+            "cpu_us": api["dur"].to_numpy(),
+            "launches": [decode_kernel(by_launch[i])["short_name"] if i in by_launch else "" for i in api.index],
+        }
+    )
+    out.attrs["trace"] = f"{trace.info.describe()}, step {step}"
     return out
 
 

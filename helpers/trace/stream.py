@@ -246,7 +246,15 @@ class EventStream:
         for block in blocks:
             buf += block
             cut = buf.rfind(b"},")
-            events = None if cut < 0 else self._decoded(b"[" + buf[: cut + 1] + b"]", offset - 1, final=False)
+            try:
+                events = None if cut < 0 else self._decoded(b"[" + buf[: cut + 1] + b"]", offset - 1, final=False)
+            except ValueError:
+                # A '},' after the list's closing ']' (inside the document's other keys) is no event
+                # boundary: when the list has closed in this buffer, read the rest and finish below.
+                if _list_end(buf) < 0:
+                    raise
+                buf += b"".join(blocks)
+                break
             if events is None:
                 if len(buf) > max(_MAX_EVENT_BYTES, 4 * self.block_bytes):
                     raise not_json(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,7 +16,9 @@ SMALL = costs.AttentionShape(batch=2, heads=3, seq=37, head_dim=16)
 
 
 @pytest.mark.parametrize("sq, sk", [(1, 1), (5, 5), (37, 37), (3, 11), (11, 3), (64, 100)])
-@pytest.mark.parametrize("mask, window", [("none", None), ("causal", None), ("sliding_window", 4)])
+@pytest.mark.parametrize(
+    "mask, window", [("none", None), ("causal", None), ("sliding_window", 4), ("sliding_window", 64)]
+)
 def test_visible_pairs_counts_the_mask(sq, sk, mask, window) -> None:
     i = torch.arange(sq)[:, None] + (sk - sq)
     j = torch.arange(sk)[None, :]
@@ -124,3 +127,32 @@ def test_cuda_backends_report_reasons() -> None:
     assert table.loc["math", "available"]
     for name, row in table.iterrows():
         assert row["available"] or row["reason"], name
+
+
+def test_plan_kernel_costs_matches_kernels_by_their_launching_operator() -> None:
+    # A kernel table as the H200 shows the hand-written attention (names shortened), with a memset.
+    kernels = pd.DataFrame(
+        {
+            "short_name": ["gemm_a", "mul", "copy", "Memset (Device)", "masked_fill", "softmax", "gemm_b"],
+            "kind": ["kernel", "kernel", "kernel", "memset", "kernel", "kernel", "kernel"],
+            "duration_us": [100.0, 50.0, 60.0, 1.0, 55.0, 70.0, 90.0],
+            "launched_by": [
+                "aten::bmm",
+                "aten::mul",
+                "aten::copy_",
+                "aten::bmm",
+                "aten::masked_fill_",
+                "aten::_softmax",
+                "aten::bmm",
+            ],
+        }
+    )
+    out = costs.plan_kernel_costs(kernels, SMALL, torch.bfloat16)
+    plan = costs.manual_attention_plan(SMALL, torch.bfloat16)
+    assert list(out["name"]) == list(plan["step"])  # every step found its kernel, in order
+    assert out.attrs["unmatched"] == 1 and out.attrs["steps_without_kernel"] == []  # the memset
+    assert list(out["kernel"]) == ["gemm_a", "mul", "copy", "masked_fill", "softmax", "gemm_b"]
+    frame = helpers.roofline_frame(out.to_dict("records"), helpers.H200_REFERENCE)
+    assert set(frame.loc[frame["name"].str.contains("scale|clone|fill|softmax"), "bound_by"]) == {"memory"}
+    with pytest.raises(ValueError, match="kernel_table"):
+        costs.plan_kernel_costs(pd.DataFrame({"name": []}), SMALL, torch.bfloat16)

@@ -92,3 +92,17 @@ def test_missing_results_file_says_how_to_make_it(tmp_path) -> None:
 
 def test_benchmark_refuses_to_file_cpu_numbers_as_h200s(tmp_path) -> None:
     assert bench_main(["--device", "cpu", "--quick", "--out", str(tmp_path / "h200_attention.json")]) == 2
+
+
+def test_recording_script_records_attention_views_and_skips_missing_backends(tmp_path, capsys) -> None:
+    from record_reference_traces import main as record_main
+
+    assert (
+        record_main(["--device", "cpu", "--out", str(tmp_path), "--only", "attention_manual", "attention_sdpa_cudnn"])
+        == 0
+    )
+    assert "failed: " in capsys.readouterr().out  # no cuDNN on a CPU: reported, the run goes on
+    trace = helpers.load_trace(tmp_path / "cpu_attention_manual.json.gz")
+    assert helpers.op_input(trace, "aten::_softmax").shape[-1] == aw.CPU_SHAPE.seq
+    provenance = json.loads((tmp_path / "cpu_provenance.json").read_text())
+    assert set(provenance) == {"cpu_attention_manual.json.gz"}

@@ -109,9 +109,10 @@ def test_learner_copy_replaces_every_solution(path):
 
 def test_learner_copies_are_written(tmp_path):
     written = make_learner_copies(NOTEBOOKS_DIR, tmp_path)
-    assert [p.name for p in written] == [p.name for p in NOTEBOOKS]
-    for out in written:
-        assert "Learner copy" in _read(out).cells[0].source
+    assert [r.path.name for r in written] == [p.name for p in NOTEBOOKS]
+    assert {r.action for r in written} == {"created"}
+    for r in written:
+        assert "Learner copy" in _read(r.path).cells[0].source
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -211,3 +211,49 @@ def test_compiled_long_sequence_against_sdpa() -> None:
     q, k, v = qkv(1, 16, 4096, 128, dtype=torch.bfloat16, seed=9)
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
     assert rel_err(flash_attention(q, k, v), ref) < 1e-2
+
+
+def test_a_group_that_failed_fails_fast() -> None:
+    calls = []
+
+    def launch(cfg):
+        calls.append(cfg)
+        raise RuntimeError("does not compile")
+
+    group = ("group", object())
+    configs = [tuning.FlashConfig(16, 16, 4, 1), tuning.FlashConfig(32, 32, 4, 1)]
+    with pytest.raises(RuntimeError, match="does not compile"):
+        tuning.pick_config((*group, 64), configs, launch, group=group)
+    with pytest.raises(RuntimeError, match="does not compile"):
+        tuning.pick_config((*group, 128), configs, launch, group=group)  # another length: no new compile
+    assert len(calls) == 2
+
+
+def test_auto_falls_back_to_pointers_when_the_tma_path_fails(monkeypatch) -> None:
+    import helpers.fused.flash_attention as fa
+
+    real_launcher = fa._launcher
+
+    def launcher(path, *args):
+        if path == "tma":
+
+            def broken(cfg):
+                raise RuntimeError("TMA lowering failed")
+
+            return broken
+        return real_launcher(path, *args)
+
+    configs = iter([[tuning.FlashConfig(16, 16, 4, 1), tuning.FlashConfig(32, 32, 4, 1)]])
+    monkeypatch.setattr(fa, "_launcher", launcher)
+    monkeypatch.setattr(fa, "_choose_path", lambda kernel, *tensors: "tma" if kernel == "auto" else kernel)
+    monkeypatch.setattr(fa, "candidates", lambda *a: next(configs, [tuning.INTERPRETER_CONFIG]))
+    monkeypatch.setattr(fa, "path_failures", {})
+    monkeypatch.setattr(tuning, "_FAILED", {})  # keep this failure out of the other tests
+    monkeypatch.setattr(tuning, "_TUNED", {})
+    q, k, v = qkv(1, 2, 20, 16, seed=11)
+    with pytest.warns(UserWarning, match="using the pointer path"):
+        out = fa.flash_attention(q, k, v)
+    assert rel_err(out, attention_reference(q, k, v)) < 1e-5
+    assert len(fa.path_failures) == 1 and "TMA lowering failed" in next(iter(fa.path_failures.values()))
+    with pytest.raises(RuntimeError, match="TMA lowering failed"):
+        fa.flash_attention(q, k, v, kernel="tma")  # asked for by name: no silent fallback

@@ -50,7 +50,9 @@ def scaffold_kernel(
     m_i = tl.full([BLOCK], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK], tl.float32)
     acc = tl.zeros([BLOCK, HEAD_DIM], tl.float32)
-    end = tl.minimum(start_m + BLOCK, SEQ) if CAUSAL else SEQ
+    end = SEQ
+    if CAUSAL:
+        end = tl.minimum(start_m + BLOCK, SEQ)
     for start_n in range(0, end, BLOCK):
         offs_n = start_n + tl.arange(0, BLOCK)
         kv = base + offs_n[:, None] * HEAD_DIM + offs_d[None, :]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import matplotlib
 import pandas as pd
 import pytest
@@ -172,12 +174,43 @@ def test_op_costs_on_a_cpu_profile(views_cpu):
 
 
 def test_chain_tree_shortens_kernel_names(views_h200, linear_trace):
-    tree = helpers.chain_tree(views_h200, "aten::contiguous")
+    tree = helpers.chain_tree(views_h200, "aten::contiguous").frame
     assert tree["tree"].iloc[0] == "aten::contiguous"
     assert tree["tree"].iloc[-1].endswith("\u2514\u2500 elementwise_kernel<copy>")
-    assert tree["kind"].iloc[-1] == "kernel" and (tree["count"] == 3).all()
-    cpu = helpers.chain_tree(linear_trace, "aten::linear")
+    assert tree["kind"].iloc[-1] == "kernel" and (tree["per_call"] == 1).all()
+    cpu = helpers.chain_tree(linear_trace, "aten::linear").frame
     assert (cpu["kind"] == "op").all() and cpu["tree"].str.contains("aten::addmm").any()
+
+
+def test_merged_chain_nests_every_kernel_under_its_own_op(mlp_h200):
+    """Issue 11: the down GEMM's kernel, first met in the third call, was listed after aten::_unsafe_view."""
+    chain = mlp_h200.chain("aten::linear")
+    for i, row in enumerate(chain.itertuples()):
+        parent = row.path.rsplit(" -> ", 1)[0]
+        if row.depth:  # the row above is the parent or a node of the parent's subtree
+            above = list(chain["path"].iloc[:i])
+            last_shallower = next(
+                p for p, d in zip(reversed(above), reversed(list(chain["depth"].iloc[:i]))) if d < row.depth
+            )
+            assert last_shallower == parent, (row.path, last_shallower)
+    mm_kernels = chain[chain["path"].str.startswith("aten::linear -> aten::matmul -> aten::mm -> ")]
+    assert len(mm_kernels) == 3 and mm_kernels.index.max() < chain.index[chain["name"] == "aten::_unsafe_view"][0]
+
+
+def test_chain_tree_draws_a_tree_in_html(mlp_h200):
+    tree = helpers.chain_tree(mlp_h200, "aten::linear")
+    lines = list(tree.frame["tree"])
+    assert lines[0] == "aten::linear"
+    assert lines[1].startswith("\u251c\u2500 aten::t") and lines[2].startswith("\u2502  \u2514\u2500 aten::transpose")
+    down = next(line for line in lines if "coopB" in line)
+    assert down.startswith("   \u2502  \u2514\u2500 ")  # last kernel of aten::mm, whose sibling _unsafe_view follows
+    page = tree._repr_html_()
+    assert "white-space:pre" in page and "text-align:left" in page and "&nbsp;" not in page
+    assert page.count("<tr>") == len(lines) + 1
+    assert "merged over 9 call(s)" in repr(tree) and "x0.33/call" in repr(tree)
+    panel = helpers.side_by_side(tree)  # titled by its trace, once
+    assert panel.panels[0][0] == tree.title
+    assert panel._repr_html_().count(html.escape(tree.title)) == 1 and "white-space:pre" in panel._repr_html_()
 
 
 def test_op_input_reads_recorded_shapes(mlp_h200, mlp_trace):
@@ -203,6 +236,9 @@ def test_op_input_needs_shapes():
     [
         ("[[8192, 768], [768, 3072]]", (8192, 3072, 768)),
         ("[[64], [1024, 32], [32, 64], [], []]", (1024, 64, 32)),  # addmm: bias first
+        # compiled addmm with an out= buffer after the operands (h200_linear_bias_compiled)
+        ("[[64], [1024, 32], [32, 64], [], [], [1024, 64]]", (1024, 64, 32)),
+        ("[[8192, 768], [768, 3072], [8192, 3072]]", (8192, 3072, 768)),  # extern mm with out=
     ],
 )
 def test_mm_dims(text, dims):
@@ -210,7 +246,7 @@ def test_mm_dims(text, dims):
 
 
 def test_mm_dims_errors():
-    with pytest.raises(ValueError, match="inner dimensions differ"):
+    with pytest.raises(ValueError, match="matching inner dimensions"):
         helpers.mm_dims("[[8, 4], [5, 2]]")
     with pytest.raises(ValueError, match="two matrix operands"):
         helpers.mm_dims("[[8, 4]]")
@@ -310,3 +346,44 @@ def test_op_call_times_per_call_statistics(linear_trace, linear_h200):
         helpers.op_call_times(linear_trace, ["aten::gelu"])
     with pytest.raises(TypeError):
         helpers.op_call_times(linear_trace, "aten::t")
+
+
+def test_op_call_times_of_every_op_resist_one_stall(linear_h200):
+    """Issue 11: one paused call must not be what the first table shows (the median and the fastest call)."""
+    every = helpers.op_call_times(linear_h200)
+    ops = linear_h200.ops().set_index("name")
+    assert set(every["name"]) == set(ops.index)
+    t = every.set_index("name")
+    assert t["total_us"].to_dict() == pytest.approx(ops.loc[t.index, "cpu_total_us"].to_dict())
+    assert list(t["median_us"]) == sorted(t["median_us"], reverse=True)
+    assert t.loc["aten::addmm", "device_us_per_call"] == pytest.approx(ops.loc["aten::addmm", "device_total_us"] / 3)
+    assert (t["self_median_us"] <= t["median_us"] + 1e-9).all() and (
+        (t["worst_share"] > 0) & (t["worst_share"] <= 1)
+    ).all()
+    # stall one call of aten::linear by 50 ms: the total jumps, the median does not
+    stalled = helpers.load_trace(data_file("h200_linear_bias.json.gz"))  # a copy of its own: edited below
+    ev = stalled.events
+    first = ev.index[(ev["name"] == "aten::linear") & (ev["cat"] == "cpu_op")][0]
+    ev.loc[first, "dur"] += 50_000.0
+    after = helpers.op_call_times(stalled, ["aten::linear"]).iloc[0]
+    assert after["total_us"] > 50_000 and after["worst_share"] > 0.99
+    assert after["median_us"] == pytest.approx(t.loc["aten::linear", "median_us"])
+
+
+def test_launch_calls_name_the_api_and_what_was_launched(mlp_h200, linear_trace):
+    calls = helpers.launch_calls(mlp_h200)
+    by_call = calls.groupby("call")["api"].first().to_dict()
+    assert by_call["cuLaunchKernelEx"].startswith("CUDA driver") and by_call["cudaLaunchKernel"].startswith(
+        "CUDA runtime"
+    )
+    memsets = calls[calls["call"] == "cudaMemsetAsync"]
+    assert (
+        len(memsets) == 2
+        and set(memsets["called_by"]) == {"aten::mm"}
+        and set(memsets["launches"]) == {"Memset (Device)"}
+    )
+    gemms = calls[calls["launches"].str.startswith("nvjet")]
+    assert set(gemms["call"]) == {"cuLaunchKernelEx"} and len(gemms) == 3
+    assert helpers.launch_calls(linear_trace).empty
+    with pytest.raises(ValueError, match="not in this trace"):
+        helpers.launch_calls(mlp_h200, step=99)

@@ -1,4 +1,4 @@
-"""Counting compiles, timing calls and reading compile wrappers (helpers/compile_costs.py).
+"""Counting compiles, timing calls and reading compile wrappers (helpers/measure/compile_costs.py, compile_counts.py).
 
 The sweeps use the "eager" backend behind the counter (Dynamo still traces, guards and decides
 when to recompile; only the code generation is skipped), plus one sweep with Inductor to show
@@ -13,6 +13,7 @@ from support import data_file
 
 import helpers
 from helpers.measure import compile_costs as cc
+from helpers.measure import compile_counts as counts
 
 SMALL = helpers.MLPShape(batch=2, seq=8, dim=32, hidden=64)
 
@@ -23,11 +24,11 @@ def mlp():
 
 
 def inputs(mlp, sizes):
-    return cc.batch_inputs(mlp.inputs[0], sizes)
+    return counts.batch_inputs(mlp.inputs[0], sizes)
 
 
 def test_default_dynamic_recompiles_once_into_a_dynamic_graph_then_reuses(mlp):
-    result = cc.shape_sweep(mlp.fn, inputs(mlp, [2, 3, 5, 3, 2]), backend="eager", progress=False)
+    result = counts.shape_sweep(mlp.fn, inputs(mlp, [2, 3, 5, 3, 2]), backend="eager", progress=False)
     t = result.table
     assert result.compiles == 2 == result.dynamo_graphs
     assert list(t["new_graphs"]) == [1, 1, 0, 0, 0]
@@ -38,7 +39,7 @@ def test_default_dynamic_recompiles_once_into_a_dynamic_graph_then_reuses(mlp):
 
 
 def test_dynamic_false_compiles_every_new_shape(mlp):
-    result = cc.shape_sweep(mlp.fn, inputs(mlp, [2, 3, 5, 4, 2]), dynamic=False, backend="eager", progress=False)
+    result = counts.shape_sweep(mlp.fn, inputs(mlp, [2, 3, 5, 4, 2]), dynamic=False, backend="eager", progress=False)
     assert result.compiles == 4 == result.table["input_shape"].nunique()
     assert not any(g.dynamic for g in result.graphs)
     assert result.table.loc[4, "graph"] == "reused"  # the size-2 graph is still cached
@@ -47,40 +48,57 @@ def test_dynamic_false_compiles_every_new_shape(mlp):
 @pytest.mark.parametrize("kwargs", [{"mark_dynamic": 0}, {"dynamic": True}])
 def test_marked_or_dynamic_compiles_once(mlp, kwargs):
     xs = inputs(mlp, [2, 3, 5])
-    result = cc.shape_sweep(mlp.fn, xs, backend="eager", progress=False, **kwargs)
+    result = counts.shape_sweep(mlp.fn, xs, backend="eager", progress=False, **kwargs)
     assert result.compiles == 1 and result.graphs[0].dynamic
     assert not any(hasattr(x, "_dynamo_dynamic_indices") for x in xs)  # the caller's tensors stay unmarked
 
 
 def test_sweep_prints_progress_and_summarises(mlp, capsys):
-    a = cc.shape_sweep(mlp.fn, inputs(mlp, [2, 3]), backend="eager", label="default")
+    a = counts.shape_sweep(mlp.fn, inputs(mlp, [2, 3]), backend="eager", label="default")
     out = capsys.readouterr().out
     assert "[default] call 1/2 input (2, 8, 32): compiled a static (2, 8, 32) graph" in out
     assert "[default] call 2/2 input (3, 8, 32): compiled a dynamic (s" in out
-    summary = cc.sweep_summary(a)
+    summary = counts.sweep_summary(a)
     assert summary.loc[0, "compiles"] == 2 and summary.loc[0, "dynamic graphs"] == 1
     assert "2 graph(s) compiled in 2 calls" in a._repr_html_() and "2 compiles" in repr(a)
 
 
 def test_sweep_leaves_no_compiled_code_behind(mlp):
-    cc.shape_sweep(mlp.fn, inputs(mlp, [2]), backend="eager", progress=False)
-    counter = cc.CompileCounter("eager")
+    counts.shape_sweep(mlp.fn, inputs(mlp, [2]), backend="eager", progress=False)
+    counter = counts.CompileCounter("eager")
     with torch.no_grad():
         torch.compile(mlp.fn, backend=counter)(*mlp.inputs)
     assert len(counter.graphs) == 1
 
 
+def test_counter_agrees_with_torchs_own_counter(mlp):
+    """CompileCounter is built on torch._dynamo.testing.CompileCounterWithBackend (torch 2.11 and 2.13 have it)."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    torch._dynamo.reset()
+    ours, theirs = counts.CompileCounter("eager"), CompileCounterWithBackend("eager")
+    assert ours.torch_counter is not None
+    for backend in (ours, theirs):
+        fn = torch.compile(mlp.fn, backend=backend, dynamic=False)
+        with torch.no_grad():
+            for x in inputs(mlp, [2, 3, 2]):
+                fn(x)
+        torch._dynamo.reset()
+    assert ours.frame_count == theirs.frame_count == len(ours.graphs) == 2
+    assert ours.op_count == theirs.op_count > 0
+
+
 @pytest.mark.slow
 def test_inductor_counts_the_same_graphs_as_eager(mlp):
     xs = inputs(mlp, [2, 3, 5])
-    real = cc.shape_sweep(mlp.fn, xs, backend="inductor", progress=False)
-    fast = cc.shape_sweep(mlp.fn, xs, backend="eager", progress=False)
+    real = counts.shape_sweep(mlp.fn, xs, backend="inductor", progress=False)
+    fast = counts.shape_sweep(mlp.fn, xs, backend="eager", progress=False)
     assert real.compiles == fast.compiles == 2
     assert [g.dynamic for g in real.graphs] == [g.dynamic for g in fast.graphs]
 
 
 def test_timing(mlp):
-    fn = torch.compile(mlp.fn, backend=cc.CompileCounter("eager"))
+    fn = torch.compile(mlp.fn, backend=counts.CompileCounter("eager"))
     first = cc.time_first_call(fn, *mlp.inputs, later=3, progress=False)
     assert first.first_s > first.later_s > 0 and first.compile_s == pytest.approx(first.first_s - first.later_s)
     assert set(first.fx_cache) == {"hit", "miss", "bypass"}
@@ -92,13 +110,13 @@ def test_timing(mlp):
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda m: cc.shape_sweep(42, [torch.ones(1)]), TypeError, "function or nn.Module"),
-        (lambda m: cc.shape_sweep(m.fn, torch.ones(2, 8, 32)), TypeError, "list of tensors"),
-        (lambda m: cc.shape_sweep(m.fn, [torch.ones(2, 8, 32)], dynamic="yes"), ValueError, "dynamic must be"),
-        (lambda m: cc.shape_sweep(m.fn, [torch.ones(2, 8, 32)], mark_dynamic=True), TypeError, "dimension index"),
-        (lambda m: cc.CompileCounter("no-such-backend"), ValueError, "unknown torch.compile backend"),
+        (lambda m: counts.shape_sweep(42, [torch.ones(1)]), TypeError, "function or nn.Module"),
+        (lambda m: counts.shape_sweep(m.fn, torch.ones(2, 8, 32)), TypeError, "list of tensors"),
+        (lambda m: counts.shape_sweep(m.fn, [torch.ones(2, 8, 32)], dynamic="yes"), ValueError, "dynamic must be"),
+        (lambda m: counts.shape_sweep(m.fn, [torch.ones(2, 8, 32)], mark_dynamic=True), TypeError, "dimension index"),
+        (lambda m: counts.CompileCounter("no-such-backend"), ValueError, "unknown torch.compile backend"),
         (lambda m: cc.time_per_call(m.fn, *m.inputs, repeats=0), ValueError, "repeats"),
-        (lambda m: cc.batch_inputs(m.inputs[0], [0]), ValueError, "positive ints"),
+        (lambda m: counts.batch_inputs(m.inputs[0], [0]), ValueError, "positive ints"),
         (lambda m: cc.compile_wrapper_rows("trace"), TypeError, "helpers.Trace"),
     ],
 )
@@ -108,7 +126,7 @@ def test_bad_arguments(mlp, call, error, match):
 
 
 def test_batch_inputs(mlp):
-    xs = cc.batch_inputs(mlp.inputs[0], [1, 4], dim=0)
+    xs = counts.batch_inputs(mlp.inputs[0], [1, 4], dim=0)
     assert [tuple(x.shape) for x in xs] == [(1, 8, 32), (4, 8, 32)] and xs[0].dtype == mlp.inputs[0].dtype
 
 

@@ -143,7 +143,9 @@ def test_plan_floors_on_h200_reference() -> None:
     assert plans.plan_floor_us("pointwise-fused", H200_REFERENCE, BLOG_SHAPE) == pytest.approx(
         compute + pointwise, rel=1e-9
     )
-    assert 172 < compute < 173 and 36 < pointwise < 37  # the figures of NOTES.md section 2
+    # NOTES.md section 2: 146 us at ~795 TFLOP/s, 35.5 us at ~4.25 TB/s; the ranges hold for any
+    # re-measurement of the H200 ceilings within a few percent (benchmarks/ceilings.py)
+    assert 140 < compute < 150 and 34.5 < pointwise < 37
     floors = plans.plans_frame(BLOG_SHAPE, torch.bfloat16, H200_REFERENCE).set_index("plan")["floor_us"]
     assert floors["gemm-epilogue"] == pytest.approx(floors.min(), rel=1e-12)
     assert floors["unfused"] == floors.max()
@@ -486,10 +488,14 @@ def test_kernel_summary_and_rates_on_h200_traces() -> None:
     assert compiled_rates["plan"] == "pointwise-fused" and compiled_rates["plan_source"] == "read from kernel names"
     assert eager_rates["rate_basis"] == "kernel_us"
     assert eager_rates["achieved_tflops"] == pytest.approx(geglu_mlp_flops(8192, 768, 3072) / eager["kernel_us"] / 1e6)
-    # eager runs at its own plan's floor on the H200 (~233 us); fusion lowers the floor instead
-    assert 95 < eager_rates["pct_of_plan_floor"] < 105
+    # eager runs near its own plan's floor on the H200 (~233 us against ~205); fusion lowers the floor
+    # instead. No floor is beaten (tests/measure/test_ceilings.py: the ceilings are measured one way).
+    assert 80 < eager_rates["pct_of_plan_floor"] <= 100
     assert compiled_rates["plan_floor_us"] < eager_rates["plan_floor_us"]
-    assert eager_rates["mlp_floor_us"] == pytest.approx(172.3, abs=0.1)
+    assert eager_rates["mlp_floor_us"] == pytest.approx(
+        geglu_mlp_flops(8192, 768, 3072) / H200_REFERENCE.matmul_flop_per_s * 1e6, rel=1e-9
+    )
+    assert 140 < eager_rates["mlp_floor_us"] < 150  # NOTES.md section 2: 146 us at ~795 TFLOP/s
     # the fused pointwise kernel runs close to the copy bandwidth, the eager pair far from it
     assert compiled_rates["pointwise_us"] < 40 and eager_rates["pointwise_us"] > 60
-    assert 90 < 100 * compiled_rates["pointwise_floor_us"] / compiled_rates["pointwise_us"] <= 105
+    assert 90 < 100 * compiled_rates["pointwise_floor_us"] / compiled_rates["pointwise_us"] <= 100

@@ -454,3 +454,27 @@ def test_a_pipe_or_a_device_is_refused_instead_of_read_forever(tmp_path):
             helpers.load_trace(pipe, keep_document=keep)
     with pytest.raises(ValueError, match="not a regular file"):
         helpers.load_trace("/dev/zero", keep_document=True)
+
+
+def test_a_document_tail_with_nested_keys_streams_like_the_whole_file(tmp_path):
+    """A '},' after the events list (a nested key followed by another) is no event boundary.
+
+    Found on 2026-12-01: reference traces whose provenance gained a key after a nested one failed
+    to stream ("invalid JSON near byte ...") while the whole-file path read them.
+    """
+    import gzip
+
+    import orjson
+
+    import helpers
+    from helpers.trace import events
+
+    doc = orjson.loads(gzip.open(helpers.reference_trace_path("h200_linear_bias")).read())
+    doc["course_provenance"] = {"shapes": {"rows": 1024}, "after": "a key after a nested one", "more": {"x": [1]}}
+    path = tmp_path / "tail.json.gz"
+    with gzip.GzipFile(path, "wb", mtime=0) as fh:
+        fh.write(orjson.dumps(doc))
+    for block in (97, 1000, 1 << 20):
+        tables, rest = events.events_from_file(path, block_bytes=block)
+        assert len(tables.events) == len(events.events_from_document(doc).events)
+        assert rest["course_provenance"]["more"] == {"x": [1]}

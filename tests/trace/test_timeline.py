@@ -41,7 +41,7 @@ def test_big_trace_defaults_stay_small_and_say_what_was_left_out(big_trace):
     # hover text stored once per bar (markers), not once per line vertex
     hover = sum(len(t.hovertext) for t in fig.data if t.hovertext is not None)
     assert hover == meta["drawn_events"]
-    assert meta["lanes"] == ["CPU 558/558", "GPU 0 stream 7"]
+    assert meta["lanes"] == [_main_thread(big_trace), "GPU 0 stream 7"]
 
 
 def test_step_window_and_time_window(big_trace, h200_eager):
@@ -76,7 +76,8 @@ def test_cap_inside_one_step_says_so(big_trace):
 def test_small_gpu_trace_lanes_and_links(h200_eager):
     fig = h200_eager.timeline()
     meta = fig.layout.meta
-    assert meta["lanes"] == ["CPU 558/558", "GPU 0 stream 7"]  # no lanes for GPU 1..15 of the metadata
+    # one lane for the thread that ran the ops, one for the stream: none for GPU 1..15 of the metadata
+    assert meta["lanes"] == [_main_thread(h200_eager), "GPU 0 stream 7"]
     assert not meta["webgl"] and meta["note"] == "" and meta["steps"] == [1, 2, 3]
     hover = " ".join(" ".join(t.hovertext) for t in fig.data if t.hovertext is not None)
     assert "launched by aten::gelu" in hover and "launched by aten::mm" in hover
@@ -120,3 +121,10 @@ def test_one_step_over_the_cap_is_worded_right(tmp_path):
     fig = trace.timeline(max_events=20)
     note = fig.layout.meta["note"]
     assert "of 1" not in note and "first 20 events drawn" in note and fig.layout.meta["steps"] == [2]
+
+
+def _main_thread(trace) -> str:
+    """The lane of the thread that ran the profiled ops ("CPU <pid>/<tid>", whatever pid the recording got)."""
+    ops = trace.events[trace.events["cat"] == "cpu_op"]
+    (lane,) = set(ops["lane"])
+    return lane

@@ -16,6 +16,14 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
         "gemm",
         "gate+up GEMM with a GeGLU epilogue, Hopper TMA path (helpers/fused/gate_up.py)",
     ),
+    "_geglu_backward_gemm_kernel": (
+        "gemm",
+        "dy @ W_down GEMM with the GeGLU backward in its epilogue, pointer path (helpers/fused/mlp_function.py)",
+    ),
+    "_geglu_backward_gemm_tma_kernel": (
+        "gemm",
+        "dy @ W_down GEMM with the GeGLU backward in its epilogue, Hopper TMA path (helpers/fused/mlp_function.py)",
+    ),
     "_flash_attn_fwd_kernel": (
         "attention",
         "flash-attention forward, online softmax over streamed K/V tiles, pointer path "
@@ -25,14 +33,6 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
         "attention",
         "flash-attention forward, online softmax over streamed K/V tiles, Hopper TMA path "
         "(helpers/fused/flash_attention_kernels.py)",
-    ),
-    "_geglu_backward_gemm_kernel": (
-        "gemm",
-        "dy @ W_down GEMM with the GeGLU backward in its epilogue, pointer path (helpers/fused/mlp_function.py)",
-    ),
-    "_geglu_backward_gemm_tma_kernel": (
-        "gemm",
-        "dy @ W_down GEMM with the GeGLU backward in its epilogue, Hopper TMA path (helpers/fused/mlp_function.py)",
     ),
 }
 

@@ -1,0 +1,92 @@
+"""Measure the two ceilings every "% of floor" of the course divides by, and record them with provenance.
+
+    python benchmarks/ceilings.py --out benchmarks/results/h200_ceilings.json      # on the H200 (~15 s)
+    python benchmarks/ceilings.py --device cpu --quick --out /tmp/cpu_ceilings.json  # the CPU path (CI)
+
+The ceilings are what :func:`helpers.measure_ceilings` measures, the one way the course measures
+them: a large device-to-device copy (bytes read + written) and a bf16 8192^3 matmul, each the
+median of 10 runs timed with CUDA events after 3 warm-ups. ``helpers.H200_REFERENCE`` is loaded
+from the file this script writes, so the notebooks, tests and benchmarks all use these numbers.
+
+The measurement is repeated `--repeats` times (each a fresh median of 10): the first is the
+ceiling, the spread of all of them is recorded next to it. It is what a "% of floor" can honestly
+claim: two runs of the same measurement differ by that much, and tests/measure/test_ceilings.py
+allows no shipped percentage above 100 + its tolerance, which must stay above this spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from _cli import default_out_allowed, log  # noqa: E402
+
+from helpers.measure.ceilings import CEILINGS_SCHEMA, measure_ceilings  # noqa: E402
+from helpers.measure.device import provenance, resolve_device  # noqa: E402
+
+
+def measure(device: str | None, repeats: int) -> dict:
+    """Ceilings of `device` (the first of `repeats` independent measurements) and the spread of all."""
+    dev = resolve_device(device)
+    runs = []
+    first = None
+    for i in range(repeats):
+        c = measure_ceilings(dev, refresh=True)
+        first = first or c
+        read_tbps = (c.read_bytes_per_s or 0.0) / 1e12
+        runs.append(
+            {"copy_tbps": c.copy_tbps, "read_tbps": read_tbps, "matmul_tflops": c.matmul_tflops, "recorded": c.recorded}
+        )
+        log(
+            f"run {i + 1}/{repeats}: copy {c.copy_tbps:.4g} TB/s, read {read_tbps:.4g} TB/s, "
+            f"{c.matmul_dtype} matmul {c.matmul_tflops:.4g} TFLOP/s"
+        )
+    spread_pct = {
+        key: 100 * (max(r[key] for r in runs) - min(r[key] for r in runs)) / runs[0][key]
+        for key in ("copy_tbps", "read_tbps", "matmul_tflops")
+    }
+    return {
+        "schema": CEILINGS_SCHEMA,
+        "complete": True,
+        "provenance": provenance(dev),
+        "ceilings": first.as_dict(),
+        "repeats": runs,
+        "spread_pct": spread_pct,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    parser.add_argument("--device", default=None, help="cuda (default when present) or cpu")
+    parser.add_argument("--repeats", type=int, default=3, help="independent measurements (the first is kept)")
+    parser.add_argument("--quick", action="store_true", help="one measurement (the CPU check in CI)")
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else args.repeats
+    if not 1 <= repeats <= 20:
+        parser.error(f"--repeats must be between 1 and 20, got {repeats}")
+    result = measure(args.device, repeats)
+    if not default_out_allowed(result["provenance"]["device"], args.out):
+        parser.error(f"{args.out.name} is named for an H200 but this device is {result['provenance']['device']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    c = result["ceilings"]
+    print(f"\n{c['device']} (torch {c['torch_version']}): {c['method']}")
+    print(f"{'ceiling':16s} {'value':>10s} {'spread over runs':>18s}")
+    print(f"{'copy TB/s':16s} {c['copy_bytes_per_s'] / 1e12:10.4g} {result['spread_pct']['copy_tbps']:17.2f}%")
+    print(f"{'read TB/s':16s} {c['read_bytes_per_s'] / 1e12:10.4g} {result['spread_pct']['read_tbps']:17.2f}%")
+    print(
+        f"{'matmul TFLOP/s':16s} {c['matmul_flop_per_s'] / 1e12:10.4g} {result['spread_pct']['matmul_tflops']:17.2f}%"
+    )
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

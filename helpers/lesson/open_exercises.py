@@ -1,0 +1,46 @@
+"""Used by notebooks 00-02: what the open exercises measure on a profile of the learner's own choosing.
+
+An open exercise lets the learner pick the thing to profile (another shape, ``bias=False``, their
+own module) and predict something about it before running it; the checker then profiles *their*
+choice and compares. These functions compute the expected answer from that profile, so the check
+verifies the reasoning, never a number copied from a cell above.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..trace.aten_ops import aten_family, computes
+from ..trace.model import Trace, check_trace
+from ..trace.queries import op_call_times
+
+
+def busiest_op(trace: Trace, under: str | None = None) -> str:
+    """Used by notebooks 00 and 02: the ATen operator that does the arithmetic of a profiled call.
+
+    Candidates are the operators that compute (:func:`helpers.trace.aten_ops.computes`, and not a
+    copy such as the bias ``aten::copy_`` of a CPU ``addmm``). On a trace with device kernels: the
+    one whose *own* launched kernels take the most device time (a wrapper such as ``aten::linear``
+    launches none itself). On a CPU-only trace: the one with the most time in its own code per call
+    (median over calls, so one stalled call does not decide). `under`: only operators inside the
+    dispatch tree of that operator. Raises ValueError when no operator qualifies.
+    """
+    check_trace(trace)
+    names = None
+    if under is not None:
+        chain = trace.chain(under)
+        names = set(chain.loc[(chain["kind"] == "op") & (chain["depth"] > 0), "name"])
+        if not names:
+            raise ValueError(f"nothing runs under {under!r} in {trace.info.describe()}")
+    if trace.device_lanes:
+        ops = trace.ops()
+        score = pd.Series((ops["self_device_us"] / ops["calls"]).to_numpy(), index=ops["name"])
+    else:
+        per_call = op_call_times(trace)
+        score = per_call.set_index("name")["self_median_us"]
+    score = score[[n.startswith("aten::") and computes(n) and aten_family(n) != "copy" for n in score.index]]
+    if names is not None:
+        score = score[score.index.isin(names)]
+    if score.empty or not (score > 0).any():
+        raise ValueError(f"no ATen operator with measured work in {trace.info.describe()}")
+    return str(score.idxmax())
