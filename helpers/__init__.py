@@ -196,6 +196,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Decoder": ("decoder.model", "Decoder"),
     "build_model": ("decoder.model", "build_model"),
     "random_tokens": ("decoder.model", "random_tokens"),
+    "next_token_loss": ("decoder.model", "next_token_loss"),
     "MODEL_PARTS": ("decoder.model", "PARTS"),
     "swap_layers": ("decoder.layers", "swap_layers"),
     "compile_blocks": ("decoder.layers", "compile_blocks"),
@@ -218,6 +219,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "measure_configuration": ("decoder.configurations", "measure"),
     "decoder_workloads": ("decoder.workloads", ""),
     "run_decoder_benchmark": ("decoder.bench", "run"),
+    "load_decoder_results": ("decoder.results", "load_decoder_results"),
+    "DecoderResults": ("decoder.results", "DecoderResults"),
     # -- lessons
     "exercises": ("lesson.exercises", ""),
     "on_gpu": ("lesson.display", "on_gpu"),
@@ -235,6 +238,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "check_attention_kernel": ("lesson.attention_exercises", "check_attention_kernel"),
     "check_attention_prediction": ("lesson.attention_exercises", "check_attention_prediction"),
     "gpu_view": ("lesson.attention_exercises", "gpu_view"),
+    "reference_view": ("lesson.decoder_lesson", "reference_view"),
+    "breakdown_figure": ("lesson.decoder_lesson", "breakdown_figure"),
+    "gemm_layouts": ("lesson.decoder_lesson", "gemm_layouts"),
+    "bottleneck": ("lesson.decoder_lesson", "bottleneck"),
+    "check_variant": ("lesson.decoder_lesson", "check_variant"),
+    "decoder_fixes": ("lesson.decoder_lesson", "decoder_fixes"),
 }
 
 __all__ = sorted(_EXPORTS)

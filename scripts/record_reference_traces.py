@@ -25,6 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import helpers  # noqa: E402  (first: on a CPU-only machine it switches on Triton's interpreter)
 from helpers.attention.workloads import GPU_VIEWS as ATTENTION_VIEWS  # noqa: E402
+from helpers.decoder.workloads import GPU_VIEWS as DECODER_VIEWS  # noqa: E402
 from helpers.measure.device import provenance, resolve_device  # noqa: E402
 from helpers.mlp import workloads as wl  # noqa: E402
 
@@ -75,6 +76,21 @@ ATTENTION_WHAT: dict[str, str] = {
 }
 # Compiled on a CPU, the generated C++ kernels become profile rows only with the kernel profile on.
 _ATTENTION_SETUP = {"attention_manual_compiled", "attention_flex_causal", "attention_flex_sliding_window"}
+
+
+def _failures_reported(build: Callable[[torch.device], wl.Built]) -> Callable[[torch.device], wl.Built]:
+    """A recipe whose any failure (a compile error, a capture refused) is reported, and the next recipes recorded."""
+
+    def wrapped(device: torch.device) -> wl.Built:
+        try:
+            return build(device)
+        except (ImportError, RuntimeError):
+            raise
+        except Exception as err:  # noqa: BLE001 - the main loop reports RuntimeErrors and goes on
+            raise RuntimeError(f"{type(err).__name__}: {err}") from err
+
+    return wrapped
+
 
 RECIPES: list[Recipe] = [
     Recipe(
@@ -136,7 +152,21 @@ RECIPES: list[Recipe] = [
         )
         for name, build in ATTENTION_VIEWS.items()
     ),
+    # Notebook 08's whole model (helpers.decoder.workloads.GPU_VIEWS): few steps, so each file stays small.
+    *(
+        Recipe(
+            name,
+            _failures_reported(
+                _gpu_only(view.build, "CUDA graphs replay GPU launches") if view.gpu_only else view.build
+            ),
+            view.what,
+            steps=view.steps,
+            warmup=2,
+        )
+        for name, view in DECODER_VIEWS.items()
+    ),
 ]
+MAX_TRACE_BYTES = 3_000_000  # a reference trace a learner downloads with the course
 
 
 def _gpu_prefix(device: torch.device) -> str:
@@ -214,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             continue
+        if rows[-1]["bytes"] > MAX_TRACE_BYTES:
+            print(
+                f"    warning: {rows[-1]['file']} is over {MAX_TRACE_BYTES / 1e6:.0f} MB: record fewer steps",
+                flush=True,
+            )
         print(
             f"    saved {rows[-1]['file']} ({rows[-1]['bytes'] / 1e3:.0f} kB, "
             f"{rows[-1]['kernels_per_step']} kernels/step) in {time.perf_counter() - t0:.1f}s",

@@ -3,6 +3,8 @@ and two conftest modules on sys.path shadow each other)."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,59 @@ def load_benchmark(name: str):
     assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
+
+
+# ------------------------------------------------------------------ a hand-built GPU trace of a model step
+HOST, GPU = (100, 1), (0, 7)  # (pid, tid) of the main thread and of the GPU stream
+BACKWARD_TID = 2  # the autograd engine's thread on a GPU
+
+
+def _x(name, cat, ts, dur, pid_tid=HOST, **args):
+    pid, tid = pid_tid
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+
+
+def _launch(op, ts, op_dur, launch_at, corr, kernel_ts, kernel_dur, tid=HOST[1], kernel="kernel_x"):
+    """An op that launches one kernel: the cpu_op, its launch call, the kernel on the GPU stream."""
+    return [
+        _x(op, "cpu_op", ts, op_dur, (HOST[0], tid), **{"External id": corr}),
+        _x("cudaLaunchKernel", "cuda_runtime", launch_at, 5, (HOST[0], tid), correlation=corr, **{"External id": corr}),
+        _x(kernel, "kernel", kernel_ts, kernel_dur, GPU, correlation=corr, device=0, stream=7, **{"External id": corr}),
+    ]
+
+
+def _decoder_step(step: int, t0: float, names: dict[str, str]) -> list[dict]:
+    """One step: attention (2 kernels), mlp (2), backward (1, engine thread), optimizer (1).
+
+    Kernel time per part: attention 50, mlp 55, backward 40, optimizer 10 (us). GPU gaps: 18, 135,
+    217, 163 us CPU-bound (the next launch call ended after the GPU ran dry) and 5 us waiting.
+    """
+    e = [
+        _x(f"ProfilerStep#{step}", "user_annotation", t0, 1000),
+        _x("attention", "user_annotation", t0 + 10, 190),
+        _x("mlp", "user_annotation", t0 + 210, 190),
+        _x("Optimizer.step#AdamW.step", "user_annotation", t0 + 700, 100),
+        _x("autograd::engine::evaluate_function: MmBackward0", "cpu_op", t0 + 500, 100, (HOST[0], BACKWARD_TID)),
+    ]
+    c = step * 10
+    e += _launch("aten::mm", t0 + 20, 40, t0 + 40, c + 1, t0 + 52, 30, kernel=names["gemm_a"])
+    e += _launch("aten::add", t0 + 70, 30, t0 + 90, c + 2, t0 + 100, 20, kernel=names["add_a"])  # launch ends 95 > 82
+    e += _launch("aten::mm", t0 + 220, 40, t0 + 245, c + 3, t0 + 255, 50, kernel=names["gemm_b"])  # ends at 305
+    e += _launch("aten::mul", t0 + 262, 18, t0 + 265, c + 6, t0 + 310, 5, kernel=names["mul_b"])  # queued: waits 5
+    e += _launch("aten::mm", t0 + 510, 80, t0 + 525, c + 4, t0 + 532, 40, tid=BACKWARD_TID, kernel=names["gemm_bwd"])
+    e += _launch("aten::_fused_adamw_", t0 + 710, 80, t0 + 725, c + 5, t0 + 735, 10, kernel=names["adamw"])
+    return e
+
+
+DECODER_KERNELS = {n: n for n in ("gemm_a", "add_a", "gemm_b", "mul_b", "gemm_bwd", "adamw")}
+
+
+def synthetic_decoder_trace(path, names: dict[str, str] | None = None, steps: int = 2) -> helpers.Trace:
+    """A gzipped Kineto-style GPU trace of `steps` model steps with known answers (see ``_decoder_step``).
+
+    `names` renames the six kernels (e.g. real cuBLAS names to test layout letters).
+    """
+    names = {**DECODER_KERNELS, **(names or {})}
+    events = [e for i in range(steps) for e in _decoder_step(i + 1, 2000.0 * i, names)]
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    return helpers.load_trace(path)

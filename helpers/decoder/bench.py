@@ -33,11 +33,11 @@ ORDER = (
     "eager+graph",
     "compile+graph",
     "compile",
+    "course+compile",
     "course",
     "course+graph",
     "recompute",
     "course+recompute",
-    "course+compile",
     "course+compile+graph",
     "course+flash",
     "sdpa-flash",
@@ -46,13 +46,15 @@ ORDER = (
     "sdpa-math",
 )
 QUICK = {"eager": None, "recompute": None, "sdpa-math": None, "course": ("prefill",)}  # CPU smoke run: uses
-COMPILE_RESERVE_S = 45.0  # a compiled configuration starts only with this much budget left
+# The smoke run's sizes: the course's kernels run in Triton's interpreter on a CPU, slowly.
+QUICK_SIZES = Sizes(prefill_batch=1, prompt_len=16, decode_prompt_len=8, decode_steps=4, train_batch=2, train_seq=32)
+COMPILE_RESERVE_S = 45.0  # each use of a compiled configuration (it may compile) starts only with this much left
 TARGETS = {"decode_pct_of_floor": 55.0, "graph_prediction_error": 0.25, "recompute_memory_ratio": 0.7}
 
 
 def run(
     device: str | torch.device | None = None,
-    config: str = "1b",
+    config: str | None = None,
     sizes: Sizes | None = None,
     configurations: Sequence[str] | None = None,
     quick: bool = False,
@@ -63,18 +65,18 @@ def run(
 ) -> dict[str, Any]:
     """Measure the configurations on `device`; returns the result dict (see the module docstring).
 
-    `quick`: the CPU smoke run (tiny model, no compiled or graphed configurations).
+    `config`: a decoder preset (default: ``"1b"`` on a GPU, ``"small"`` on a CPU). `quick`: the CPU
+    smoke run (the tiny model, four configurations, no compiled or graphed ones).
     """
     dev = resolve_device(device)
-    cfg = get_config("tiny" if quick else config)
-    sizes = sizes or (CPU_SIZES if quick or dev.type != "cuda" else GPU_SIZES)
+    cfg = get_config("tiny" if quick else config or ("1b" if dev.type == "cuda" else "small"))
+    sizes = sizes or (QUICK_SIZES if quick else CPU_SIZES if dev.type != "cuda" else GPU_SIZES)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
     names = list(QUICK) if quick else list(configurations or ORDER)
     unknown = [n for n in names if n not in CONFIGURATIONS]
     if unknown:
         raise ValueError(f"unknown configurations {unknown}; known: {', '.join(CONFIGURATIONS)}")
     t0 = time.perf_counter()
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
     log(f"decoder benchmark on {dev}: {cfg.describe()}, {str(dtype).removeprefix('torch.')}")
     ceilings = measure_ceilings(dev)
     bytes_per = torch.tensor([], dtype=dtype).element_size()
@@ -115,7 +117,19 @@ def run(
                 )
             save()
             continue
-        result["rows"].extend(measure(conf, cfg, sizes, dev, dtype, uses=uses, log=log))
+        result["rows"].extend(
+            measure(
+                conf,
+                cfg,
+                sizes,
+                dev,
+                dtype,
+                uses=uses,
+                log=log,
+                deadline=t0 + budget_s,
+                compile_reserve_s=COMPILE_RESERVE_S,
+            )
+        )
         for row in result["rows"]:
             if row["use"] == "decode" and row["status"] == "ok":
                 row["pct_of_floor"] = 100.0 * floor_us / row["step_us"]

@@ -135,12 +135,13 @@ def part_breakdown(trace: Trace, parts: Sequence[str] = PARTS) -> pd.DataFrame:
     """Time per step by model part, plus GPU idle time by cause (GPU) or time outside ATen ops (CPU).
 
     One row per part found (in the order of `parts`, then ``backward``, ``optimizer``, ``other``),
-    then the idle rows. Columns: ``part``, ``count`` (kernels, or gaps for the idle rows, on a GPU; ATen ops at every nesting level on a CPU; per
-    step), ``time_us`` (per step: summed kernel time on a GPU, summed self CPU time of the ops on a
-    CPU), ``share`` (of the step: on a GPU from its first kernel's start to its last kernel's end;
-    on a CPU the ``ProfilerStep`` itself). ``df.attrs``: ``basis`` ("device time" or "CPU time"),
-    ``steps``, ``step_us``, ``trace``. Kernels of several streams at once would count twice
-    (the decoder runs one stream).
+    then the idle rows. Columns, per step: ``part``; ``count`` (on a GPU the kernels, or the gaps
+    for the idle rows; on a CPU the ATen operators the model calls, not those an operator calls
+    inside itself); ``time_us`` (summed kernel time on a GPU, summed self CPU time of the
+    operators on a CPU); ``share`` (of the step: on a GPU from its first kernel's start to its last
+    kernel's end, on a CPU the ``ProfilerStep`` itself). ``df.attrs``: ``basis`` ("device time" or
+    "CPU time"), ``steps``, ``step_us``, ``trace``. Kernels of several streams at once would count
+    twice (the decoder runs one stream).
     """
     check_trace(trace)
     order = [*parts, "backward", "optimizer", "other"]
@@ -177,6 +178,8 @@ def _cpu_breakdown(trace: Trace, parts: Sequence[str], order: list[str]) -> pd.D
         windows = windows[windows["step"].isin(trace.steps)]
     window = _in_window(ev["ts"].to_numpy(), windows.reset_index(drop=True))
     rows_idx = np.flatnonzero(is_op & (window >= 0))
+    # count the operators the model calls (outermost ones), not those an operator calls inside itself
+    outermost = ~((parent >= 0) & is_op[np.maximum(parent, 0)])
     if not len(rows_idx):
         raise ValueError(
             f"{trace.info.describe()} has no ATen operators inside its steps: was the CPU activity recorded?"
@@ -186,7 +189,11 @@ def _cpu_breakdown(trace: Trace, parts: Sequence[str], order: list[str]) -> pd.D
     self_us = dur[rows_idx] - child[rows_idx]
     n_steps = len(windows)
     step_us = float((windows["end"] - windows["start"]).mean())
-    rows = [{"part": p, "count": int((labels == p).sum()), "time_us": float(self_us[labels == p].sum())} for p in order]
+    top = outermost[rows_idx]
+    rows = [
+        {"part": p, "count": int((top & (labels == p)).sum()), "time_us": float(self_us[labels == p].sum())}
+        for p in order
+    ]
     rows.append({"part": OUTSIDE_OPS, "count": 0, "time_us": max(step_us * n_steps - float(self_us.sum()), 0.0)})
     return _finish(rows, n_steps, step_us, "CPU time", trace)
 
@@ -205,6 +212,7 @@ def _gaps_in_steps(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     if k.empty:
         raise ValueError(f"{trace.info.describe()} holds no GPU kernels: a graph's gain is read from a GPU trace")
     from ..trace.overlap import idle_gaps  # the trace layer's idle-time analysis
+
     k = k[k["step"] >= 0] if (k["step"] >= 0).any() else k
     spans = (
         k.assign(end_us=k["start_us"] + k["duration_us"])
@@ -220,15 +228,23 @@ def _gaps_in_steps(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     return gaps[inside], spans
 
 
-def queue_latency_us(trace: Trace) -> float:
-    """Median idle gap before a kernel that was already queued ("waiting" gaps) inside the steps of `trace`.
+LATENCY_QUANTILE = 0.1  # which of the "waiting" gaps stands for the GPU's own latency between kernels
 
-    The GPU's own time between two kernels when the CPU is not the bottleneck: what remains between
-    kernels when a CUDA graph launches them. NaN when the trace has no such gap.
+
+def queue_latency_us(trace: Trace, quantile: float = LATENCY_QUANTILE) -> float:
+    """The GPU's own latency from one kernel to the next, from the "waiting" gaps inside the steps of `trace`.
+
+    A "waiting" gap precedes a kernel that was already queued: the CPU was not late, yet the GPU
+    sat idle. Most such gaps are the hardware's own step from one kernel to the next; some are
+    longer (a dependency, an allocation). The low `quantile` (default: the 10th percentile) is the
+    latency kernels launched back to back can reach, which is what a CUDA graph's replay gets. NaN
+    when the trace has no such gap.
     """
+    if not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be between 0 and 1, got {quantile!r}")
     gaps, _ = _gaps_in_steps(check_trace(trace))
     waiting = gaps[gaps["cause"] == "waiting"]["idle_us"] if not gaps.empty else pd.Series(dtype=float)
-    return float(waiting.median()) if len(waiting) else float("nan")
+    return float(waiting.quantile(quantile)) if len(waiting) else float("nan")
 
 
 def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) -> dict[str, float | str]:
@@ -240,17 +256,18 @@ def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) ->
         predicted = kernel time per step + (kernels per step - 1) x queue latency
 
     The queue latency is :func:`queue_latency_us` of `latency_trace` (a GPU-bound trace such as a
-    prefill, where the GPU never waits for the CPU), else of `decode_trace` itself. Returns
+    prefill, where the GPU never waits for the CPU), else of `decode_trace` itself; the median
+    waiting gap is returned beside it (``median_waiting_us``) to show the spread. Returns
     ``eager_window_us`` (first kernel start to last kernel end, per step), ``kernel_us``,
     ``kernels``, ``idle_cpu_bound_us``, ``idle_waiting_us``, ``latency_us``, ``latency_from``,
     ``predicted_us`` and ``predicted_speedup`` (against the eager window).
     """
     gaps, spans = _gaps_in_steps(check_trace(decode_trace, "decode_trace"))
-    latency, source = float("nan"), "none"
-    if latency_trace is not None:
-        latency, source = queue_latency_us(latency_trace), latency_trace.info.label
-    if not np.isfinite(latency):
-        latency, source = queue_latency_us(decode_trace), decode_trace.info.label
+    latency, median, source = float("nan"), float("nan"), "none"
+    for candidate in (latency_trace, decode_trace):
+        if candidate is not None and not np.isfinite(latency):
+            latency, source = queue_latency_us(candidate), candidate.info.label
+            median = queue_latency_us(candidate, 0.5)
     if not np.isfinite(latency):
         latency, source = 0.0, "no waiting gap found: latency taken as 0"
     n_steps = len(spans)
@@ -265,6 +282,7 @@ def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) ->
         "idle_cpu_bound_us": float(by_cause.get("cpu-bound", 0.0)),
         "idle_waiting_us": float(by_cause.get("waiting", 0.0)),
         "latency_us": latency,
+        "median_waiting_us": median,
         "latency_from": source,
         "predicted_us": predicted,
         "predicted_speedup": window / predicted if predicted > 0 else float("nan"),

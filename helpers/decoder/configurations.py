@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -137,6 +138,15 @@ CONFIGURATIONS: dict[str, Configuration] = {
 }
 
 
+def get_configuration(configuration: str | Configuration) -> Configuration:
+    """A :class:`Configuration` by name (see :data:`CONFIGURATIONS`), or the one given."""
+    if isinstance(configuration, Configuration):
+        return configuration
+    if configuration not in CONFIGURATIONS:
+        raise ValueError(f"unknown configuration {configuration!r}; known: {', '.join(CONFIGURATIONS)}")
+    return CONFIGURATIONS[configuration]
+
+
 @dataclass(frozen=True)
 class Sizes:
     """The workload sizes of a measurement: prefill, decode and training batches."""
@@ -158,7 +168,7 @@ class Sizes:
 
 
 GPU_SIZES = Sizes()
-CPU_SIZES = Sizes(prefill_batch=2, prompt_len=64, decode_prompt_len=16, decode_steps=10, train_batch=2, train_seq=64)
+CPU_SIZES = Sizes(prefill_batch=2, prompt_len=64, decode_prompt_len=16, decode_steps=10, train_batch=4, train_seq=128)
 
 
 def _free() -> None:
@@ -175,14 +185,18 @@ def measure(
     dtype=None,
     uses: tuple[str, ...] | None = None,
     log: Callable[[str], None] | None = None,
+    deadline: float | None = None,
+    compile_reserve_s: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Build `configuration` on `device` and measure each of its uses; one dict per use.
 
     Each dict has ``configuration``, ``use``, ``status`` ("ok", "failed" with its ``reason``, or
-    "skipped" when the configuration does not apply here) and the use's numbers. A failure in one use
-    does not stop the others.
+    "skipped" when the configuration does not apply here or the time is up) and the use's numbers.
+    A failure in one use does not stop the others. `deadline` (a ``time.perf_counter()`` value):
+    uses not started by then are skipped; a compiled configuration's uses (each may compile) also
+    need `compile_reserve_s` left.
     """
-    conf = CONFIGURATIONS[configuration] if isinstance(configuration, str) else configuration
+    conf = get_configuration(configuration)
     cfg = get_config(config)
     wanted = [u for u in (uses or conf.uses) if u in conf.uses]
     rows: list[dict[str, Any]] = []
@@ -192,6 +206,9 @@ def measure(
         return [_row(conf, u, "failed", reason=f"build: {type(err).__name__}: {err}") for u in wanted]
     dev = model.embed_tokens.weight.device
     for use in wanted:
+        if deadline is not None and deadline - time.perf_counter() < (compile_reserve_s if conf.compiled else 0.0):
+            rows.append(_row(conf, use, "skipped", reason="time budget used up"))
+            continue
         if conf.graph and dev.type != "cuda":
             rows.append(_row(conf, use, "skipped", reason="CUDA graphs need a CUDA GPU"))
             continue

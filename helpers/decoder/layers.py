@@ -119,16 +119,28 @@ def _is_course_layer(module: nn.Module) -> bool:
     return isinstance(module, (CourseGeGLUMLP, FusedGeGLUMLP))
 
 
+RECOMPILE_LIMIT = 64  # compiled versions kept per block: prefill, decode, training, per configuration
+
+
+def _allow_recompiles(limit: int = RECOMPILE_LIMIT) -> None:
+    """Let one compiled block hold a version per shape and configuration (torch's default keeps 8, then runs eager)."""
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    setattr(config, name, max(getattr(config, name), limit))
+
+
 def compile_blocks(model: Decoder, mode: str | None = None, dynamic: bool | None = False) -> Decoder:
     """``torch.compile`` every block of `model` in place (regional compilation); returns `model`.
 
     The embedding and the LM head stay eager (one op each). The course's kernel layers inside a
     block are wrapped in :class:`RunsEager` first, and a course attention implementation is left
     to run as it is too. `mode` and `dynamic` go to ``torch.compile`` (``dynamic=False``: one graph
-    per shape, prefill and decode apart).
+    per shape, prefill and decode apart). Raises Dynamo's recompile limit to :data:`RECOMPILE_LIMIT`:
+    all blocks share one compiled function, whose versions add up across shapes and models.
     """
     if not isinstance(model, Decoder):
         raise TypeError(f"model must be a helpers Decoder (helpers.build_model), got {type(model).__name__}")
+    _allow_recompiles()
     for block in model.layers:
         inner = block.mlp.inner if isinstance(block.mlp, (Recomputed, RunsEager)) else block.mlp
         if _is_course_layer(inner) and not isinstance(block.mlp, RunsEager):

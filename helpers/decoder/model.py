@@ -45,8 +45,10 @@ _NO_SCOPE = contextlib.nullcontext()
 
 def part(name: str) -> contextlib.AbstractContextManager:
     """``record_function(name)`` while a profiler records (and not under torch.compile); a no-op otherwise."""
-    if torch.compiler.is_compiling() or not torch.autograd._profiler_enabled():
-        return _NO_SCOPE  # checked first: torch.compile sees a constant and traces no profiler call
+    if torch.compiler.is_compiling():  # checked first: torch.compile sees a constant, traces no profiler call
+        return contextlib.nullcontext()  # (a fresh one: every torch.compile version knows this constructor)
+    if not torch.autograd._profiler_enabled():
+        return _NO_SCOPE
     return torch.profiler.record_function(name)
 
 
@@ -224,13 +226,25 @@ class Decoder(nn.Module):
             return F.linear(x, self.embed_tokens.weight)
 
     def loss(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Mean next-token cross-entropy (computed in float32) of the logits of `tokens` against `targets`."""
-        logits = self(tokens)
-        with part("loss"):
-            return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+        """Mean next-token cross-entropy of the logits of `tokens` against `targets` (:func:`next_token_loss`)."""
+        return next_token_loss(self(tokens), targets)
 
     def extra_repr(self) -> str:
         return self.config.describe()
+
+
+def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of ``logits`` ``[batch, seq, vocab]`` against ``targets`` ``[batch, seq]``, in float32.
+
+    A function of the logits, so a wrapped model (``DistributedDataParallel(model)``, whose forward
+    must be the call that runs) trains the same way: ``next_token_loss(ddp(tokens), targets)``.
+    """
+    if logits.dim() != 3 or targets.shape != logits.shape[:2]:
+        raise ValueError(
+            f"logits must be [batch, seq, vocab] and targets [batch, seq], got {tuple(logits.shape)} and {tuple(targets.shape)}"
+        )
+    with part("loss"):
+        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
 
 
 def build_model(

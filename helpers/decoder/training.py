@@ -20,7 +20,7 @@ import torch
 from ..checks import positive_int, positive_number
 from ..measure.device import synchronize
 from ..measure.timing import time_per_call
-from .model import Decoder, part, random_tokens
+from .model import Decoder, next_token_loss, part, random_tokens
 
 OPTIMIZERS = ("for-loop", "foreach", "fused")
 
@@ -33,16 +33,29 @@ def make_optimizer(model: torch.nn.Module, kind: str = "fused", lr: float = 1e-4
     return torch.optim.AdamW(model.parameters(), lr=positive_number("lr", lr), **options[kind])
 
 
-class TrainingStep:
-    """One training step of `model` on a fixed random batch ``[batch, seq]``: ``step()`` returns the loss (a tensor)."""
+def decoder_of(model: torch.nn.Module) -> Decoder:
+    """The :class:`Decoder` itself, or the one inside a wrapper with a ``.module`` (DistributedDataParallel)."""
+    inner = getattr(model, "module", model)
+    if not isinstance(inner, Decoder):
+        raise TypeError(
+            f"model must be a helpers Decoder (helpers.build_model) or a wrapper of one such as "
+            f"DistributedDataParallel, got {type(model).__name__}"
+        )
+    return inner
 
-    def __init__(self, model: Decoder, batch: int, seq: int, optimizer: str = "fused", seed: int = 0) -> None:
-        if not isinstance(model, Decoder):
-            raise TypeError(f"model must be a helpers Decoder (helpers.build_model), got {type(model).__name__}")
-        cfg = model.config
+
+class TrainingStep:
+    """One training step of `model` on a fixed random batch ``[batch, seq]``: ``step()`` returns the loss (a tensor).
+
+    `model` is a :class:`Decoder` or a wrapper whose forward must run (``DistributedDataParallel``):
+    the step calls ``model(tokens)`` and :func:`~helpers.decoder.model.next_token_loss`.
+    """
+
+    def __init__(self, model: torch.nn.Module, batch: int, seq: int, optimizer: str = "fused", seed: int = 0) -> None:
+        cfg = decoder_of(model).config
         if positive_int("seq", seq) + 1 > cfg.max_position_embeddings:
             raise ValueError(f"seq {seq} exceeds max_position_embeddings ({cfg.max_position_embeddings}) - 1")
-        device = model.embed_tokens.weight.device
+        device = decoder_of(model).embed_tokens.weight.device
         data = random_tokens(cfg, positive_int("batch", batch), seq + 1, device=device, seed=seed)
         self.tokens, self.targets = data[:, :-1].contiguous(), data[:, 1:].contiguous()
         self.model = model.train()
@@ -52,7 +65,7 @@ class TrainingStep:
 
     def __call__(self) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.model.loss(self.tokens, self.targets)
+        loss = next_token_loss(self.model(self.tokens), self.targets)
         with part("backward"):
             loss.backward()
         self.optimizer.step()

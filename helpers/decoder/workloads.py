@@ -2,7 +2,8 @@
 
 Each builder returns a :class:`helpers.measure.workload.Built`: call ``fn(*inputs)`` (or hand it to
 :func:`helpers.profile`). On a GPU the 1B model (:data:`~helpers.decoder.config.CONFIGS` ``"1b"``)
-in bf16 at the benchmark's sizes; on a CPU the tiny model in float32 at small sizes.
+in bf16 at the benchmark's sizes; on a CPU the small model (4 layers, hidden 256) in float32 at
+small sizes: large enough that its GEMMs, not the dispatch of its operators, dominate a prefill.
 
 - :func:`prefill`: one prefill of a batch of prompts (the KV cache filled, the first tokens chosen);
 - :func:`decode`: one decode step, the cache already filled by a prefill (each call adds a token;
@@ -17,36 +18,33 @@ training step, to keep the files small); :data:`VARIANT_X` is the model of the t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
 from ..measure.workload import Built, default_dtype, workload_device
 from .config import CONFIGS, DecoderConfig, get_config
-from .configurations import CONFIGURATIONS, CPU_SIZES, GPU_SIZES, Configuration, Sizes
+from .configurations import CPU_SIZES, GPU_SIZES, Configuration, Sizes, get_configuration
 from .generate import Generator
 from .model import random_tokens
 from .training import TrainingStep
 
 # The transfer exercise's model: the 1B model's widths, 4 layers, Llama 3's vocabulary of 128,256 tokens.
 VARIANT_X = CONFIGS["1b"].with_(vocab_size=128256, num_hidden_layers=4, name="variant X")
-# Its CPU stand-in: the small widths with a 32,000-token vocabulary.
-VARIANT_X_CPU = CONFIGS["small"].with_(vocab_size=32000, name="variant X (CPU)")
+# Its CPU stand-in: the small widths with a 64,000-token vocabulary.
+VARIANT_X_CPU = CONFIGS["small"].with_(vocab_size=64000, name="variant X (CPU)")
 TRAINING_VIEW_LAYERS = 4  # the training reference traces keep 4 of the 1B model's 16 layers (small files)
+
+
+def default_sizes(device: torch.device | str | None = None) -> Sizes:
+    """The workload sizes for `device`: the benchmark's on a GPU, small ones on a CPU."""
+    return GPU_SIZES if workload_device(device).type == "cuda" else CPU_SIZES
 
 
 def _setup(device, config, sizes) -> tuple[torch.device, torch.dtype, DecoderConfig, Sizes]:
     dev = workload_device(device)
-    cfg = get_config(config or ("1b" if dev.type == "cuda" else "tiny"))
+    cfg = get_config(config or ("1b" if dev.type == "cuda" else "small"))
     return dev, default_dtype(dev), cfg, sizes or (GPU_SIZES if dev.type == "cuda" else CPU_SIZES)
-
-
-def _configuration(configuration: str | Configuration) -> Configuration:
-    if isinstance(configuration, Configuration):
-        return configuration
-    if configuration not in CONFIGURATIONS:
-        raise ValueError(f"unknown configuration {configuration!r}; known: {', '.join(CONFIGURATIONS)}")
-    return CONFIGURATIONS[configuration]
 
 
 def prefill(
@@ -59,7 +57,7 @@ def prefill(
 ) -> Built:
     """One prefill of ``[prefill_batch, prompt_len]`` prompts; ``fn(prompts)`` returns the first new tokens."""
     dev, dt, cfg, sz = _setup(device, config, sizes)
-    conf = _configuration(configuration)
+    conf = get_configuration(configuration)
     model = conf.build(cfg, dev, dt, seed).eval()
     gen = Generator(model, sz.prefill_batch, sz.prompt_len + 1, prefill_logits=prefill_logits)
     prompts = random_tokens(cfg, sz.prefill_batch, sz.prompt_len, device=dev, seed=seed)
@@ -82,7 +80,7 @@ def decode(
 ) -> Built:
     """One decode step after a prefill of ``[decode_batch, decode_prompt_len]``; `room` more steps fit."""
     dev, dt, cfg, sz = _setup(device, config, sizes)
-    conf = _configuration(configuration)
+    conf = get_configuration(configuration)
     model = conf.build(cfg, dev, dt, seed).eval()
     gen = Generator(model, sz.decode_batch, sz.decode_prompt_len + room, graph=conf.graph)
     prompts = random_tokens(cfg, sz.decode_batch, sz.decode_prompt_len, device=dev, seed=seed)
@@ -112,7 +110,7 @@ def training(
 ) -> Built:
     """One training step on ``[train_batch, train_seq]`` tokens; ``fn(tokens)`` returns the loss."""
     dev, dt, cfg, sz = _setup(device, config, sizes)
-    conf = _configuration(configuration)
+    conf = get_configuration(configuration)
     model = conf.build(cfg, dev, dt, seed)
     step = TrainingStep(model, sz.train_batch, sz.train_seq, optimizer=optimizer, seed=seed)
 
@@ -136,32 +134,49 @@ def variant_x(device=None, sizes: Sizes | None = None, prefill_logits: str = "al
     return prefill(dev, VARIANT_X if dev.type == "cuda" else VARIANT_X_CPU, sizes, prefill_logits=prefill_logits)
 
 
-def _training_view(device: torch.device, configuration: str) -> Built:
-    if device.type != "cuda":
-        return training(device, configuration=configuration)
+def training_view(device=None, configuration: str | Configuration = "eager", optimizer: str = "fused") -> Built:
+    """The training step notebook 08 profiles: on a GPU the 1B model's widths with 4 layers and 4 x 1024
+    tokens (small traces, quick memory profiles), on a CPU the small model at the CPU sizes."""
+    dev = workload_device(device)
+    if dev.type != "cuda":
+        return training(dev, configuration=configuration, optimizer=optimizer)
     cfg = CONFIGS["1b"].with_(num_hidden_layers=TRAINING_VIEW_LAYERS, name=f"1b, {TRAINING_VIEW_LAYERS} layers")
-    return training(device, cfg, replace(GPU_SIZES, train_batch=4), configuration=configuration)
+    return training(dev, cfg, replace(GPU_SIZES, train_batch=4), configuration=configuration, optimizer=optimizer)
 
 
-# name -> (builder, what it shows); reference traces are traces/h200_<name>.json.gz
-GPU_VIEWS: dict[str, tuple[Callable[[torch.device], Built], str]] = {
-    "decoder_prefill": (lambda d: prefill(d), "prefill of 4 x 1024 prompt tokens, 1B decoder, eager (notebook 08)"),
-    "decoder_decode": (lambda d: decode(d), "one decode step at batch 1 after a 128-token prompt, eager (notebook 08)"),
-    "decoder_decode_graph": (
+@dataclass(frozen=True)
+class View:
+    """A workload whose H200 trace ships in ``traces/h200_<name>.json.gz``: how to build it, what it shows."""
+
+    build: Callable[[torch.device], Built]
+    what: str
+    gpu_only: bool = False  # CUDA graphs: nothing to record on a CPU
+    steps: int = 3
+
+
+GPU_VIEWS: dict[str, View] = {
+    "decoder_prefill": View(lambda d: prefill(d), "prefill of 4 x 1024 prompt tokens, 1B decoder, eager (notebook 08)"),
+    "decoder_decode": View(
+        lambda d: decode(d), "one decode step at batch 1 after a 128-token prompt, eager (notebook 08)"
+    ),
+    "decoder_decode_graph": View(
         lambda d: decode(d, configuration="eager+graph"),
         "the same decode step replayed from a CUDA graph (notebook 08)",
+        gpu_only=True,
     ),
-    "decoder_decode_compiled_graph": (
+    "decoder_decode_compiled_graph": View(
         lambda d: decode(d, configuration="compile+graph"),
         "the decode step of compiled blocks replayed from a CUDA graph (notebook 08)",
+        gpu_only=True,
     ),
-    "decoder_train": (
-        lambda d: _training_view(d, "eager"),
-        f"a training step (fused AdamW) of the 1B model's first {TRAINING_VIEW_LAYERS} layers, 4 x 1024 tokens (notebook 08)",
+    "decoder_train": View(
+        lambda d: training_view(d),
+        f"a training step (fused AdamW) of the 1B model's widths with {TRAINING_VIEW_LAYERS} layers, 4 x 1024 tokens "
+        "(notebook 08)",
     ),
-    "decoder_train_recompute": (
-        lambda d: _training_view(d, "course+recompute"),
+    "decoder_train_recompute": View(
+        lambda d: training_view(d, "course+recompute"),
         "the same training step with the course's fused MLP recomputing in the backward (notebook 08)",
     ),
-    "decoder_variant_x": (lambda d: variant_x(d), "the transfer exercise's model variant, prefill (notebook 08)"),
+    "decoder_variant_x": View(lambda d: variant_x(d), "the transfer exercise's model variant, prefill (notebook 08)"),
 }

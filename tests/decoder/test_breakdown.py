@@ -2,67 +2,26 @@
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
-import json
 
 import pytest
 import torch
+from support import synthetic_decoder_trace
 
 import helpers
+from helpers.decoder.breakdown import IDLE_ROWS
+
+IDLE = list(IDLE_ROWS.values())
 
 idle_analysis = pytest.mark.skipif(
     importlib.util.find_spec("helpers.trace.overlap") is None,
     reason="needs helpers.idle_gaps (helpers/trace/overlap.py of the trace-analysis branch, merged separately)",
 )
 
-HOST, GPU = (100, 1), (0, 7)  # (pid, tid) of the main thread and of the GPU stream
-BACKWARD_TID = 2  # the autograd engine's thread on a GPU
-
-
-def _x(name, cat, ts, dur, pid_tid=HOST, **args):
-    pid, tid = pid_tid
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
-
-
-def _launch(op, ts, op_dur, launch_at, corr, kernel_ts, kernel_dur, tid=HOST[1], kernel="kernel_x"):
-    """An op that launches one kernel: the cpu_op, its launch call, the kernel on the GPU stream."""
-    return [
-        _x(op, "cpu_op", ts, op_dur, (HOST[0], tid), **{"External id": corr}),
-        _x("cudaLaunchKernel", "cuda_runtime", launch_at, 5, (HOST[0], tid), correlation=corr, **{"External id": corr}),
-        _x(kernel, "kernel", kernel_ts, kernel_dur, GPU, correlation=corr, device=0, stream=7, **{"External id": corr}),
-    ]
-
-
-def one_step(step: int, t0: float) -> list[dict]:
-    """One step: attention (2 kernels), mlp (2), backward (1, engine thread), optimizer (1).
-
-    Kernel time per part: attention 50, mlp 55, backward 40, optimizer 10 (us). GPU gaps: 18, 135,
-    217, 163 us CPU-bound (the next launch call ended after the GPU ran dry) and 5 us waiting.
-    """
-    e = [
-        _x(f"ProfilerStep#{step}", "user_annotation", t0, 1000),
-        _x("attention", "user_annotation", t0 + 10, 190),
-        _x("mlp", "user_annotation", t0 + 210, 190),
-        _x("Optimizer.step#AdamW.step", "user_annotation", t0 + 700, 100),
-        _x("autograd::engine::evaluate_function: MmBackward0", "cpu_op", t0 + 500, 100, (HOST[0], BACKWARD_TID)),
-    ]
-    c = step * 10
-    e += _launch("aten::mm", t0 + 20, 40, t0 + 40, c + 1, t0 + 52, 30, kernel="gemm_a")
-    e += _launch("aten::add", t0 + 70, 30, t0 + 90, c + 2, t0 + 100, 20, kernel="add_a")  # launch ends 95 > 82
-    e += _launch("aten::mm", t0 + 220, 40, t0 + 245, c + 3, t0 + 255, 50, kernel="gemm_b")  # ends at 305
-    e += _launch("aten::mul", t0 + 262, 18, t0 + 265, c + 6, t0 + 310, 5, kernel="mul_b")  # queued: waits 5
-    e += _launch("aten::mm", t0 + 510, 80, t0 + 525, c + 4, t0 + 532, 40, tid=BACKWARD_TID, kernel="gemm_bwd")
-    e += _launch("aten::_fused_adamw_", t0 + 710, 80, t0 + 725, c + 5, t0 + 735, 10, kernel="adamw")
-    return e
-
 
 @pytest.fixture(scope="module")
 def gpu_trace(tmp_path_factory):
-    doc = {"traceEvents": one_step(1, 0.0) + one_step(2, 2000.0)}
-    path = tmp_path_factory.mktemp("bd") / "synthetic_gpu.json.gz"
-    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
-    return helpers.load_trace(path)
+    return synthetic_decoder_trace(tmp_path_factory.mktemp("bd") / "synthetic_gpu.json.gz")
 
 
 def test_kernels_are_placed_in_their_part_and_step(gpu_trace):
@@ -73,7 +32,8 @@ def test_kernels_are_placed_in_their_part_and_step(gpu_trace):
 
 @idle_analysis
 def test_breakdown_adds_up_with_idle_time_by_cause(gpu_trace):
-    b = helpers.part_breakdown(gpu_trace).set_index("part")
+    frame = helpers.part_breakdown(gpu_trace)
+    b = frame.set_index("part")
     assert b.attrs["steps"] == 2 and b.attrs["basis"] == "device time"
     assert b.attrs["step_us"] == pytest.approx(745 - 52)  # first kernel start to last kernel end
     expected = {"attention": 50, "mlp": 55, "backward": 40, "optimizer": 10, "idle: CPU-bound": 18 + 135 + 217 + 163}
@@ -81,7 +41,7 @@ def test_breakdown_adds_up_with_idle_time_by_cause(gpu_trace):
         assert b.loc[part, "time_us"] == pytest.approx(us), part
     assert b.loc["idle: waiting", "time_us"] == pytest.approx(5)
     assert b["share"].sum() == pytest.approx(1.0)  # one stream: parts and idle tile the step
-    assert helpers.idle_share(b) == pytest.approx((533 + 5) / 693)
+    assert helpers.idle_share(frame) == pytest.approx((533 + 5) / 693)
 
 
 @idle_analysis
@@ -103,6 +63,8 @@ def test_cpu_breakdown_of_a_real_decode_step():
     assert b.attrs["basis"] == "CPU time" and b.attrs["steps"] == 3
     assert {"embedding", "norm", "attention", "mlp", "residual", "lm_head"} <= set(b.index)
     assert b["share"].sum() == pytest.approx(1.0)  # the parts' ops and the time outside them fill each step
+    # the MLP's forward calls 5 operators per layer (three linears, gelu, mul)
+    assert b.loc["mlp", "count"] == 5 * model.config.num_hidden_layers
     # every aten::linear of the step, counted independently from the profiler's own table
     ops = trace.ops().set_index("name")
     linears = ops.loc["aten::linear", "calls"] / 3
@@ -127,3 +89,17 @@ def test_bad_input():
     cpu = helpers.profile(lambda: torch.ones(3) + 1, steps=1, warmup=0)
     with pytest.raises(ValueError, match="no GPU kernels"):
         helpers.graph_prediction(cpu)
+
+
+@pytest.mark.parametrize("name", ["h200_mlp_eager", "h200_mlp_compiled", "h200_mlp_course_kernel"])
+def test_real_h200_traces_without_scopes_tile_their_steps(name):
+    """Traces recorded with torch 2.11 on the H200: no model scopes, so every kernel is "other"."""
+    try:
+        trace = helpers.load_trace(helpers.reference_trace_path(name))
+    except FileNotFoundError:
+        pytest.skip(f"{name} is not recorded")
+    b = helpers.part_breakdown(trace).set_index("part")
+    kernels = trace.kernels()
+    assert set(b.index) - set(IDLE) == {"other"}
+    assert b.loc["other", "count"] == pytest.approx(len(kernels) / len(trace.steps))
+    assert b["share"].sum() == pytest.approx(1.0, abs=1e-3)  # one stream: kernels and gaps tile each step

@@ -156,3 +156,29 @@ def test_compile_blocks_wraps_course_layers_and_keeps_outputs():
     compile_blocks(model)  # marks the blocks for compilation; nothing compiles until a call
     assert all(isinstance(b.mlp, RunsEager) for b in model.layers)
     assert describe_layers(model)["compiled"].all()
+
+
+class Wrapper(torch.nn.Module):
+    """Stands in for DistributedDataParallel: the model under ``.module``, the wrapper's forward must run."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module, self.calls = module, 0
+
+    def forward(self, tokens):
+        self.calls += 1
+        return self.module(tokens)
+
+
+def test_training_step_runs_through_a_wrapper_and_learns():
+    wrapped = Wrapper(helpers.build_model("tiny", "cpu"))
+    step = helpers.TrainingStep(wrapped, batch=2, seq=16, optimizer="foreach")
+    with torch.no_grad():
+        before = helpers.next_token_loss(wrapped.module(step.tokens), step.targets)
+    losses = [float(step()) for _ in range(5)]
+    assert wrapped.calls == 5 and losses[0] == pytest.approx(float(before))
+    assert losses[-1] < losses[0]  # the same batch five times: AdamW fits it
+    with pytest.raises(TypeError, match="DistributedDataParallel"):
+        helpers.TrainingStep(torch.nn.Linear(2, 2), 1, 4)
+    with pytest.raises(ValueError, match=r"\[batch, seq, vocab\]"):
+        helpers.next_token_loss(torch.randn(2, 3), torch.zeros(2, dtype=torch.long))
