@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.device_count() >= args.nproc else "cpu")
     on_h200s = device == "cuda" and not args.quick and "H200" in torch.cuda.get_device_name(0)
-    name = "h200x2_ddp.json" if on_h200s else f"{device}_ddp.json"
+    prefix = f"h200x{args.nproc}_" if on_h200s else f"{device}{args.nproc}_"
+    name = f"{prefix}ddp.json" if on_h200s else f"{device}_ddp.json"
     out = args.out / "benchmarks" / "results" / name
     names = [n.strip() for n in args.configurations.split(",") if n.strip()] if args.configurations else None
     command = " ".join(
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             log=log,
             on_stage=save,
             command=command,
+            prefix=prefix,
         )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

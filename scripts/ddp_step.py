@@ -13,6 +13,7 @@ fields of helpers.distributed.options.RunOptions). From a notebook: ``helpers.la
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,4 +22,10 @@ import helpers  # noqa: E402, F401  (first: on a CPU-only machine it switches on
 from helpers.distributed.worker import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Everything is written (atomically) by now. Leave without the interpreter's teardown: with
+    # gloo's and the profiler's threads still around, it can abort a finished rank
+    # ("terminate called without an active exception").
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -23,7 +23,7 @@ from ..trace.overlap import overlap
 from .analysis import collectives, communication_per_step
 from .launch import launch_run
 from .predict import predict_bucket_change
-from .results import REFERENCE_PREFIX, load_run, run_summary
+from .results import load_run, run_summary
 
 # The issue's anchor: an 8-layer 2048-wide decoder, batch 4 x 1024 per rank, bf16, fused AdamW.
 ANCHOR = {"config": "8x2048", "batch": 4, "seq": 1024, "optimizer": "fused", "warmup": 3, "timed_steps": 10}
@@ -52,6 +52,7 @@ ISSUE_ANCHOR = {
     "ddp_bucket200": {"nccl_kernels": 14, "overlap_pct": 74.0},
 }
 PREDICTION_TOLERANCE = 0.20
+MIN_START_S = 40.0  # no run starts with less of the budget left
 
 
 def configurations(device: str, quick: bool) -> dict[str, dict[str, Any]]:
@@ -111,7 +112,12 @@ def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -
         row: dict[str, Any] = {"prediction": f"step-time change with {what}", "from": "ddp_bucket25", "to": target}
         try:
             run = run or load_run(traces / names["ddp_bucket25"])
-            table = predict_bucket_change(run, new["options"]["bucket_cap_mb"], base["options"]["bucket_cap_mb"])
+            table = predict_bucket_change(
+                run,
+                new["options"]["bucket_cap_mb"],
+                base["options"]["bucket_cap_mb"],
+                bucket_bytes=(base.get("ddp") or {}).get("bucket_bytes"),
+            )
             predicted = float(table.groupby("step")["predicted_change_us"].max().mean() / 1e3)
             measured = float(new["step_ms"] - base["step_ms"])
             row.update(
@@ -122,8 +128,8 @@ def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -
                 model=dict(table.attrs),
                 met=bool(abs(predicted - measured) <= PREDICTION_TOLERANCE * abs(measured)),
             )
-        except (ValueError, KeyError) as err:
-            row.update(status="not predicted", reason=str(err))
+        except Exception as err:  # noqa: BLE001 - recorded: the traces are kept and can be read again
+            row.update(status="not predicted", reason=f"{type(err).__name__}: {err}")
         out.append(row)
     return out
 
@@ -138,11 +144,13 @@ def run(
     log: Callable[[str], None] = print,
     on_stage: Callable[[dict[str, Any]], None] | None = None,
     command: str | None = None,
+    prefix: str | None = None,
 ) -> dict[str, Any]:
     """Every configuration (or `names`) on `nproc` ranks; traces under ``<out>/traces``; returns the results.
 
-    Runs start only while `budget_s` allows (a run needs about 30 s on two H200s); each has the
-    time left as its timeout.
+    A run starts only while `budget_s` leaves it :data:`MIN_START_S` (a run takes about 30 s on two
+    H200s); each has the time left (at most 120 s) as its timeout. Trace folders are named
+    ``<prefix><configuration>`` (default ``<device><nproc>_``; ``h200x2_`` for the H200 references).
     """
     if device == "cuda" and torch.cuda.device_count() < nproc:
         raise ValueError(f"{nproc} ranks need {nproc} GPUs; {torch.cuda.device_count()} here")
@@ -150,7 +158,7 @@ def run(
     unknown = sorted(set(chosen) - set(ORDER))
     if unknown:
         raise ValueError(f"unknown configuration(s) {unknown}; known: {', '.join(ORDER)}")
-    prefix = REFERENCE_PREFIX if device == "cuda" and not quick else f"{device}{nproc}_"
+    prefix = prefix or f"{device}{nproc}_"
     folders = {name: f"{prefix}{name}" for name in chosen}
     start = time.perf_counter()
     results: dict[str, Any] = {
@@ -165,7 +173,7 @@ def run(
     traces = out / "traces"
     for name in chosen:
         left = budget_s - (time.perf_counter() - start)
-        if left < 25:
+        if left < MIN_START_S:
             results["runs"][name] = {"status": "skipped", "reason": f"time budget: {left:.0f} s left of {budget_s:.0f}"}
             log(f"{name}: skipped ({left:.0f} s left)")
             continue

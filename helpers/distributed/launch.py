@@ -30,6 +30,8 @@ MAX_RANKS = 64
 # a Python exception line as a rank prints it ("ValueError: seq 600 exceeds ..."); torchrun's own
 # ChildFailedError only says that a rank failed
 _EXCEPTION = re.compile(r"^(?:\[rank\d+\]:)?\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): (.*)$")
+# what a rank that dies in C++ (SIGABRT, SIGSEGV) prints before it goes
+_FATAL = re.compile(r"terminate called|what\(\):|Fatal Python error|Segmentation fault|Aborted")
 
 
 class LaunchError(RuntimeError):
@@ -139,8 +141,11 @@ def launch_run(
                 log.write(line)
                 tail.append(line.rstrip())
                 m = _EXCEPTION.match(line.rstrip())
-                if m and "ChildFailedError" not in m.group(1) and len(errors) < 10:
-                    errors.append(f"{m.group(1)}: {m.group(2)}")
+                if len(errors) < 10:
+                    if m and "ChildFailedError" not in m.group(1):
+                        errors.append(f"{m.group(1)}: {m.group(2)}")
+                    elif _FATAL.search(line):
+                        errors.append(line.strip())
                 if progress and line.startswith(PROGRESS):
                     print(f"{line.rstrip()}  [{time.perf_counter() - start:.0f} s]", flush=True)
 
@@ -158,7 +163,15 @@ def launch_run(
             _stop(proc)
             raise
         reader.join(timeout=10)
-    if proc.returncode != 0:
+    complete = (folder / "summary.json").is_file()  # rank 0 writes it last, after every rank's trace
+    if proc.returncode != 0 and complete:
+        # every rank finished its work; a rank crashed on its way out (a backend's threads at shutdown)
+        note = f"note: torchrun exited with code {proc.returncode} after every rank had written its results"
+        with open(folder / LOG, "a", encoding="utf-8") as log:
+            log.write(note + "\n")
+        if progress:
+            print(f"{PROGRESS} {name}: {note}", flush=True)
+    elif proc.returncode != 0:
         useful = [line for line in tail if "USDT" not in line][-15:]
         why = f"The ranks raised: {'; '.join(dict.fromkeys(errors))}\n" if errors else ""
         raise LaunchError(

@@ -43,12 +43,16 @@ def allreduce_model(table: pd.DataFrame) -> tuple[float, float]:
     return 0.0, float(b.sum() / d.sum())  # one size only (or a fit without meaning): bandwidth alone
 
 
-def bucket_schedule(trace: Trace) -> pd.DataFrame:
-    """The all-reduces of a DDP trace on GPUs, one row per bucket: rank, step, bytes, ready_us, start_us, end_us.
+def bucket_schedule(trace: Trace, bucket_bytes: list[int] | None = None) -> pd.DataFrame:
+    """The all-reduces of a DDP trace on GPUs, one row per bucket, in order.
 
-    ``ready_us``: when its gradients were ready on the GPU (the end of the last compute kernel
-    launched before its launch call); ``backward_end_us`` (per rank and step): the last ready time.
-    Raises ValueError for a trace without NCCL all-reduces (gloo runs have no device timeline).
+    Columns: ``rank``, ``step``, ``bytes``, ``ready_us`` (when its gradients were ready on the GPU:
+    the end of the last compute kernel launched before its launch call), ``start_us``, ``end_us``,
+    ``duration_us``, ``overlapped_us`` (compute beside it), ``backward_end_us`` (per rank and step:
+    the last ready time). `bucket_bytes` (DDP's own record, ``run_summary(folder)["ddp"]["bucket_bytes"]``)
+    fills in message sizes a trace does not carry (NCCL kernels without ``In msg nelems``): DDP
+    all-reduces its buckets strictly in that order. Raises ValueError for a trace without NCCL
+    all-reduces (gloo runs have no device timeline).
     """
     check_trace(trace)
     coll = collectives(trace)
@@ -75,9 +79,17 @@ def bucket_schedule(trace: Trace) -> pd.DataFrame:
                     "start_us": r.start_us,
                     "end_us": r.start_us + r.duration_us,
                     "duration_us": r.duration_us,
+                    "overlapped_us": r.overlapped_us,
                 }
             )
     out = pd.DataFrame(rows)
+    if bucket_bytes is not None and out["bytes"].isna().any():
+        for _, g in out.groupby(["rank", "step"]):
+            if len(g) != len(bucket_bytes):
+                raise ValueError(
+                    f"{len(g)} all-reduces in a step of rank {g['rank'].iloc[0]} but {len(bucket_bytes)} bucket sizes given"
+                )
+            out.loc[g.index, "bytes"] = np.asarray(bucket_bytes, dtype=float)
     out["ready_us"] = out.groupby(["rank", "step"])["ready_us"].cummax()
     out["backward_end_us"] = out.groupby(["rank", "step"])["ready_us"].transform("max")
     return out
@@ -106,14 +118,17 @@ def replay(sizes: np.ndarray, ready: np.ndarray, latency_us: float, bytes_per_us
     return float(end)
 
 
-def predict_bucket_change(trace: Trace, bucket_cap_mb: float, old_cap_mb: float | None = None) -> pd.DataFrame:
+def predict_bucket_change(
+    trace: Trace, bucket_cap_mb: float, old_cap_mb: float | None = None, bucket_bytes: list[int] | None = None
+) -> pd.DataFrame:
     """Per rank and step of a DDP trace on GPUs: the tail now, replayed, and with buckets of `bucket_cap_mb`.
 
     Columns: ``rank``, ``step``, ``buckets`` and ``new_buckets``, ``measured_tail_us`` (last
     all-reduce end minus the backward's compute end, as recorded), ``replayed_tail_us`` (the same
     through the model: how well the model fits), ``predicted_tail_us`` and ``predicted_change_us``
     (predicted minus replayed: the step-time change to expect). ``.attrs`` holds the fitted model.
-    `old_cap_mb` (the trace's bucket size, if known) only checks that the new cap is not smaller.
+    `old_cap_mb` (the trace's bucket size, if known) only checks that the new cap is not smaller;
+    `bucket_bytes`: see :func:`bucket_schedule`.
     """
     if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)) or not bucket_cap_mb > 0:
         raise ValueError(f"bucket_cap_mb must be a number > 0, got {bucket_cap_mb!r}")
@@ -122,7 +137,7 @@ def predict_bucket_change(trace: Trace, bucket_cap_mb: float, old_cap_mb: float 
             f"the trace has {old_cap_mb} MB buckets: a smaller cap ({bucket_cap_mb} MB) cannot be predicted from it "
             "(which gradients sit where inside a bucket is not in the trace); predict from a trace with smaller buckets"
         )
-    schedule = bucket_schedule(trace)
+    schedule = bucket_schedule(trace, bucket_bytes)
     latency, bandwidth = allreduce_model(schedule)
     cap = bucket_cap_mb * 1024 * 1024  # DDP reads bucket_cap_mb as MiB
     rows = []

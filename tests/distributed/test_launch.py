@@ -105,3 +105,25 @@ def test_prediction_table_gives_the_error_relative_to_the_change():
     assert table["error_pct"].tolist() == pytest.approx([10.0, 20.0])
     with pytest.raises(ValueError):
         helpers.prediction_table([])
+
+
+def test_a_rank_crashing_on_its_way_out_after_writing_everything_is_a_complete_run(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from helpers.distributed import launch
+
+    script = (
+        "import pathlib, sys; f = pathlib.Path(sys.argv[1]); "
+        "[(f / f'rank{r}.json.gz').write_bytes(b'x') for r in range(2)]; (f / 'summary.json').write_text('{}'); "
+        "print('terminate called without an active exception'); sys.exit(134)"
+    )
+    monkeypatch.setattr(
+        launch, "command", lambda name, nproc, options, folder: [sys.executable, "-c", script, str(folder)]
+    )
+    folder = helpers.launch_run("crash_at_exit", out=tmp_path / "run")
+    assert "after every rank had written its results" in (folder / LOG).read_text()
+    assert "exited with code 134" in capsys.readouterr().out
+    script_fails = "import sys; print('ValueError: bad things'); sys.exit(1)"
+    monkeypatch.setattr(launch, "command", lambda *a: [sys.executable, "-c", script_fails])
+    with pytest.raises(helpers.LaunchError, match="The ranks raised: ValueError: bad things"):
+        helpers.launch_run("fails_early", out=tmp_path / "run2", progress=False)
