@@ -239,7 +239,9 @@ def _trim_shapes(events: list) -> str:
 
 def _trim_first_step(events: list) -> str:
     steps = sorted(
-        e["ts"] for e in events if isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#") and "ts" in e
+        e["ts"]
+        for e in events
+        if isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#") and "ts" in e
     )
     if len(steps) < 2:
         return "nothing (a single profiled step)"
