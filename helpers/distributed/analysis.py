@@ -19,6 +19,8 @@ No torch needed.
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 import pandas as pd
 
@@ -115,24 +117,26 @@ def _host_tables(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     return comm, ops
 
 
-def _first_list(text: object) -> list:
-    """The first entry of a recorded ``Input Dims`` / ``Input type`` text ('[[32768]]' -> [32768])."""
-    import ast
-
+def _parsed(text: object) -> object:
+    """A recorded ``Input Dims`` / ``Input type`` text as a list ('[[32768]]' -> [[32768]]); None when unreadable."""
     try:
-        value = ast.literal_eval(text) if isinstance(text, str) and text else text
+        return ast.literal_eval(text) if isinstance(text, str) and text else text
     except (ValueError, SyntaxError):
-        return []
+        return None
+
+
+def _first_list(text: object) -> list:
+    """The first entry of a recorded ``Input Dims`` text ('[[32768]]' -> [32768])."""
+    value = _parsed(text)
     return list(value[0]) if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)) else []
 
 
 def _host_bytes(dims: object, types: object, collective: str, world: int) -> float:
     """Bytes of the whole buffer a gloo collective works on (an all-gather's input is one rank's share)."""
-    shape = _first_list(dims)
+    shape, kinds = _first_list(dims), _parsed(types)
     try:
-        kinds = __import__("ast").literal_eval(types) if isinstance(types, str) else types
-        itemsize = lookup(str(kinds[0])).itemsize
-    except (ValueError, SyntaxError, TypeError, IndexError):
+        itemsize = lookup(str(kinds[0])).itemsize  # type: ignore[index]
+    except (ValueError, TypeError, IndexError, KeyError):
         return float("nan")
     if not shape:
         return float("nan")
