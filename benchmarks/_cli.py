@@ -16,6 +16,16 @@ def log(msg: str) -> None:
     print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
 
 
+def write_json(path: Path, data: Any) -> None:
+    """`data` as indented JSON at `path`, written whole or not at all (a reader never sees half a file)."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
 def iter_sizes(text: str) -> list[int]:
     """Parse "128,256,512" into a list of ints (ValueError with the bad item)."""
     out = []

@@ -16,6 +16,8 @@ The package is built in layers; each imports only the ones above it in this list
 - ``helpers.decoder``: a whole model, a Llama-style decoder built from the two: configs, caches,
   layer swaps, generation and CUDA graphs, a training step, time by model part from a trace, the
   benchmark and its results;
+- ``helpers.distributed``: several ranks: a data-parallel training step of the decoder under DDP or
+  FSDP2, launched with torchrun from a notebook, read back from its per-rank traces;
 - ``helpers.lesson``: what a notebook shows and checks: display helpers, exercises.
 
 Notebooks import only ``helpers`` and use the names below (a test enforces it). Names are loaded
@@ -221,6 +223,23 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_decoder_benchmark": ("decoder.bench", "run"),
     "load_decoder_results": ("decoder.results", "load_decoder_results"),
     "DecoderResults": ("decoder.results", "DecoderResults"),
+    # -- several ranks: a data-parallel training step (notebook 09)
+    "RunOptions": ("distributed.options", "RunOptions"),
+    "ddp_worker": ("distributed.worker", ""),
+    "ddp_configurations": ("distributed.bench", "configurations"),
+    "launch_run": ("distributed.launch", "launch_run"),
+    "launch_command": ("distributed.launch", "command"),
+    "LaunchError": ("distributed.launch", "LaunchError"),
+    "load_run": ("distributed.results", "load_run"),
+    "run_summary": ("distributed.results", "run_summary"),
+    "runs_table": ("distributed.results", "runs_table"),
+    "reference_run": ("distributed.results", "reference_run"),
+    "load_ddp_results": ("distributed.results", "load_ddp_results"),
+    "collectives": ("distributed.analysis", "collectives"),
+    "communication_per_step": ("distributed.analysis", "communication_per_step"),
+    "rank_table": ("distributed.analysis", "rank_table"),
+    "bucket_schedule": ("distributed.predict", "bucket_schedule"),
+    "predict_bucket_change": ("distributed.predict", "predict_bucket_change"),
     # -- lessons
     "exercises": ("lesson.exercises", ""),
     "on_gpu": ("lesson.display", "on_gpu"),
@@ -244,6 +263,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "bottleneck": ("lesson.decoder_lesson", "bottleneck"),
     "check_variant": ("lesson.decoder_lesson", "check_variant"),
     "decoder_fixes": ("lesson.decoder_lesson", "decoder_fixes"),
+    "gpu_run": ("lesson.distributed_lesson", "gpu_run"),
+    "prediction_table": ("lesson.distributed_lesson", "prediction_table"),
+    "runs_folder": ("lesson.distributed_lesson", "runs_folder"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -18,7 +18,17 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "helpers"
 # Level of each folder, lowest first; a module may import its own folder and lower levels, never a
 # higher one. The subjects (mlp, attention) share a level; the decoder builds on both.
-LEVELS = {"foundation": 0, "trace": 1, "measure": 2, "fused": 3, "mlp": 4, "attention": 4, "decoder": 5, "lesson": 6}
+LEVELS = {
+    "foundation": 0,
+    "trace": 1,
+    "measure": 2,
+    "fused": 3,
+    "mlp": 4,
+    "attention": 4,
+    "decoder": 5,
+    "distributed": 6,
+    "lesson": 7,
+}
 FOUNDATION = {"helpers", "helpers.paths", "helpers.checks", "helpers.triton_env"}
 MAX_LINES = 500
 

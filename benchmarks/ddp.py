@@ -1,0 +1,88 @@
+"""Notebook 09's reference run on two GPUs: DDP buckets, FSDP2 prefetching, a straggler; per-rank traces and results.
+
+    python benchmarks/ddp.py --out "$OUT"                         # on 2 H200s (nvidia-h200-x2): about 3 min
+    python benchmarks/ddp.py --device cpu --quick --out /tmp/ddp  # CI smoke run: gloo, tiny model, < 2 min
+
+Each configuration of helpers/distributed/bench.py is its own torchrun launch of scripts/ddp_step.py
+on ``--nproc`` ranks (default 2): the issue's anchor model (8 layers, hidden 2048, batch 4 x 1024
+per rank, bf16, fused AdamW). Writes, under ``--out``, the layout of the repository:
+
+    <out>/traces/h200x2_<configuration>/rank<r>.json.gz, summary.json, launch.log   -> copy to traces/
+    <out>/benchmarks/results/h200x2_ddp.json (+ .log: this output)                  -> copy to benchmarks/results/
+
+(``cpu2_`` instead of ``h200x2_`` for the CPU smoke run, ``cpu_ddp.json`` for its results). The
+JSON is rewritten after every configuration (``"complete": false`` until the end). NCCL settings
+in the environment (NCCL_NVLS_ENABLE=0 ...) reach every rank unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for path in (ROOT, ROOT / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import torch  # noqa: E402
+from _cli import log, write_json  # noqa: E402
+
+import helpers  # noqa: E402, F401  (first: on a CPU-only machine it switches on Triton's interpreter)
+from helpers.distributed import bench  # noqa: E402
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
+    ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when there are enough GPUs")
+    ap.add_argument("--quick", action="store_true", help="the tiny model, CPU-sized buckets (CI)")
+    ap.add_argument("--out", type=Path, required=True, help="root folder of the outputs (see above)")
+    ap.add_argument("--nproc", type=int, default=2, help="ranks (default 2)")
+    ap.add_argument("--configurations", default=None, help=f"comma-separated subset of {','.join(bench.ORDER)}")
+    ap.add_argument("--budget-s", type=float, default=170.0, help="start no configuration after this (default 170)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    device = args.device or ("cuda" if torch.cuda.device_count() >= args.nproc else "cpu")
+    on_h200s = device == "cuda" and not args.quick and "H200" in torch.cuda.get_device_name(0)
+    prefix = f"h200x{args.nproc}_" if on_h200s else f"{device}{args.nproc}_"
+    name = f"{prefix}ddp.json" if on_h200s else f"{device}_ddp.json"
+    out = args.out / "benchmarks" / "results" / name
+    names = [n.strip() for n in args.configurations.split(",") if n.strip()] if args.configurations else None
+    command = " ".join(
+        shlex.quote(a) for a in ["python", "benchmarks/ddp.py", *(sys.argv[1:] if argv is None else argv)]
+    )
+
+    def save(partial: dict) -> None:
+        write_json(out, partial)
+
+    try:
+        result = bench.run(
+            device,
+            args.out,
+            quick=args.quick,
+            nproc=args.nproc,
+            budget_s=args.budget_s,
+            names=names,
+            log=log,
+            on_stage=save,
+            command=command,
+            prefix=prefix,
+        )
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    save(result)
+    print("\n" + "\n".join(bench.summary_lines(result)))
+    log(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""The 2-GPU reference run of notebook 09: every configuration launched, measured, analysed, predicted.
+
+Each configuration is one :func:`helpers.launch_run` (its own torchrun, its own timeout), in
+priority order inside a global time budget: DDP with 25 MB and 200 MB buckets, FSDP2 with and
+without prefetching, a straggler, DDP with one bucket for all gradients (the notebook's transfer
+exercise), FSDP2 with explicit prefetching. A configuration that fails or does not fit is recorded
+with the reason; the results are saved after every configuration (``"complete": false`` until the
+end). Then the predictions made from the 25 MB trace are set against the measured step times.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..measure.device import provenance
+from ..trace.overlap import overlap
+from .analysis import collectives, communication_per_step, rank_table
+from .launch import launch_run
+from .predict import predict_bucket_change
+from .results import load_run, run_summary
+
+# The issue's anchor: an 8-layer 2048-wide decoder, batch 4 x 1024 per rank, bf16, fused AdamW.
+ANCHOR = {"config": "8x2048", "batch": 4, "seq": 1024, "optimizer": "fused", "warmup": 3, "timed_steps": 10}
+ANCHOR_TRACE = {"profile_steps": 3, "max_trace_mb": 2.9}
+QUICK = {"config": "tiny", "batch": 2, "seq": 64, "optimizer": "fused", "warmup": 2, "timed_steps": 5}
+QUICK_TRACE = {"profile_steps": 3, "max_trace_mb": 2.9}
+# bucket sizes of the anchor, and their stand-ins for the tiny model of the CPU smoke run
+BUCKETS = {"small": 25.0, "large": 200.0, "all": 2000.0}
+QUICK_BUCKETS = {"small": 0.05, "large": 0.4, "all": 10.0}
+# a straggler's delay per step: about half a step on the H200s; on a small shared CPU, several
+# times the step, so that it stands out of the noise
+STRAGGLER_MS = {"cuda": 20.0, "cpu": 100.0}
+ORDER = (
+    "ddp_bucket25",
+    "ddp_bucket200",
+    "fsdp_prefetch",
+    "fsdp_no_prefetch",
+    "ddp_straggler",
+    "ddp_one_bucket",
+    "fsdp_explicit",
+)
+# the issue's measurement on two H200s, for comparison
+ISSUE_ANCHOR = {
+    "step_ms": 43.4,
+    "ddp_bucket25": {"nccl_kernels": 54, "overlap_pct": 59.0},
+    "ddp_bucket200": {"nccl_kernels": 14, "overlap_pct": 74.0},
+}
+PREDICTION_TOLERANCE = 0.20
+MIN_START_S = 40.0  # no run starts with less of the budget left
+
+
+def configurations(device: str, quick: bool) -> dict[str, dict[str, Any]]:
+    """Each configuration's run options (see :class:`helpers.distributed.options.RunOptions`).
+
+    `quick`: the tiny model with buckets scaled to it (notebook 09's CPU path, the CI smoke run);
+    otherwise the issue's anchor. Notebook 09 launches the same configurations.
+    """
+    if device not in STRAGGLER_MS:
+        raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
+    caps = QUICK_BUCKETS if quick else BUCKETS
+    base = {**(QUICK if quick else ANCHOR), **(QUICK_TRACE if quick else ANCHOR_TRACE), "device": device}
+    straggler = {"straggler_rank": -2, "straggler_ms": STRAGGLER_MS[device], "straggler_kind": "sleep"}
+    return {
+        "ddp_bucket25": {**base, "mode": "ddp", "bucket_cap_mb": caps["small"]},
+        "ddp_bucket200": {**base, "mode": "ddp", "bucket_cap_mb": caps["large"]},
+        "fsdp_prefetch": {**base, "mode": "fsdp", "prefetch": "default"},
+        "fsdp_no_prefetch": {**base, "mode": "fsdp", "prefetch": "none"},
+        "ddp_straggler": {**base, "mode": "ddp", "bucket_cap_mb": caps["small"], **straggler},
+        "ddp_one_bucket": {**base, "mode": "ddp", "bucket_cap_mb": caps["all"]},
+        "fsdp_explicit": {**base, "mode": "fsdp", "prefetch": "explicit"},
+    }
+
+
+def analyse(folder: Path) -> dict[str, Any]:
+    """What the notebook reads from a run's traces, in numbers: collectives, overlap, exposed communication."""
+    run = load_run(folder)
+    coll = collectives(run)
+    steps = max(len(run.steps), 1)
+    counts = coll.groupby(["rank", "collective", "name"]).size().div(steps).rename("per_step").reset_index()
+    out: dict[str, Any] = {
+        "collectives_per_step": counts.to_dict(orient="records"),
+        "communication_per_step": communication_per_step(run).to_dict(orient="records"),
+    }
+    if coll["where"].eq("GPU kernel").any():
+        out["overlap"] = overlap(run).to_dict(orient="records")
+        out["nccl_kernels_per_step"] = float(len(coll) / steps / len(run.ranks))
+    return out
+
+
+def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -> list[dict[str, Any]]:
+    """The notebook's predictions from the traces (bucket sizes, the straggler), against the measured step times."""
+    runs = results["runs"]
+    out = []
+
+    def ok(name: str) -> bool:
+        return runs.get(name, {}).get("status") == "ok"
+
+    if not ok("ddp_bucket25"):
+        return out
+    base = runs["ddp_bucket25"]["summary"]
+    run = None
+    for target, what in (("ddp_bucket200", "large buckets"), ("ddp_one_bucket", "one bucket for all gradients")):
+        if not ok(target):
+            continue
+        new = runs[target]["summary"]
+        row: dict[str, Any] = {"prediction": f"step-time change with {what}", "from": "ddp_bucket25", "to": target}
+        try:
+            run = run or load_run(traces / names["ddp_bucket25"])
+            table = predict_bucket_change(
+                run,
+                new["options"]["bucket_cap_mb"],
+                base["options"]["bucket_cap_mb"],
+                bucket_bytes=(base.get("ddp") or {}).get("bucket_bytes"),
+            )
+            predicted = float(table.groupby("step")["predicted_change_us"].max().mean() / 1e3)
+            measured = float(new["step_ms"] - base["step_ms"])
+            row.update(
+                predicted_change_ms=predicted,
+                measured_change_ms=measured,
+                measured_tail_ms=float(table["measured_tail_us"].mean() / 1e3),
+                replayed_tail_ms=float(table["replayed_tail_us"].mean() / 1e3),
+                model=dict(table.attrs),
+                met=bool(abs(predicted - measured) <= PREDICTION_TOLERANCE * abs(measured)),
+            )
+        except Exception as err:  # noqa: BLE001 - recorded: the traces are kept and can be read again
+            row.update(status="not predicted", reason=f"{type(err).__name__}: {err}")
+        out.append(row)
+    if ok("ddp_straggler"):
+        slow = runs["ddp_straggler"]["summary"]
+        row = {"prediction": "step time the straggler costs", "from": "ddp_straggler", "to": "ddp_bucket25"}
+        try:
+            table = rank_table(load_run(traces / names["ddp_straggler"]))
+            predicted = float((table["communication_us"].max() - table["communication_us"].min()) / 1e3)
+            measured = float(slow["step_ms"] - base["step_ms"])
+            row.update(
+                predicted_change_ms=predicted,
+                measured_change_ms=measured,
+                met=bool(abs(predicted - measured) <= PREDICTION_TOLERANCE * abs(measured)),
+            )
+        except Exception as err:  # noqa: BLE001 - recorded: the traces are kept and can be read again
+            row.update(status="not predicted", reason=f"{type(err).__name__}: {err}")
+        out.append(row)
+    return out
+
+
+def run(
+    device: str,
+    out: Path,
+    quick: bool = False,
+    nproc: int = 2,
+    budget_s: float = 170.0,
+    names: list[str] | None = None,
+    log: Callable[[str], None] = print,
+    on_stage: Callable[[dict[str, Any]], None] | None = None,
+    command: str | None = None,
+    prefix: str | None = None,
+) -> dict[str, Any]:
+    """Every configuration (or `names`) on `nproc` ranks; traces under ``<out>/traces``; returns the results.
+
+    A run starts only while `budget_s` leaves it :data:`MIN_START_S` (a run takes about 30 s on two
+    H200s); each has the time left (at most 120 s) as its timeout. Trace folders are named
+    ``<prefix><configuration>`` (default ``<device><nproc>_``; ``h200x2_`` for the H200 references).
+    """
+    if device == "cuda" and torch.cuda.device_count() < nproc:
+        raise ValueError(f"{nproc} ranks need {nproc} GPUs; {torch.cuda.device_count()} here")
+    chosen = list(names or ORDER)
+    unknown = sorted(set(chosen) - set(ORDER))
+    if unknown:
+        raise ValueError(f"unknown configuration(s) {unknown}; known: {', '.join(ORDER)}")
+    prefix = prefix or f"{device}{nproc}_"
+    folders = {name: f"{prefix}{name}" for name in chosen}
+    start = time.perf_counter()
+    results: dict[str, Any] = {
+        "benchmark": "ddp",
+        "provenance": {**provenance(torch.device(device), command), "ranks": nproc},
+        "quick": quick,
+        "configurations": {name: opts for name, opts in configurations(device, quick).items() if name in chosen},
+        "issue_anchor": ISSUE_ANCHOR,
+        "runs": {},
+        "complete": False,
+    }
+    traces = out / "traces"
+    for name in chosen:
+        left = budget_s - (time.perf_counter() - start)
+        if left < MIN_START_S:
+            results["runs"][name] = {"status": "skipped", "reason": f"time budget: {left:.0f} s left of {budget_s:.0f}"}
+            log(f"{name}: skipped ({left:.0f} s left)")
+            continue
+        log(f"{name}: launching ({left:.0f} s of budget left)")
+        try:
+            folder = launch_run(
+                folders[name],
+                nproc=nproc,
+                timeout_s=min(left, 120.0),
+                out=traces / folders[name],
+                **results["configurations"][name],
+            )
+            entry: dict[str, Any] = {
+                "status": "ok",
+                "folder": str(Path("traces") / folders[name]),
+                "summary": run_summary(folder),
+            }
+            try:
+                entry["analysis"] = analyse(folder)
+            except Exception as err:  # noqa: BLE001 - the run is kept; the analysis failure is recorded
+                entry["analysis_error"] = f"{type(err).__name__}: {err}"
+            log(f"{name}: step {entry['summary']['step_ms']:.2f} ms")
+        except Exception as err:  # noqa: BLE001 - one failed configuration must not lose the others
+            entry = {"status": "failed", "reason": f"{type(err).__name__}: {str(err)[-3000:]}"}
+            log(f"{name}: FAILED {type(err).__name__}")
+        results["runs"][name] = entry
+        if on_stage:
+            on_stage(results)
+    results["predictions"] = _predictions(results, traces, folders)
+    results["seconds"] = time.perf_counter() - start
+    results["complete"] = True
+    return results
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    """The table printed at the end: each configuration, then each prediction."""
+    lines = [
+        f"{'configuration':18s} {'status':8s} {'step ms':>8s} {'per rank':>16s} {'NCCL/step':>9s} {'overlap%':>8s}"
+    ]
+    for name, r in results["runs"].items():
+        if r["status"] != "ok":
+            lines.append(f"{name:18s} {r['status']:8s} {str(r.get('reason'))[-90:]}")
+            continue
+        s, a = r["summary"], r.get("analysis") or {}
+        ov = a.get("overlap") or []
+        comm = sum(o["communication_us"] for o in ov)
+        pct = 100.0 * sum(o["overlap_us"] for o in ov) / comm if comm else float("nan")
+        per_rank = ",".join(f"{x['median_step_ms']:.1f}" for x in s["ranks"])
+        lines.append(
+            f"{name:18s} ok       {s['step_ms']:8.2f} {per_rank:>16s} {a.get('nccl_kernels_per_step', np.nan):9.1f} {pct:8.1f}"
+        )
+    for p in results.get("predictions") or []:
+        if "predicted_change_ms" in p:
+            lines.append(
+                f"[{'met' if p['met'] else 'NOT met'}] {p['prediction']}: predicted {p['predicted_change_ms']:+.2f} ms, "
+                f"measured {p['measured_change_ms']:+.2f} ms (within 20% asked)"
+            )
+        else:
+            lines.append(f"[not predicted] {p['prediction']}: {p.get('reason')}")
+    return lines

@@ -1,0 +1,186 @@
+"""Launch a data-parallel run from a notebook: ``torchrun`` in a subprocess, with a timeout and progress.
+
+A Jupyter kernel is one process; a data-parallel job is one process per rank. So the notebook
+starts ``torchrun --standalone --nproc_per_node=N scripts/ddp_step.py ...`` (through
+``python -m torch.distributed.run``, the same program), shows the script's progress lines while it
+runs, keeps the whole output in ``launch.log`` beside the traces, and returns the run's folder.
+The environment is passed through unchanged (``NCCL_*`` settings among it), plus this checkout on
+``PYTHONPATH`` so every rank imports the same ``helpers``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from ..paths import LOCAL_TRACES_DIR, REPO_ROOT, is_reference_location
+from .options import RunOptions, check_run_name
+
+SCRIPT = REPO_ROOT / "scripts" / "ddp_step.py"
+LOG = "launch.log"
+PROGRESS = "[ddp_step]"
+MAX_RANKS = 64
+# a Python exception line as a rank prints it ("ValueError: seq 600 exceeds ..."); torchrun's own
+# ChildFailedError only says that a rank failed
+_EXCEPTION = re.compile(r"^(?:\[rank\d+\]:)?\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): (.*)$")
+# what a rank that dies in C++ (SIGABRT, SIGSEGV) prints before it goes
+_FATAL = re.compile(r"terminate called|what\(\):|Fatal Python error|Segmentation fault|Aborted")
+
+
+class LaunchError(RuntimeError):
+    """A run that failed or ran out of time; the message holds the end of its output."""
+
+
+def _folder(name: str, out: str | os.PathLike | None) -> Path:
+    folder = Path(out) if out is not None else LOCAL_TRACES_DIR / name
+    if is_reference_location(folder):
+        raise ValueError(
+            f"{folder} is inside the reference traces folder: runs are written to {LOCAL_TRACES_DIR} (the default)"
+        )
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} exists and is not a folder")
+    return folder
+
+
+def _clear(folder: Path) -> None:
+    """Remove what an earlier run of this name left (its traces, summary and log), nothing else."""
+    if not folder.is_dir():
+        return
+    for p in folder.iterdir():
+        if p.is_file() and (p.name.startswith(("rank", ".rank")) or p.name in ("summary.json", LOG)):
+            p.unlink()
+
+
+def command(name: str, nproc: int, options: RunOptions, folder: Path) -> list[str]:
+    """The command line of one run (``python -m torch.distributed.run`` is ``torchrun``)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",  # a free port on this machine: two runs at once do not collide
+        f"--nproc_per_node={nproc}",
+        str(SCRIPT),
+        "--name",
+        name,
+        "--out",
+        str(folder),
+        *options.to_argv(),
+    ]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the run's whole process group (torchrun and its ranks): SIGTERM, then SIGKILL."""
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def launch_run(
+    name: str,
+    nproc: int = 2,
+    timeout_s: float = 300.0,
+    out: str | os.PathLike | None = None,
+    progress: bool = True,
+    **options,
+) -> Path:
+    """Run ``scripts/ddp_step.py`` on `nproc` ranks under torchrun; returns the folder of its traces.
+
+    Used by notebook 09. `options` are the fields of :class:`helpers.distributed.options.RunOptions`
+    (``mode="fsdp"``, ``bucket_cap_mb=25``, ``straggler_rank=1, straggler_ms=50`` ...). The folder
+    (``traces/local/<name>/`` unless `out`) receives ``rank<r>.json.gz``, ``summary.json`` and
+    ``launch.log``; what an earlier run of the same name left there is removed first. Progress lines
+    are printed while it runs (`progress`). Raises :class:`LaunchError` with the end of the output
+    when a rank fails, or when the run takes longer than `timeout_s` (every process is then ended).
+    """
+    check_run_name(name)
+    if isinstance(nproc, bool) or not isinstance(nproc, int) or not 1 <= nproc <= MAX_RANKS:
+        raise ValueError(f"nproc must be an integer from 1 to {MAX_RANKS}, got {nproc!r}")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
+    run_options = RunOptions.of(**options)
+    folder = _folder(name, out)
+    _clear(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun sets anyway, without its warning
+    cmd = command(name, nproc, run_options, folder)
+    tail: deque[str] = deque(maxlen=40)
+    errors: list[str] = []  # the ranks' exceptions, first ones first
+    start = time.perf_counter()
+    with open(folder / LOG, "w", encoding="utf-8") as log:
+        log.write(" ".join(cmd) + "\n")
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            env=env,
+            cwd=str(REPO_ROOT),
+            start_new_session=True,  # its own process group: a timeout ends torchrun and every rank
+        )
+
+        def read() -> None:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                log.write(line)
+                tail.append(line.rstrip())
+                m = _EXCEPTION.match(line.rstrip())
+                if len(errors) < 10:
+                    if m and "ChildFailedError" not in m.group(1):
+                        errors.append(f"{m.group(1)}: {m.group(2)}")
+                    elif _FATAL.search(line):
+                        errors.append(line.strip())
+                if progress and line.startswith(PROGRESS):
+                    print(f"{line.rstrip()}  [{time.perf_counter() - start:.0f} s]", flush=True)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            reader.join(timeout=5)
+            raise LaunchError(
+                f"run {name!r} did not finish within {timeout_s:g} s and was stopped. Last output:\n" + "\n".join(tail)
+            ) from None
+        except BaseException:  # an interrupted cell must not leave ranks running
+            _stop(proc)
+            raise
+        reader.join(timeout=10)
+    complete = (folder / "summary.json").is_file()  # rank 0 writes it last, after every rank's trace
+    if proc.returncode != 0 and complete:
+        # every rank finished its work; a rank crashed on its way out (a backend's threads at shutdown)
+        note = f"note: torchrun exited with code {proc.returncode} after every rank had written its results"
+        with open(folder / LOG, "a", encoding="utf-8") as log:
+            log.write(note + "\n")
+        if progress:
+            print(f"{PROGRESS} {name}: {note}", flush=True)
+    elif proc.returncode != 0:
+        useful = [line for line in tail if "USDT" not in line][-15:]
+        why = f"The ranks raised: {'; '.join(dict.fromkeys(errors))}\n" if errors else ""
+        raise LaunchError(
+            f"run {name!r} failed (torchrun exit code {proc.returncode}); the whole output is in {folder / LOG}.\n"
+            + why
+            + "Last lines:\n"
+            + "\n".join(useful)
+        )
+    missing = [f"rank{r}.json.gz" for r in range(nproc) if not (folder / f"rank{r}.json.gz").is_file()]
+    if missing or not (folder / "summary.json").is_file():
+        raise LaunchError(f"run {name!r} ended without writing {missing or ['summary.json']} in {folder}")
+    return folder

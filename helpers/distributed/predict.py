@@ -1,0 +1,164 @@
+"""Predict, from one DDP trace on GPUs, what a larger gradient bucket does to the step time.
+
+DDP hands a bucket to NCCL when every gradient in it is ready: the all-reduce kernel waits (on its
+own stream) for the compute kernels launched before it, then runs after the bucket before it. The
+optimizer waits for the last all-reduce. So what communication costs a step is the **tail**: the
+time from the end of the backward's compute to the end of the last all-reduce. From the trace:
+
+1. each bucket's bytes (the kernel's message size) and the time its gradients were ready (the end
+   of the last compute kernel launched before the all-reduce's launch call);
+2. an all-reduce's time as ``latency + bytes / bandwidth``, fitted to the trace's own kernels;
+3. the new buckets: consecutive old buckets merged until each holds at least the new cap (DDP
+   closes a bucket once it reaches the cap; its first bucket stays at 1 MiB), ready when their
+   last old bucket was;
+4. both bucketings replayed on one NCCL stream through the same model; the predicted change of
+   the step time is the change of the tail (the same model on both sides, so its errors largely
+   cancel).
+
+Smaller buckets cannot be predicted this way (the trace does not say which gradients sit where
+inside a bucket): predict from the trace with the smaller buckets instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.model import Trace, check_trace
+from .analysis import _compute_spans, collectives
+
+FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: DDP's first bucket
+
+
+def allreduce_model(table: pd.DataFrame) -> tuple[float, float]:
+    """``(latency_us, bytes_per_us)`` of ``latency + bytes / bandwidth`` fitted to all-reduce kernels (least squares)."""
+    ok = table[(table["bytes"] > 0) & (table["duration_us"] > 0)]
+    if ok.empty:
+        raise ValueError("no all-reduce with a known message size: the trace's NCCL kernels carry no 'In msg nelems'")
+    b, d = ok["bytes"].to_numpy(float), ok["duration_us"].to_numpy(float)
+    if len(np.unique(b)) >= 2:
+        slope, latency = np.polyfit(b, d, 1)
+        if slope > 0 and latency >= 0:
+            return float(latency), float(1.0 / slope)
+    return 0.0, float(b.sum() / d.sum())  # one size only (or a fit without meaning): bandwidth alone
+
+
+def bucket_schedule(trace: Trace, bucket_bytes: list[int] | None = None) -> pd.DataFrame:
+    """The all-reduces of a DDP trace on GPUs, one row per bucket, in order.
+
+    Columns: ``rank``, ``step``, ``bytes``, ``ready_us`` (when its gradients were ready on the GPU:
+    the end of the last compute kernel launched before its launch call), ``start_us``, ``end_us``,
+    ``duration_us``, ``overlapped_us`` (compute beside it), ``backward_end_us`` (per rank and step:
+    the last ready time). `bucket_bytes` (DDP's own record, ``run_summary(folder)["ddp"]["bucket_bytes"]``)
+    fills in message sizes a trace does not carry (NCCL kernels without ``In msg nelems``): DDP
+    all-reduces its buckets strictly in that order. Raises ValueError for a trace without NCCL
+    all-reduces (gloo runs have no device timeline).
+    """
+    check_trace(trace)
+    coll = collectives(trace)
+    ar = coll[(coll["collective"] == "all_reduce") & (coll["where"] == "GPU kernel") & (coll["step"] >= 0)]
+    if ar.empty:
+        raise ValueError(
+            f"{trace.info.describe()} has no NCCL all-reduce kernel in a profiler step: "
+            "the prediction needs a DDP trace recorded on GPUs"
+        )
+    compute, _ = _compute_spans(trace)
+    rows = []
+    for (rank, step), g in ar.groupby(["rank", "step"]):
+        k = compute[(compute["rank"] == rank) & compute["launch_start"].notna()].sort_values("launch_start")
+        launches, ends = k["launch_start"].to_numpy(), np.maximum.accumulate(k["end_us"].to_numpy())
+        for r in g.sort_values("start_us").itertuples():
+            j = np.searchsorted(launches, r.launch_us, side="left") - 1 if r.launch_us == r.launch_us else -1
+            ready = float(ends[j]) if j >= 0 else r.start_us
+            rows.append(
+                {
+                    "rank": rank,
+                    "step": step,
+                    "bytes": r.bytes,
+                    "ready_us": min(ready, r.start_us),  # a kernel never starts before its inputs are ready
+                    "start_us": r.start_us,
+                    "end_us": r.start_us + r.duration_us,
+                    "duration_us": r.duration_us,
+                    "overlapped_us": r.overlapped_us,
+                }
+            )
+    out = pd.DataFrame(rows)
+    if bucket_bytes is not None and out["bytes"].isna().any():
+        for _, g in out.groupby(["rank", "step"]):
+            if len(g) != len(bucket_bytes):
+                raise ValueError(
+                    f"{len(g)} all-reduces in a step of rank {g['rank'].iloc[0]} but {len(bucket_bytes)} bucket sizes given"
+                )
+            out.loc[g.index, "bytes"] = np.asarray(bucket_bytes, dtype=float)
+    out["ready_us"] = out.groupby(["rank", "step"])["ready_us"].cummax()
+    out["backward_end_us"] = out.groupby(["rank", "step"])["ready_us"].transform("max")
+    return out
+
+
+def merge_buckets(sizes: np.ndarray, ready: np.ndarray, cap_bytes: float) -> tuple[np.ndarray, np.ndarray]:
+    """Old buckets merged in order into buckets of at least `cap_bytes` (the first: at least 1 MiB); their ready times."""
+    out_b, out_r, acc, limit = [], [], 0.0, float(FIRST_BUCKET_BYTES)
+    for b, r in zip(sizes, ready):
+        acc += b
+        if acc >= limit:
+            out_b.append(acc)
+            out_r.append(r)
+            acc, limit = 0.0, cap_bytes
+    if acc > 0:
+        out_b.append(acc)
+        out_r.append(ready[-1])
+    return np.asarray(out_b), np.asarray(out_r)
+
+
+def replay(sizes: np.ndarray, ready: np.ndarray, latency_us: float, bytes_per_us: float) -> float:
+    """End of the last of these all-reduces, run one after another on one stream as each is ready."""
+    end = -np.inf
+    for b, r in zip(sizes, ready):
+        end = max(end, r) + latency_us + b / bytes_per_us
+    return float(end)
+
+
+def predict_bucket_change(
+    trace: Trace, bucket_cap_mb: float, old_cap_mb: float | None = None, bucket_bytes: list[int] | None = None
+) -> pd.DataFrame:
+    """Per rank and step of a DDP trace on GPUs: the tail now, replayed, and with buckets of `bucket_cap_mb`.
+
+    Columns: ``rank``, ``step``, ``buckets`` and ``new_buckets``, ``measured_tail_us`` (last
+    all-reduce end minus the backward's compute end, as recorded), ``replayed_tail_us`` (the same
+    through the model: how well the model fits), ``predicted_tail_us`` and ``predicted_change_us``
+    (predicted minus replayed: the step-time change to expect). ``.attrs`` holds the fitted model.
+    `old_cap_mb` (the trace's bucket size, if known) only checks that the new cap is not smaller;
+    `bucket_bytes`: see :func:`bucket_schedule`.
+    """
+    if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)) or not bucket_cap_mb > 0:
+        raise ValueError(f"bucket_cap_mb must be a number > 0, got {bucket_cap_mb!r}")
+    if old_cap_mb is not None and bucket_cap_mb < old_cap_mb:
+        raise ValueError(
+            f"the trace has {old_cap_mb} MB buckets: a smaller cap ({bucket_cap_mb} MB) cannot be predicted from it "
+            "(which gradients sit where inside a bucket is not in the trace); predict from a trace with smaller buckets"
+        )
+    schedule = bucket_schedule(trace, bucket_bytes)
+    latency, bandwidth = allreduce_model(schedule)
+    cap = bucket_cap_mb * 1024 * 1024  # DDP reads bucket_cap_mb as MiB
+    rows = []
+    for (rank, step), g in schedule.groupby(["rank", "step"]):
+        sizes, ready = g["bytes"].fillna(0).to_numpy(float), g["ready_us"].to_numpy(float)
+        backward_end = float(g["backward_end_us"].iloc[0])
+        new_sizes, new_ready = merge_buckets(sizes, ready, cap)
+        replayed = max(0.0, replay(sizes, ready, latency, bandwidth) - backward_end)
+        predicted = max(0.0, replay(new_sizes, new_ready, latency, bandwidth) - backward_end)
+        rows.append(
+            {
+                "rank": rank,
+                "step": step,
+                "buckets": len(sizes),
+                "new_buckets": len(new_sizes),
+                "measured_tail_us": max(0.0, float(g["end_us"].max()) - backward_end),
+                "replayed_tail_us": replayed,
+                "predicted_tail_us": predicted,
+                "predicted_change_us": predicted - replayed,
+            }
+        )
+    out = pd.DataFrame(rows)
+    out.attrs.update(latency_us=latency, bandwidth_gb_s=bandwidth * 1e6 / 1e9, bucket_cap_mb=bucket_cap_mb)
+    return out

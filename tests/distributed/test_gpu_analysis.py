@@ -1,0 +1,155 @@
+"""The GPU side of the analysis on a hand-built two-rank DDP trace with known answers (synthetic_ddp.py),
+and on the 2-GPU reference runs once they are recorded: every figure against an independent computation
+from the JSON itself (plain Python, no helpers interval code)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+import synthetic_ddp as syn
+
+import helpers
+from helpers.distributed.bench import ORDER
+from helpers.distributed.results import rank_files
+
+STEP_COMM = syn.allreduce_us(syn.MIB) + 2 * syn.allreduce_us(25 * syn.MIB)
+STEP_HIDDEN = syn.allreduce_us(syn.MIB) + 120.0  # the 1 MiB bucket, and 120 us of the second
+STEP_EXPOSED = STEP_COMM - STEP_HIDDEN
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return helpers.load_traces(syn.write_run(tmp_path_factory.mktemp("synthetic")))
+
+
+def test_collectives_read_bytes_from_the_kernels_and_steps_from_the_launch(run):
+    c = helpers.collectives(run)
+    assert len(c) == 2 * 2 * 3 and set(c["collective"]) == {"all_reduce"} and set(c["where"]) == {"GPU kernel"}
+    assert sorted(set(c["bytes"])) == [syn.MIB, 25 * syn.MIB]
+    assert set(c["dtype"]) == {"bf16"} and set(c["algorithm"]) == {"RING"} and set(c["protocol"]) == {"LL"}
+    # launched from the autograd engine's thread, which has no ProfilerStep: the step comes from the time
+    assert (run.events[run.events["name"] == syn.NCCL]["step"] == -1).all()
+    assert c.groupby(["rank", "step"]).size().to_dict() == {(r, s): 3 for r in (0, 1) for s in (1, 2)}
+    first = c[(c["rank"] == 0) & (c["step"] == 1)].sort_values("start_us")
+    assert list(first["overlapped_us"]) == pytest.approx([syn.allreduce_us(syn.MIB), 120.0, 0.0])
+
+
+def test_exposed_communication_per_step(run):
+    table = helpers.communication_per_step(run)
+    assert len(table) == 4 and set(table["on"]) == {"GPU"}
+    assert table["communication_us"].tolist() == pytest.approx([STEP_COMM] * 4)
+    assert table["overlap_us"].tolist() == pytest.approx([STEP_HIDDEN] * 4)
+    assert table["exposed_communication_us"].tolist() == pytest.approx([STEP_EXPOSED] * 4)
+    assert table["compute_us"].tolist() == pytest.approx([590.0] * 4)  # forward 200, backward 360, optimizer 30
+    ranks = helpers.rank_table(run)
+    assert list(ranks["rank"]) == [0, 1] and ranks["collectives"].tolist() == [3, 3]
+
+
+def test_the_bucket_schedule_and_the_prediction_replay_the_trace(run):
+    schedule = helpers.bucket_schedule(run)
+    one = schedule[(schedule["rank"] == 0) & (schedule["step"] == 1)]
+    assert one["ready_us"].tolist() == pytest.approx([350.0, 470.0, 590.0])  # ends of backward kernels 2, 4, 6
+    assert one["backward_end_us"].tolist() == pytest.approx([590.0] * 3)
+    table = helpers.predict_bucket_change(run, 2000, old_cap_mb=25)
+    assert table.attrs["latency_us"] == pytest.approx(syn.LATENCY_US)
+    assert table.attrs["bandwidth_gb_s"] == pytest.approx(syn.BYTES_PER_US * 1e6 / 1e9)
+    # the trace's own tail, replayed exactly; one bucket of 50 MiB after the backward instead
+    assert table["measured_tail_us"].tolist() == pytest.approx([STEP_EXPOSED] * 4)
+    assert table["replayed_tail_us"].tolist() == pytest.approx([STEP_EXPOSED] * 4)
+    merged = syn.allreduce_us(50 * syn.MIB)
+    assert table["predicted_change_us"].tolist() == pytest.approx([merged - STEP_EXPOSED] * 4)
+    assert table["new_buckets"].tolist() == [2] * 4  # DDP's first bucket stays at 1 MiB
+    with pytest.raises(ValueError, match="smaller cap"):
+        helpers.predict_bucket_change(run, 5, old_cap_mb=25)
+    with pytest.raises(ValueError, match="bucket_cap_mb"):
+        helpers.predict_bucket_change(run, -1)
+
+
+def test_a_gloo_run_has_no_gpu_schedule(tmp_path):
+    doc = {
+        "traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100, "pid": 1, "tid": 1},
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "gloo:all_reduce",
+                "ts": 10,
+                "dur": 50,
+                "pid": 1,
+                "tid": 2,
+                "args": {"Input Dims": [[256]], "Input type": ["float"]},
+            },
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 20, "pid": 1, "tid": 1},
+        ]
+    }
+    path = tmp_path / "rank0.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    trace = helpers.load_trace(path)
+    c = helpers.collectives(trace)
+    assert c["bytes"].tolist() == [1024.0] and c["overlapped_us"].tolist() == [15.0]
+    with pytest.raises(ValueError, match="recorded on GPUs"):
+        helpers.bucket_schedule(trace)
+
+
+# ------------------------------------------------------------------ independent interval arithmetic
+def _covered(intervals):
+    """Total length covered by (start, end) pairs: a sweep over sorted end points, counting open intervals."""
+    points = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+    total, depth, last = 0.0, 0, None
+    for t, step in points:
+        if depth > 0:
+            total += t - last
+        depth += step
+        last = t
+    return total
+
+
+def _by_hand(files):
+    """Per rank: NCCL time, compute time and their overlap, from the raw JSON of each rank's file."""
+    out = {}
+    for f in files:
+        doc = json.loads(gzip.decompress(f.read_bytes())) if f.name.endswith(".gz") else json.loads(f.read_text())
+        kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel" and e.get("ph") == "X"]
+        comm = [(e["ts"], e["ts"] + e["dur"]) for e in kernels if e["name"].startswith("nccl")]
+        compute = [(e["ts"], e["ts"] + e["dur"]) for e in kernels if not e["name"].startswith("nccl")]
+        both = _covered(comm) + _covered(compute) - _covered(comm + compute)
+        out[doc["distributedInfo"]["rank"]] = {
+            "communication_us": _covered(comm),
+            "compute_us": _covered(compute),
+            "overlap_us": both,
+        }
+    return out
+
+
+def _check_overlap(files):
+    table = helpers.overlap(helpers.load_traces(files)).set_index("rank")
+    for rank, expected in _by_hand(files).items():
+        for key, value in expected.items():
+            assert table.loc[rank, key] == pytest.approx(value, rel=1e-9, abs=1e-3), (rank, key)
+
+
+def test_overlap_equals_an_independent_computation_on_the_synthetic_run(tmp_path):
+    _check_overlap(syn.write_run(tmp_path))
+
+
+RECORDED = [name for name in ORDER if helpers.reference_run(name) is not None]
+
+
+@pytest.mark.skipif(
+    not RECORDED, reason="the 2-GPU reference runs are not recorded yet (benchmarks/ddp.py on two GPUs)"
+)
+@pytest.mark.parametrize("name", RECORDED)
+def test_reference_runs_are_small_with_provenance_and_their_overlap_checks_out(name):
+    folder = helpers.reference_run(name)
+    files = rank_files(folder)
+    summary = helpers.run_summary(folder)
+    assert len(files) == summary["world_size"] >= 2 and summary["backend"] == "nccl"
+    for f in files:
+        assert f.stat().st_size < 3_000_000, f"{f} is over 3 MB"
+        trace = helpers.load_trace(f)
+        assert "GPU" in trace.info.device or "H200" in trace.info.device
+        assert trace.info.torch_version != "not recorded" and trace.info.recorded_on != "date not recorded"
+    _check_overlap(files)
+    assert helpers.collectives(helpers.load_run(folder))["where"].eq("GPU kernel").all()
