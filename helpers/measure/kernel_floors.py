@@ -97,6 +97,9 @@ class Work:
     gemm_mnk: tuple[int, int, int] | None = None
 
 
+# Ops that read and write only the elements their indices pick (an embedding lookup reads a few
+# rows of a large table): the tensors' sizes say nothing about their traffic.
+INDEXED_OPS = frozenset({"scatter_gather", "index_select", "index", "embedding", "index_add", "gather", "scatter"})
 # Elementwise ops whose result is a bool tensor (1 byte per element, whatever the inputs).
 BOOL_RESULT_OPS = frozenset(
     {
@@ -139,6 +142,10 @@ def kernel_work(name: str, kind: str, launcher: str, dims_text: str, types_text:
     tensors = _tensors(dims_text, types_text)
     if not tensors:
         return Work(None, None, f"no floor: {launcher or 'its launcher'} recorded no tensor shapes")
+    if decoded.get("op") == "split-K reduction":
+        return Work(None, None, "no floor: part of a split-K GEMM (the GEMM's floor covers both kernels)")
+    if decoded.get("op") in INDEXED_OPS:
+        return Work(None, None, "no floor: the bytes it moves depend on the indices, not the tensors' sizes")
     if family == "gemm":
         dims = None
         try:
@@ -171,6 +178,8 @@ def kernel_work(name: str, kind: str, launcher: str, dims_text: str, types_text:
         return Work(2.0 * n * src.itemsize, None, "copy: read once, written once")
     if {"gelu", "mul"} <= set(decoded.get("fused_ops") or []):
         return Work(3.0 * tensor_bytes, None, f"fused GeGLU: read gate and up, write the product ({shape_text})")
+    if family == "elementwise" and decoded.get("op") in ("fill", "zero"):
+        return Work(float(tensor_bytes), None, f"fill: one {shape_text} written, nothing read")
     if family == "elementwise":
         reads = sum(_numel(s) * t.itemsize for s, t in tensors)
         # the output has the inputs' dtype, except for tests (isnan, eq, ...), which write bools
@@ -218,8 +227,16 @@ def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | st
             "launched_by": launcher or None,
             "name": r.name,
         }
-        if work.bytes_moved is not None and r.dur > 0:
-            rec.update(achieved(float(r.dur), work.bytes_moved, work.flops, ceilings=ceil))
+        if work.bytes_moved is not None and work.bytes_moved <= 0:
+            rec["basis"] = f"no floor: it moves no data ({work.basis})"  # an empty tensor's launch
+        elif work.bytes_moved is not None and work.flops is None and ceil.l2_bytes and work.bytes_moved < ceil.l2_bytes:
+            # memory-bound work that fits in the L2 cache may never reach DRAM: no DRAM floor holds
+            rec["basis"] = (
+                f"no floor: its {work.bytes_moved / 1e6:.0f} MB fit in the {ceil.l2_bytes / 1e6:.0f} MB "
+                f"L2 cache ({work.basis})"
+            )
+        elif work.bytes_moved is not None and r.dur > 0:
+            rec.update(achieved(float(r.dur), work.bytes_moved, work.flops or None, ceilings=ceil))
         records.append(rec)
     out = pd.DataFrame(records).reindex(columns=COLUMNS)
     out.attrs["trace"] = trace.info.describe()
