@@ -1,17 +1,19 @@
-"""Measure the two ceilings every "% of floor" of the course divides by, and record them with provenance.
+"""Measure the ceilings every "% of floor" of the course divides by, and record them with provenance.
 
     python benchmarks/ceilings.py --out benchmarks/results/h200_ceilings.json      # on the H200 (~15 s)
     python benchmarks/ceilings.py --device cpu --quick --out /tmp/cpu_ceilings.json  # the CPU path (CI)
 
 The ceilings are what :func:`helpers.measure_ceilings` measures, the one way the course measures
-them: a large device-to-device copy (bytes read + written) and a bf16 8192^3 matmul, each the
-median of 10 runs timed with CUDA events after 3 warm-ups. ``helpers.H200_REFERENCE`` is loaded
-from the file this script writes, so the notebooks, tests and benchmarks all use these numbers.
+them: large device-to-device copies, sums and fills (bytes read + written, read, written: the
+memory roof is the fastest) and the best of a few large bf16 matmuls, each the median of 10 runs
+timed with CUDA events after 3 warm-ups. ``helpers.H200_REFERENCE`` is loaded from the file this
+script writes, so the notebooks, tests and benchmarks all use these numbers.
 
-The measurement is repeated `--repeats` times (each a fresh median of 10): the first is the
-ceiling, the spread of all of them is recorded next to it. It is what a "% of floor" can honestly
-claim: two runs of the same measurement differ by that much, and tests/measure/test_ceilings.py
-allows no shipped percentage above 100 + its tolerance, which must stay above this spread.
+The measurement is repeated `--repeats` times (each a fresh median of 10): each ceiling is the best
+of the repeats, and the spread of all of them is recorded next to it. A ceiling is the fastest the
+GPU was seen to go, so a repeat that ran slower (the matmul rate of an H200 moves by several percent
+with its power and clocks: 765-812 TFLOP/s in the 2026-12-01 recording) lowers no "% of floor";
+tests/measure/test_ceilings.py allows no shipped percentage above 100 + its tolerance.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,30 +35,45 @@ from helpers.measure.device import provenance, resolve_device  # noqa: E402
 
 
 def measure(device: str | None, repeats: int) -> dict:
-    """Ceilings of `device` (the first of `repeats` independent measurements) and the spread of all."""
+    """Ceilings of `device` (each the best of `repeats` independent measurements) and the spread of all."""
     dev = resolve_device(device)
     runs = []
-    first = None
+    measured = []
     for i in range(repeats):
         c = measure_ceilings(dev, refresh=True)
-        first = first or c
+        measured.append(c)
         read_tbps = (c.read_bytes_per_s or 0.0) / 1e12
+        write_tbps = (c.write_bytes_per_s or 0.0) / 1e12
         runs.append(
-            {"copy_tbps": c.copy_tbps, "read_tbps": read_tbps, "matmul_tflops": c.matmul_tflops, "recorded": c.recorded}
+            {
+                "copy_tbps": c.copy_tbps,
+                "read_tbps": read_tbps,
+                "write_tbps": write_tbps,
+                "matmul_tflops": c.matmul_tflops,
+                "recorded": c.recorded,
+            }
         )
         log(
-            f"run {i + 1}/{repeats}: copy {c.copy_tbps:.4g} TB/s, read {read_tbps:.4g} TB/s, "
+            f"run {i + 1}/{repeats}: copy {c.copy_tbps:.4g} TB/s, read {read_tbps:.4g} TB/s, write {write_tbps:.4g} TB/s, "
             f"{c.matmul_dtype} matmul {c.matmul_tflops:.4g} TFLOP/s"
         )
     spread_pct = {
-        key: 100 * (max(r[key] for r in runs) - min(r[key] for r in runs)) / runs[0][key]
-        for key in ("copy_tbps", "read_tbps", "matmul_tflops")
+        key: 100 * (max(r[key] for r in runs) - min(r[key] for r in runs)) / max(r[key] for r in runs)
+        for key in ("copy_tbps", "read_tbps", "write_tbps", "matmul_tflops")
     }
+    fastest_matmul = max(measured, key=lambda c: c.matmul_flop_per_s)  # its shape is the one that won
+    best = replace(
+        fastest_matmul,
+        method=f"{fastest_matmul.method}; best of {len(measured)} repeats",
+        copy_bytes_per_s=max(c.copy_bytes_per_s for c in measured),
+        read_bytes_per_s=max((c.read_bytes_per_s for c in measured if c.read_bytes_per_s), default=None),
+        write_bytes_per_s=max((c.write_bytes_per_s for c in measured if c.write_bytes_per_s), default=None),
+    )
     return {
         "schema": CEILINGS_SCHEMA,
         "complete": True,
         "provenance": provenance(dev),
-        "ceilings": first.as_dict(),
+        "ceilings": best.as_dict(),
         "repeats": runs,
         "spread_pct": spread_pct,
     }
@@ -65,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
     parser.add_argument("--device", default=None, help="cuda (default when present) or cpu")
-    parser.add_argument("--repeats", type=int, default=3, help="independent measurements (the first is kept)")
+    parser.add_argument("--repeats", type=int, default=3, help="independent measurements (the best of each is kept)")
     parser.add_argument("--quick", action="store_true", help="one measurement (the CPU check in CI)")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
@@ -81,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'ceiling':16s} {'value':>10s} {'spread over runs':>18s}")
     print(f"{'copy TB/s':16s} {c['copy_bytes_per_s'] / 1e12:10.4g} {result['spread_pct']['copy_tbps']:17.2f}%")
     print(f"{'read TB/s':16s} {c['read_bytes_per_s'] / 1e12:10.4g} {result['spread_pct']['read_tbps']:17.2f}%")
+    print(f"{'write TB/s':16s} {c['write_bytes_per_s'] / 1e12:10.4g} {result['spread_pct']['write_tbps']:17.2f}%")
     print(
         f"{'matmul TFLOP/s':16s} {c['matmul_flop_per_s'] / 1e12:10.4g} {result['spread_pct']['matmul_tflops']:17.2f}%"
     )

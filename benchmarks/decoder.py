@@ -66,7 +66,7 @@ def table(result: dict) -> str:
     lines = [
         r.label,
         f"{result['config']['name']}: {result['weight_bytes'] / 1e9:.2f} GB of weights, decode floor "
-        f"{result['decode_floor_us']:.0f} us/token at copy {r.ceilings.copy_tbps:.2f} TB/s",
+        f"{result['decode_floor_us']:.0f} us/token at a memory roof of {r.ceilings.bandwidth_tbps:.2f} TB/s",
         f"{'configuration':22s} {'prefill tok/s':>13s} {'decode us':>10s} {'%floor':>7s} {'train ms':>9s} {'peak GB':>8s}",
     ]
     for _, row in r.table().iterrows():

@@ -2,7 +2,8 @@
 
 ``benchmarks/attention.py`` writes them (on the H200: ``benchmarks/results/h200_attention.json``)
 with their provenance and the ceilings measured in the same run; :func:`load_attention_results`
-reads a file into :class:`AttentionResults`.
+reads a file into :class:`AttentionResults`, whose percentages are against the course's one set of
+ceilings (:data:`helpers.H200_REFERENCE` for an H200 recording).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..measure.ceilings import Ceilings, ceilings_from_dict
+from ..measure.ceilings import Ceilings, ceilings_of_recording
 from ..measure.roofline import roofline_figure, roofline_frame
 from ..paths import REPO_ROOT
 from .bench import SCHEMA, row_time_us, targets
@@ -47,8 +48,9 @@ class AttentionResults:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ValueError(f"not an attention benchmark result (schema {SCHEMA!r} expected)")
         self.data, self.source = data, source
-        self.ceilings: Ceilings = ceilings_from_dict(data["ceilings"])
         self.provenance: dict[str, Any] = data["provenance"]
+        # one set of ceilings across the course: a recorded H200 run is judged against H200_REFERENCE
+        self.ceilings: Ceilings = ceilings_of_recording(data["ceilings"], self.provenance, live=source == "live")
 
     @property
     def on_gpu(self) -> bool:
@@ -66,6 +68,8 @@ class AttentionResults:
         for c in COLUMNS:
             if c not in frame.columns:
                 frame[c] = None
+        # against the ceilings this reader judges by (the run stored its own session's percentage)
+        frame["pct_of_matmul"] = 100.0 * pd.to_numeric(frame["tflops"]) / self.ceilings.matmul_tflops
         return frame[COLUMNS]
 
     def targets(self) -> pd.DataFrame:
@@ -96,7 +100,7 @@ class AttentionResults:
         return pd.DataFrame(columns=["name", "calls_per_call", "us_per_call"])
 
     def roofline_frame(self, head_dim: int, seq: int) -> pd.DataFrame:
-        """Every measured variant at one shape against this run's ceilings (least bytes: q, k, v, o once)."""
+        """Every measured variant at one shape against :attr:`ceilings` (least bytes: q, k, v, o once)."""
         rows = [
             r for r in self.data["rows"] if r.get("status") == "ok" and r["head_dim"] == head_dim and r["seq"] == seq
         ]

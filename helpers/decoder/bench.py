@@ -25,6 +25,7 @@ from ..measure.profile import profile
 from .breakdown import graph_prediction, part_breakdown
 from .config import get_config
 from .configurations import CONFIGURATIONS, CPU_SIZES, GPU_SIZES, Sizes, measure
+from .generate import weight_read_floor_us
 from .workloads import VARIANT_X, decode, prefill
 
 # Priority order: what needs no compile first (a few seconds each), then the compiled configurations
@@ -85,7 +86,7 @@ def run(
     log(f"decoder benchmark on {dev}: {cfg.describe()}, {str(dtype).removeprefix('torch.')}")
     ceilings = measure_ceilings(dev)
     bytes_per = torch.tensor([], dtype=dtype).element_size()
-    floor_us = cfg.weight_bytes(bytes_per) / ceilings.copy_bytes_per_s * 1e6
+    floor_us = weight_read_floor_us(cfg.weight_bytes(bytes_per), ceilings)
     result: dict[str, Any] = {
         "benchmark": "decoder",
         "complete": False,
@@ -134,9 +135,7 @@ def run(
                     compile_reserve_s=COMPILE_RESERVE_S,
                 )
             )
-        for row in result["rows"]:
-            if row["use"] == "decode" and row["status"] == "ok":
-                row["pct_of_floor"] = 100.0 * floor_us / row["step_us"]  # one floor: this run's ceilings
+        judge_decodes(result, floor_us)
         save()
         prediction = result.get("graph_prediction") or {}
         if name == "eager" and dev.type == "cuda" and prediction.get("status") != "ok" and left() > 0:
@@ -216,6 +215,14 @@ def _ok(result: dict, configuration: str, use: str) -> dict | None:
         if row["configuration"] == configuration and row["use"] == use and row["status"] == "ok":
             return row
     return None
+
+
+def judge_decodes(result: dict[str, Any], floor_us: float) -> None:
+    """Put the floor and each measured decode step's percentage of it into `result` (in place)."""
+    result["decode_floor_us"] = floor_us
+    for row in result["rows"]:
+        if row["use"] == "decode" and row["status"] == "ok":
+            row["pct_of_floor"] = 100.0 * floor_us / row["step_us"]
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ..checks import bounded_int, positive_int
+from ..measure.ceilings import Ceilings
 from ..measure.timing import time_end_to_end, time_per_call
 from .model import Decoder
 
@@ -202,7 +203,16 @@ def prefill_timing(gen: Generator, prompts: torch.Tensor, repeats: int = 10) -> 
     }
 
 
-def weight_read_floor_us(model: Decoder, copy_bytes_per_s: float) -> float:
-    """The decode step's floor at batch 1: every weight read once, at the device's copy bandwidth (us)."""
-    weight = model.embed_tokens.weight
-    return model.config.weight_bytes(weight.element_size()) / copy_bytes_per_s * 1e6
+def weight_read_floor_us(model: Decoder | int, ceilings: Ceilings) -> float:
+    """The decode step's floor at batch 1 (us): every weight read once at the memory roof of `ceilings`.
+
+    `model` is a :class:`Decoder` or its weight bytes. The roof is the faster of copy and read
+    bandwidth (:attr:`helpers.Ceilings.bandwidth_bytes_per_s`); the KV cache is left out.
+    """
+    if not isinstance(ceilings, Ceilings):
+        raise TypeError(f"ceilings must be a helpers.Ceilings (measure_ceilings() or H200_REFERENCE), got {ceilings!r}")
+    if isinstance(model, Decoder):
+        nbytes = model.config.weight_bytes(model.embed_tokens.weight.element_size())
+    else:
+        nbytes = positive_int("weight bytes", model)
+    return nbytes / ceilings.bandwidth_bytes_per_s * 1e6

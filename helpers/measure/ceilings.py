@@ -23,7 +23,7 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,9 @@ class Ceilings:
     read_bytes_per_s: float | None = None
     # the device's last-level cache: memory-bound work smaller than it may never reach DRAM
     l2_bytes: int | None = None
+    # bytes per second of write-only traffic (a large Tensor.fill_): on the H200 a fill streams
+    # faster than a copy or a sum (a 512 MB fill of a training step reached 4.7 TB/s, 2026-12-01)
+    write_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.source not in ("measured", "reference"):
@@ -74,13 +77,14 @@ class Ceilings:
             positive_int(f"matmul_shape[{i}]", v)
         if self.copy_bytes is not None:
             positive_int("copy_bytes", self.copy_bytes)
-        if self.read_bytes_per_s is not None:
-            positive_number("read_bytes_per_s", self.read_bytes_per_s)
+        for name in ("read_bytes_per_s", "write_bytes_per_s"):
+            if getattr(self, name) is not None:
+                positive_number(name, getattr(self, name))
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
-        """The memory roof: the faster of the copy and the read bandwidth (a floor no kernel may beat)."""
-        return max(self.copy_bytes_per_s, self.read_bytes_per_s or 0.0)
+        """The memory roof: the fastest of the copy, read and write bandwidths (a floor no kernel may beat)."""
+        return max(self.copy_bytes_per_s, self.read_bytes_per_s or 0.0, self.write_bytes_per_s or 0.0)
 
     @property
     def bandwidth_tbps(self) -> float:
@@ -123,7 +127,12 @@ class Ceilings:
             (
                 "read bandwidth",
                 round(self.read_bytes_per_s / 1e12, 4) if self.read_bytes_per_s else None,
-                "TB/s (bytes read by a sum; the memory roof is the faster of the two)",
+                "TB/s (bytes read by a sum)",
+            ),
+            (
+                "write bandwidth",
+                round(self.write_bytes_per_s / 1e12, 4) if self.write_bytes_per_s else None,
+                "TB/s (bytes written by a fill; the memory roof is the fastest of the three)",
             ),
             (
                 "matmul rate",
@@ -138,6 +147,10 @@ class Ceilings:
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
 
 
+# fields a file recorded before they were measured may lack
+OPTIONAL_FIELDS = ("recorded", "read_bytes_per_s", "l2_bytes", "write_bytes_per_s")
+
+
 def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     """Build `Ceilings` from a dict such as one read from JSON (`Ceilings.as_dict()` output).
 
@@ -147,7 +160,7 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     if not isinstance(d, Mapping):
         raise TypeError(f"ceilings_from_dict expects a dict, got {type(d).__name__}")
     known = {f.name for f in fields(Ceilings)}
-    required = {f.name for f in fields(Ceilings) if f.name not in ("recorded", "read_bytes_per_s", "l2_bytes")}
+    required = {f.name for f in fields(Ceilings) if f.name not in OPTIONAL_FIELDS}
     missing = sorted(required - set(d))
     extra = sorted(set(d) - known)
     if missing or extra:
@@ -157,7 +170,7 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     if not isinstance(shape, (list, tuple)):
         raise ValueError(f"matmul_shape must be a list of three ints, got {shape!r}")
     values["matmul_shape"] = tuple(shape)
-    for key in ("copy_bytes_per_s", "matmul_flop_per_s", "read_bytes_per_s"):
+    for key in ("copy_bytes_per_s", "matmul_flop_per_s", "read_bytes_per_s", "write_bytes_per_s"):
         if values.get(key) is not None:
             positive_number(key, values[key])
             values[key] = float(values[key])
@@ -206,6 +219,8 @@ H200_REFERENCE: Ceilings = load_reference_ceilings(H200_CEILINGS_PATH)
 # How many timed runs each ceiling is the median of, after how many untimed warm-ups.
 CUDA_REPEATS, CUDA_WARMUP = 10, 3
 CPU_REPEATS, CPU_WARMUP = 10, 2
+# The GEMMs (m, n, k) whose best rate is the matmul ceiling on a GPU.
+CUDA_MATMUL_SHAPES = ((8192, 8192, 8192), (4096, 2048, 8192), (8192, 4096, 16384), (4096, 2048, 32768))
 
 
 def gemm_flops_cube(n: int) -> int:
@@ -228,6 +243,7 @@ def _measure_cpu() -> Ceilings:
         numel * src.element_size() / time_per_call(torch.sum, src, repeats=repeats, warmup=warmup),
         numel * (src.element_size() + 1) / time_per_call(torch.ne, src, 0.0, repeats=repeats, warmup=warmup),
     )
+    write_rate = numel * dst.element_size() / time_per_call(dst.fill_, 1.0, repeats=repeats, warmup=warmup)
     del src, dst
     n = 1024
     a = torch.randn(n, n, dtype=torch.float32)
@@ -243,9 +259,10 @@ def _measure_cpu() -> Ceilings:
         matmul_shape=(n, n, n),
         copy_bytes=copy_bytes,
         read_bytes_per_s=read_rate,
+        write_bytes_per_s=write_rate,
         method=(
             f"median of {repeats} timed runs after {warmup} warm-ups (time_per_call: wall clock, one call at a time), "
-            f"{threads} torch threads: Tensor.copy_, torch.sum and torch.ne of {numel * 4 // 2**20} MiB float32, "
+            f"{threads} torch threads: Tensor.copy_, torch.sum, torch.ne and Tensor.fill_ of {numel * 4 // 2**20} MiB float32, "
             f"torch.mm {n}x{n}x{n} float32"
         ),
         torch_version=torch.__version__,
@@ -261,7 +278,7 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         # The roof is the best rate measured, over buffers of 128 MiB and 1 GiB (smaller on a small
         # or busy GPU): a working set of twice the L2 still gets some help from it, and kernels on
         # such tensors reached 2-3 % above a 1 GiB copy on the H200 (2026-12-01).
-        copy_rate = read_rate = 0.0
+        copy_rate = read_rate = write_rate = 0.0
         copy_bytes = 0
         for src_bytes in sorted({min(2**27, free // 8), min(2**30, free // 8)}):
             numel = max(src_bytes // 4, 1 << 20)
@@ -278,12 +295,17 @@ def _measure_cuda(device: torch.device) -> Ceilings:
                 numel * src.element_size() / time_device(partial(torch.sum, src), repeats, warmup),
                 numel * (src.element_size() + 1) / time_device(partial(torch.ne, src, 0.0), repeats, warmup),
             )
+            # write-only traffic: a fill reads nothing
+            write_rate = max(
+                write_rate, numel * dst.element_size() / time_device(partial(dst.fill_, 1.0), repeats, warmup)
+            )
             del src, dst
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         # The matmul rate: the best of a few large shapes (a deep K runs faster than the cube: on the
-        # H200 a 4096x2048x8192 product reached 5 % above 8192^3, 2026-12-01).
-        mm_rate, mm_shape = 0.0, (8192, 8192, 8192)
-        for m, n, k in ((8192, 8192, 8192), (4096, 2048, 8192), (8192, 4096, 16384)):
+        # H200 a 4096x2048x8192 product reached 5 % above 8192^3, and the 4096x2048x32000 weight
+        # gradient of notebook 08's LM head 875 TFLOP/s, 2026-12-01).
+        mm_rate, mm_shape = 0.0, CUDA_MATMUL_SHAPES[0]
+        for m, n, k in CUDA_MATMUL_SHAPES:
             a = torch.randn(m, k, dtype=dtype, device=device)
             b = torch.randn(k, n, dtype=dtype, device=device)
             rate = 2 * m * n * k / time_device(partial(torch.mm, a, b), repeats, warmup)
@@ -301,11 +323,12 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         matmul_shape=mm_shape,
         copy_bytes=copy_bytes,
         read_bytes_per_s=read_rate,
+        write_bytes_per_s=write_rate,
         l2_bytes=l2_bytes,
         method=(
             f"median of {repeats} runs timed with CUDA events after {warmup} warm-ups, best of 128 MiB and 1 GiB "
-            f"float32 buffers on {device}: Tensor.copy_, torch.sum and torch.ne; best torch.mm of "
-            f"8192x8192x8192, 4096x2048x8192, 8192x4096x16384 {str(dtype).removeprefix('torch.')}"
+            f"float32 buffers on {device}: Tensor.copy_, torch.sum, torch.ne and Tensor.fill_; best torch.mm of "
+            f"{', '.join('x'.join(map(str, mnk)) for mnk in CUDA_MATMUL_SHAPES)} {str(dtype).removeprefix('torch.')}"
         ),
         torch_version=torch.__version__,
         source="measured",
@@ -347,4 +370,28 @@ def ceilings_for(trace: Any) -> Ceilings:
     raise ValueError(
         f"no known ceilings for {trace.info.describe()}: pass ceilings=... measured on the machine that "
         "recorded it (helpers.measure_ceilings() there, or benchmarks/ceilings.py)"
+    )
+
+
+def ceilings_of_recording(stored: Mapping[str, Any], provenance: Mapping[str, Any], live: bool) -> Ceilings:
+    """The ceilings a benchmark's numbers are judged against: one set per machine across the course.
+
+    `stored` is the ``ceilings`` dict a benchmark measured in its own session, `provenance` the
+    file's provenance. A live run is judged against its own ceilings. A recorded H200 run against
+    :data:`H200_REFERENCE`, so notebooks 03-08 divide by the same numbers (a session's own
+    measurement moves by a few percent with power and clocks; it stays in the file). A recorded
+    run of any other machine against its own ceilings, marked as a recorded reference.
+    """
+    if not isinstance(stored, Mapping) or not isinstance(provenance, Mapping):
+        raise TypeError("ceilings_of_recording expects the file's 'ceilings' and 'provenance' dicts")
+    own = ceilings_from_dict(stored)
+    if live:
+        return own
+    if "H200" in str(provenance.get("device", "")) and own.device_type == "cuda":
+        return H200_REFERENCE
+    return replace(
+        own,
+        source="reference",
+        method=f"measured in the benchmark run on {provenance.get('device', own.device)}: {own.method}",
+        recorded=str(provenance.get("date", own.recorded or ""))[:10] or None,
     )

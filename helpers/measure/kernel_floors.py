@@ -230,7 +230,11 @@ def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | st
         if work.bytes_moved is not None and work.bytes_moved <= 0:
             rec["basis"] = f"no floor: it moves no data ({work.basis})"  # an empty tensor's launch
         elif work.bytes_moved is not None and work.flops is None and ceil.l2_bytes and work.bytes_moved < ceil.l2_bytes:
-            # memory-bound work that fits in the L2 cache may never reach DRAM: no DRAM floor holds
+            # memory-bound work that fits in the L2 cache may never reach DRAM: no DRAM floor holds,
+            # but the bytes it moves and the rate it reached are still facts worth a column
+            rec["bytes_moved"] = work.bytes_moved
+            if r.dur > 0:
+                rec["achieved_tbps"] = work.bytes_moved / (float(r.dur) * 1e-6) / 1e12
             rec["basis"] = (
                 f"no floor: its {work.bytes_moved / 1e6:.0f} MB fit in the {ceil.l2_bytes / 1e6:.0f} MB "
                 f"L2 cache ({work.basis})"

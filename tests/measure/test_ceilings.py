@@ -5,15 +5,16 @@ matmul rate. A kernel measured faster than its floor means the ceiling is wrong 
 way, or too low): then re-measure the ceilings with benchmarks/ceilings.py on the H200, never
 loosen TOLERANCE_PCT to make this test pass.
 
-TOLERANCE_PCT: the ceilings and the kernels are medians from different runs. On the H200, repeated
-ceiling measurements differed by up to 1.4 % (matmul, 794 to 805 TFLOP/s) and 0.7 % (copy, 4.22 to
-4.25 TB/s) between 2026-11-29 and 2026-11-30 (shared NOTES.md section 2), so a kernel at the
-ceiling may land at up to ~101.5 % of its floor. 2 % covers that and nothing more; the spread a
-ceilings file records itself must stay below it (test_recorded_spread_is_below_the_tolerance).
+TOLERANCE_PCT: the ceilings and the kernels are medians from different runs. Each ceiling is the
+best of its repeats (a slower repeat lowers no percentage); repeated bandwidth measurements agree
+within 1.1 % on the H200, so a kernel at the roof may land at up to ~101 % of its floor. 2 % covers
+that and nothing more. The matmul rate moves more with power and clocks (765-812 TFLOP/s over three
+repeats on 2026-12-01), which is why its ceiling is the best of several shapes and repeats.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from helpers.measure.ceilings import (
     H200_CEILINGS_PATH,
     H200_REFERENCE,
     ceilings_for,
+    ceilings_of_recording,
     load_reference_ceilings,
 )
 from helpers.measure.kernel_floors import kernel_floors
@@ -60,17 +62,57 @@ def test_h200_reference_is_the_committed_measurement():
     assert H200_REFERENCE.matmul_tflops > 700 and H200_REFERENCE.copy_tbps > 4.2
 
 
-def test_benchmarks_use_the_same_ceilings_as_the_reference():
-    """Notebook 06 divides by the ceilings stored in its benchmark file: they must be these."""
-    variants = json.loads((RESULTS / "h200_mlp_variants.json").read_text())["ceilings"]
-    assert variants["copy_bytes_per_s"] == pytest.approx(H200_REFERENCE.copy_bytes_per_s, rel=TOLERANCE_PCT / 100)
-    assert variants["matmul_flop_per_s"] == pytest.approx(H200_REFERENCE.matmul_flop_per_s, rel=TOLERANCE_PCT / 100)
+@pytest.mark.parametrize("name", ["mlp_variants", "attention", "decoder"])
+def test_recorded_benchmarks_are_judged_against_the_one_reference(name: str):
+    """Notebooks 06-08 read these files: their percentages divide by H200_REFERENCE, not by the few-percent-off
+    ceilings each benchmark measured in its own session (kept in the file, and close to the reference)."""
+    loader = {
+        "mlp_variants": helpers.load_benchmark_results,
+        "attention": helpers.load_attention_results,
+        "decoder": helpers.load_decoder_results,
+    }[name]
+    results = loader(RESULTS / f"h200_{name}.json")
+    assert results.ceilings is H200_REFERENCE
+    session = json.loads((RESULTS / f"h200_{name}.json").read_text())["ceilings"]
+    assert session["matmul_flop_per_s"] == pytest.approx(H200_REFERENCE.matmul_flop_per_s, rel=0.10)
+    assert session["copy_bytes_per_s"] == pytest.approx(H200_REFERENCE.copy_bytes_per_s, rel=0.05)
 
 
-def test_recorded_spread_is_below_the_tolerance():
-    spread = json.loads(H200_CEILINGS_PATH.read_text()).get("spread_pct") or {}
-    for key, pct in spread.items():
-        assert pct < TOLERANCE_PCT, f"repeated {key} measurements differ by {pct:.2f}%: the tolerance no longer holds"
+def test_ceilings_of_recording_other_machines_and_live_runs():
+    own = H200_REFERENCE.as_dict() | {
+        "device": "NVIDIA A100-SXM4-80GB",
+        "matmul_flop_per_s": 280e12,
+        "source": "measured",
+    }
+    a100 = {"device": "NVIDIA A100-SXM4-80GB", "date": "2026-10-01T10:00:00"}
+    recorded = ceilings_of_recording(own, a100, live=False)
+    assert recorded.matmul_flop_per_s == 280e12 and recorded.source == "reference"
+    assert recorded.recorded == "2026-10-01" and "A100" in recorded.method
+    assert ceilings_of_recording(own, a100, live=True).source == "measured"  # a live run keeps its own
+    h200_live = ceilings_of_recording(H200_REFERENCE.as_dict(), {"device": "NVIDIA H200"}, live=True)
+    assert h200_live is not H200_REFERENCE and h200_live == H200_REFERENCE
+    with pytest.raises(TypeError, match="'ceilings' and 'provenance'"):
+        ceilings_of_recording(own, None, live=False)  # type: ignore[arg-type]
+
+
+def test_each_ceiling_is_the_best_of_its_recorded_repeats():
+    """A ceiling is the fastest the GPU was seen to go: a slower repeat must not lower it (or raise a % of floor)."""
+    data = json.loads(H200_CEILINGS_PATH.read_text())
+    repeats, c = data["repeats"], data["ceilings"]
+    assert len(repeats) >= 3
+    assert c["copy_bytes_per_s"] / 1e12 == pytest.approx(max(r["copy_tbps"] for r in repeats), rel=1e-9)
+    assert c["read_bytes_per_s"] / 1e12 == pytest.approx(max(r["read_tbps"] for r in repeats), rel=1e-9)
+    assert c["write_bytes_per_s"] / 1e12 == pytest.approx(max(r["write_tbps"] for r in repeats), rel=1e-9)
+    assert c["matmul_flop_per_s"] / 1e12 == pytest.approx(max(r["matmul_tflops"] for r in repeats), rel=1e-9)
+
+
+def test_recorded_spread_is_small():
+    """Bandwidth repeats agree within the tolerance; the matmul rate moves more with power and clocks (under 10%
+    on an H200 to itself; more means the GPU was shared or throttled while recording: record again)."""
+    spread = json.loads(H200_CEILINGS_PATH.read_text())["spread_pct"]
+    for key in ("copy_tbps", "read_tbps", "write_tbps"):
+        assert spread[key] < TOLERANCE_PCT, f"repeated {key} measurements differ by {spread[key]:.2f}%"
+    assert spread["matmul_tflops"] < 10.0, f"repeated matmul measurements differ by {spread['matmul_tflops']:.2f}%"
 
 
 def test_load_reference_ceilings_errors(tmp_path):
@@ -114,11 +156,26 @@ def test_no_kernel_of_a_reference_trace_beats_its_floor(path: Path):
     # floors the course states kernel by kernel) every GEMM and pointwise kernel has a floor; the
     # attention traces (notebook 07) state floors per backend from helpers.attention's costs, the
     # decoder's (notebook 08) the weight-read floor of a whole decode step, instead
+    # (work that fits in the L2 cache states no DRAM floor, but still its bytes and rate)
+    in_l2 = floors["basis"].str.contains("L2 cache", regex=False)
+    assert floors.loc[in_l2, "bytes_moved"].notna().all()
     if not path.name.startswith(("h200_attention_", "h200_decoder_")):
-        stated = floors[floors["family"].isin(["gemm", "elementwise", "fused", "copy"])]
+        stated = floors[floors["family"].isin(["gemm", "elementwise", "fused", "copy"]) & ~in_l2]
         missing = stated.loc[stated["pct_of_floor"].isna(), ["short_name", "basis"]]
         assert stated["pct_of_floor"].notna().all(), missing
-        assert len(with_floor) >= len(trace.steps)
+        assert len(with_floor) >= len(trace.steps) or in_l2.all()
+
+
+def test_work_inside_the_l2_cache_gets_no_dram_floor_but_keeps_its_rate():
+    trace = helpers.load_trace(TRACES_DIR / "h200_views_copy.json.gz")  # two copies of 12.6 MB each way
+    floors = kernel_floors(trace, H200_REFERENCE)
+    assert len(floors) == 2 and floors["pct_of_floor"].isna().all()
+    assert floors["basis"].str.startswith("no floor: its 25 MB fit in the 63 MB L2 cache").all()
+    assert floors["bytes_moved"].tolist() == [2 * 8192 * 768 * 2] * 2
+    assert (floors["achieved_tbps"] < 1.0).all()  # ATen's transposing copy: far below any roof
+    # a machine without a known L2 size: the DRAM floor applies again
+    no_l2 = kernel_floors(trace, dataclasses.replace(H200_REFERENCE, l2_bytes=None))
+    assert no_l2["pct_of_floor"].between(5, 30).all()
 
 
 def _variant_rows(label: str, shape: MLPShape, dtype: str, variants: dict) -> list[tuple[str, float]]:
