@@ -122,9 +122,10 @@ def check_attention_prediction(
     """Used by notebook 07: profile the hand-written attention at the learner's `shape` here and check two predictions.
 
     `score_bytes`: one score matrix, in bytes, in this device's dtype (float32 on a CPU, bf16 on a
-    GPU), read from the profile's recorded softmax input. `kernels`: per call, the GPU kernels (on a
-    GPU) or the compute operators (on a CPU, where ATen runs each inline: bmm, mul, the copy
-    inside masked_fill, masked_fill_, softmax).
+    GPU), read from the profile's recorded softmax input. `kernels`: per call, the device operations
+    on a GPU (kernels and copies: the copy inside masked_fill runs as a device-to-device memcpy, not
+    a kernel; cuBLAS's workspace memsets are not counted), or the compute operators on a CPU (where
+    ATen runs each inline: bmm, mul, the copy inside masked_fill, masked_fill_, softmax).
     """
     names = ("score-matrix bytes at your shape", "kernels per call at your shape")
     if shape is None:
@@ -142,8 +143,8 @@ def check_attention_prediction(
     trace = profile(built.fn, *built.inputs, steps=1, warmup=1, label="your_shape")
     measured_bytes = op_input(trace, "aten::_softmax").nbytes
     if device.type == "cuda":
-        measured_kernels = kernels_per_forward(trace)
-        what = "GPU kernels"
+        measured_kernels = kernels_per_forward(trace, kinds=("kernel", "memcpy"))
+        what = "GPU kernels and copies"
     else:
         ops = trace.ops().set_index("name")
         measured_kernels = int(
@@ -163,8 +164,8 @@ def check_attention_prediction(
             names[1],
             kernels,
             measured_kernels,
-            explain=f"{what} per call: two batched products, the scaling, the copy inside masked_fill, the fill, "
-            "the softmax. None of them depends on the shape.",
+            explain=f"{what} per call: two batched products, the scaling, the copy inside masked_fill (on a GPU a "
+            "device-to-device memcpy, not a kernel), the fill, the softmax. None of them depends on the shape.",
             hint="count the steps of manual_attention, and remember what masked_fill (out of place) does first",
         ),
     )

@@ -220,7 +220,7 @@ H200_REFERENCE: Ceilings = load_reference_ceilings(H200_CEILINGS_PATH)
 CUDA_REPEATS, CUDA_WARMUP = 10, 3
 CPU_REPEATS, CPU_WARMUP = 10, 2
 # The GEMMs (m, n, k) whose best rate is the matmul ceiling on a GPU.
-CUDA_MATMUL_SHAPES = ((8192, 8192, 8192), (4096, 2048, 8192), (8192, 4096, 16384), (4096, 2048, 32768))
+CUDA_MATMUL_SHAPES = ((8192, 8192, 8192), (4096, 2048, 8192), (8192, 4096, 16384), (4096, 2048, 32000))
 
 
 def gemm_flops_cube(n: int) -> int:
@@ -304,14 +304,17 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         # The matmul rate: the best of a few large shapes (a deep K runs faster than the cube: on the
         # H200 a 4096x2048x8192 product reached 5 % above 8192^3, and the 4096x2048x32000 weight
         # gradient of notebook 08's LM head 875 TFLOP/s, 2026-12-01).
+        # Each shape with A stored row-major and column-major: a weight gradient (x.T @ dy) is the
+        # second kind, and cuBLAS picks another kernel for it.
         mm_rate, mm_shape = 0.0, CUDA_MATMUL_SHAPES[0]
         for m, n, k in CUDA_MATMUL_SHAPES:
-            a = torch.randn(m, k, dtype=dtype, device=device)
             b = torch.randn(k, n, dtype=dtype, device=device)
-            rate = 2 * m * n * k / time_device(partial(torch.mm, a, b), repeats, warmup)
-            if rate > mm_rate:
-                mm_rate, mm_shape = rate, (m, n, k)
-            del a, b
+            for a in (torch.randn(m, k, dtype=dtype, device=device), torch.randn(k, m, dtype=dtype, device=device).t()):
+                rate = 2 * m * n * k / time_device(partial(torch.mm, a, b), repeats, warmup)
+                if rate > mm_rate:
+                    mm_rate, mm_shape = rate, (m, n, k)
+                del a
+            del b
         name = torch.cuda.get_device_name(device)
         l2_bytes = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or None
     return Ceilings(
@@ -328,7 +331,8 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         method=(
             f"median of {repeats} runs timed with CUDA events after {warmup} warm-ups, best of 128 MiB and 1 GiB "
             f"float32 buffers on {device}: Tensor.copy_, torch.sum, torch.ne and Tensor.fill_; best torch.mm of "
-            f"{', '.join('x'.join(map(str, mnk)) for mnk in CUDA_MATMUL_SHAPES)} {str(dtype).removeprefix('torch.')}"
+            f"{', '.join('x'.join(map(str, mnk)) for mnk in CUDA_MATMUL_SHAPES)} {str(dtype).removeprefix('torch.')}, "
+            "A row- and column-major"
         ),
         torch_version=torch.__version__,
         source="measured",

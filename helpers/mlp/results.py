@@ -251,7 +251,7 @@ class BenchResults:
 
     def pointwise(self) -> pd.DataFrame:
         """The GeGLU pointwise work of each variant that has any (main shape): its kernels, time per
-        forward and % of the memory floor (gate and up read, h written once, at the run's copy bandwidth)."""
+        forward and % of the memory floor (gate and up read, h written once, at the memory roof of :attr:`ceilings`)."""
         rows = []
         for n in self.measured():
             v = self.variant(n)

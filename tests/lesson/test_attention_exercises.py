@@ -138,3 +138,11 @@ def test_gpu_view_is_live_recorded_or_absent() -> None:
         assert view.kernels().shape[0] > 0
     with pytest.raises(ValueError, match="unknown view"):
         helpers.gpu_view("attention_everything")
+
+
+def test_the_gpu_count_of_the_prediction_is_six_on_a_real_h200_trace():
+    """On a GPU the check counts kernels and copies: the clone inside masked_fill is a memcpy, not a kernel, and
+    cuBLAS's workspace memsets are left out; so the H200's manual attention gives the same 6 as a CPU's operators."""
+    trace = helpers.load_trace(helpers.reference_trace_path("h200_attention_manual"))
+    assert helpers.kernels_per_forward(trace) == 5
+    assert helpers.kernels_per_forward(trace, kinds=("kernel", "memcpy")) == 6

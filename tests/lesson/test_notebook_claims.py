@@ -206,3 +206,20 @@ def test_04_other_strides_recompile_rather_than_fail():
     assert list(sweep.table["new_graphs"]) == [1, 1, 0]
     assert "stride" in sweep.table["why"].iloc[1]
     assert sweep.notes["torch_frame_count"] == sweep.compiles == 2
+
+
+# ------------------------------------------------------------------ 06
+
+
+def test_06_the_pointwise_work_of_each_variant_against_its_floor():
+    """Section 1's table (recorded H200 run): eager's GeGLU is two kernels far from the floor, the compiled
+    and the course's one kernel each; the course's runs near the floor; every floor is 3 tensors at the roof."""
+    recorded = helpers.load_benchmark_results()
+    pointwise = recorded.pointwise().set_index("variant")
+    counts = pointwise["pointwise_kernels"]
+    assert counts["eager"] == 2 and counts["compile"] == 1 and counts["course-geglu"] == 1
+    shape = recorded.shape
+    floor_us = helpers.geglu_bytes(shape.tokens, shape.hidden, recorded.dtype) / recorded.ceilings.bandwidth_bytes_per_s
+    assert pointwise["floor_us"].to_numpy() == pytest.approx(floor_us * 1e6, rel=1e-9)
+    assert pointwise.loc["course-geglu", "pct_of_floor"] >= 90
+    assert pointwise.loc["eager", "pct_of_floor"] < 70  # its two kernels move 5 tensors' worth, not 3
