@@ -219,8 +219,6 @@ H200_REFERENCE: Ceilings = load_reference_ceilings(H200_CEILINGS_PATH)
 # How many timed runs each ceiling is the median of, after how many untimed warm-ups.
 CUDA_REPEATS, CUDA_WARMUP = 10, 3
 CPU_REPEATS, CPU_WARMUP = 10, 2
-# The GPU idles this long before each timed GEMM of the second series (see time_device's pause_s).
-MATMUL_PAUSE_S = 0.02
 # The GEMMs (m, n, k) whose best rate is the matmul ceiling on a GPU.
 CUDA_MATMUL_SHAPES = ((8192, 8192, 8192), (4096, 2048, 8192), (8192, 4096, 16384), (4096, 2048, 32000))
 
@@ -312,12 +310,7 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         for m, n, k in CUDA_MATMUL_SHAPES:
             b = torch.randn(k, n, dtype=dtype, device=device)
             for a in (torch.randn(m, k, dtype=dtype, device=device), torch.randn(k, m, dtype=dtype, device=device).t()):
-                # back to back, and each after a pause: held at its power cap a long loop clocks down
-                seconds = min(
-                    time_device(partial(torch.mm, a, b), repeats, warmup),
-                    time_device(partial(torch.mm, a, b), repeats, warmup, pause_s=MATMUL_PAUSE_S),
-                )
-                rate = 2 * m * n * k / seconds
+                rate = 2 * m * n * k / time_device(partial(torch.mm, a, b), repeats, warmup)
                 if rate > mm_rate:
                     mm_rate, mm_shape = rate, (m, n, k)
                 del a
@@ -339,7 +332,7 @@ def _measure_cuda(device: torch.device) -> Ceilings:
             f"median of {repeats} runs timed with CUDA events after {warmup} warm-ups, best of 128 MiB and 1 GiB "
             f"float32 buffers on {device}: Tensor.copy_, torch.sum, torch.ne and Tensor.fill_; best torch.mm of "
             f"{', '.join('x'.join(map(str, mnk)) for mnk in CUDA_MATMUL_SHAPES)} {str(dtype).removeprefix('torch.')}, "
-            f"A row- and column-major, back to back and each after a {MATMUL_PAUSE_S * 1e3:.0f} ms pause"
+            "A row- and column-major"
         ),
         torch_version=torch.__version__,
         source="measured",

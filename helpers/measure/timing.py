@@ -86,25 +86,15 @@ def time_end_to_end(fn: Callable, *inputs: Any, iters: int = 50) -> dict[str, fl
     return out
 
 
-def time_device(fn: Callable[[], Any], repeats: int = 10, warmup: int = 3, pause_s: float = 0.0) -> float:
-    """Median seconds of ``fn()`` on the current CUDA device, each run between two CUDA events.
-
-    The runs go back to back; with `pause_s` > 0 the GPU idles that long before each one (a GPU
-    held at its power cap by a long loop clocks down; a lone kernel after a pause runs at the
-    clocks it has in a real program, between other work).
-    """
+def time_device(fn: Callable[[], Any], repeats: int = 10, warmup: int = 3) -> float:
+    """Median seconds of ``fn()`` on the current CUDA device, each run between two CUDA events."""
     check_callable(fn)
     repeats, warmup = bounded_int("repeats", repeats, 1, MAX_REPEATS), bounded_int("warmup", warmup, 0, MAX_REPEATS)
-    if isinstance(pause_s, bool) or not isinstance(pause_s, (int, float)) or not 0 <= pause_s <= 1:
-        raise ValueError(f"pause_s must be a number of seconds between 0 and 1, got {pause_s!r}")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
     for start, end in pairs:
-        if pause_s:
-            torch.cuda.synchronize()
-            time.sleep(pause_s)
         start.record()
         fn()
         end.record()
