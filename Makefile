@@ -6,6 +6,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_VERSION ?= 2.13.0
+# The CPU build of torch brings no Triton (CUDA builds bring their own): the course's kernels need
+# it, on CPU through its interpreter, so `make install` adds this version when torch did not.
+TRITON_VERSION ?= 3.9.0
 PORT ?= 8888
 BIN := $(VENV)/bin
 # Reinstall when the dependency files change.
@@ -28,12 +31,13 @@ NB_TIMEOUT ?= 300
 
 install: $(STAMP)
 
-# torch first (its build brings triton and CUDA libraries), then the exact versions of everything
-# else (requirements.lock, written by scripts/lock_environment.py), then the course package itself.
+# torch first (a CUDA build brings triton and CUDA libraries; the CPU build gets TRITON_VERSION),
+# then the exact versions of everything else (requirements.lock, written by scripts/lock_environment.py), then the course package itself.
 $(STAMP): pyproject.toml Makefile requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"
+	$(BIN)/python -c "import triton" 2>/dev/null || $(BIN)/python -m pip install --quiet "triton==$(TRITON_VERSION)"
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-*

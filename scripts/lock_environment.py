@@ -5,9 +5,10 @@
 
 ``requirements.lock`` pins every package the course installs (``pip freeze`` of a fresh
 ``make install``), except torch and what comes with its build: torch is pinned by the Makefile's
-``TORCH_VERSION`` (a CPU wheel on a laptop, a CUDA wheel on a GPU machine, each with its own
-triton and nvidia-* libraries). ``make install`` installs torch, then the lock, then the course
-package itself without dependencies, so 40 workshop machines get the same versions.
+``TORCH_VERSION`` (a CPU wheel on a laptop, a CUDA wheel with its own triton and nvidia-* libraries
+on a GPU machine); the CPU wheel brings no triton, so the Makefile adds its ``TRITON_VERSION``.
+``make install`` installs torch, then the lock, then the course package itself without
+dependencies, so 40 workshop machines get the same versions.
 ``environment.yml`` is written from the same lock for conda users.
 
 Run it from a virtual environment made by ``make install`` (it reads that environment).
@@ -50,8 +51,8 @@ def frozen() -> list[str]:
 def lock_text(pins: list[str]) -> str:
     head = (
         "# Exact versions for `make install` (scripts/lock_environment.py writes this file; do not edit).\n"
-        f"# torch is pinned by the Makefile (TORCH_VERSION = {torch_pin()}) and brings its own triton and\n"
-        "# nvidia-* libraries, so they are not listed here.\n"
+        f"# torch is pinned by the Makefile (TORCH_VERSION = {torch_pin()}); a CUDA build brings its own triton\n"
+        "# and nvidia-* libraries, the CPU build gets the Makefile's TRITON_VERSION: none are listed here.\n"
     )
     return head + "\n".join(pins) + "\n"
 
