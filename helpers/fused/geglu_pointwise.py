@@ -114,7 +114,7 @@ def _geglu_kernel(
 
     LOAD_POLICY / STORE_CACHE: optional cache hints ("evict_first" / ".cs" mark the data as
     streamed once). Off by default: on the H200 they changed nothing measurable (35.83 vs
-    35.89 us, benchmarks/geglu_kernels.py --sweep).
+    35.89 us, the pointwise sweep of benchmarks/geglu_kernels.py as of 2026-11-29, commit 6a1edc9).
     """
     rows, cols = _tile_offsets(M, N, BLOCK_M, BLOCK_N, INT64)
     g_ptrs = gate_ptr + rows[:, None] * stride_gate + cols[None, :]
@@ -195,9 +195,10 @@ def _pick_blocks(M: int, N: int) -> tuple[int, int, int]:
 
     Compiled: 1024 elements per program and 4 warps, i.e. 8 elements per thread (one 16-byte
     vector of bf16 per input); on the H200 at [8192, 3072] bf16 this was the fastest of the
-    block shapes in ``benchmarks/geglu_kernels.py --sweep`` (profiler kernel time: 1x1024, 4
-    warps 35.9 us; 2x1024/4 36.6; 4x1024/8 36.6; 8x1024/8 37.1; copy floor 35.8). Rows narrower
-    than 1024 get a taller tile of the same size, so lanes are not wasted on masked columns.
+    block shapes in the pointwise sweep ``benchmarks/geglu_kernels.py`` had on 2026-11-29 (commit
+    6a1edc9; profiler kernel time: 1x1024, 4 warps 35.9 us; 2x1024/4 36.6; 4x1024/8 36.6;
+    8x1024/8 37.1; copy floor 35.8). Rows narrower than 1024 get a taller tile of the same size, so
+    lanes are not wasted on masked columns.
     Interpreter: few, large programs, since each program costs Python overhead there.
     """
     n_pow2 = _next_pow2(N)

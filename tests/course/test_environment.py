@@ -80,3 +80,22 @@ def test_ci_runs_the_readme_test_command():
     assert "make test" in readme
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make test\b", ci, re.M)
+
+
+def test_makefile_installs_triton_when_the_torch_build_brings_none():
+    """The CPU wheel of torch has no triton, and the course is installed with --no-deps: without this
+    rule a clean install cannot import helpers.fused (CI failed this way once)."""
+    from packaging.requirements import Requirement
+
+    makefile = (ROOT / "Makefile").read_text()
+    version = re.search(r"^TRITON_VERSION \?= (\S+)$", makefile, re.M).group(1)
+    rule = makefile[makefile.index("$(STAMP):") :]
+    torch_at = rule.index('pip install --quiet "torch==$(TORCH_VERSION)"')
+    triton_at = rule.index(
+        'import triton" 2>/dev/null || $(BIN)/python -m pip install --quiet "triton==$(TRITON_VERSION)"'
+    )
+    assert torch_at < triton_at < rule.index("-r requirements.lock"), "triton after torch, before the lock"
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = list(meta["dependencies"]) + [d for deps in meta["optional-dependencies"].values() for d in deps]
+    (triton,) = [Requirement(d) for d in declared if _name(d) == "triton"]
+    assert triton.specifier.contains(version), f"TRITON_VERSION {version} does not meet pyproject's {triton}"

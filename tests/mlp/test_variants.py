@@ -495,7 +495,9 @@ def test_kernel_summary_and_rates_on_h200_traces() -> None:
     assert eager_rates["mlp_floor_us"] == pytest.approx(
         geglu_mlp_flops(8192, 768, 3072) / H200_REFERENCE.matmul_flop_per_s * 1e6, rel=1e-9
     )
-    assert 140 < eager_rates["mlp_floor_us"] < 150  # NOTES.md section 2: 146 us at ~795 TFLOP/s
-    # the fused pointwise kernel runs close to the copy bandwidth, the eager pair far from it
+    # 2*3*M*D*H FLOPs at the recorded matmul roof (832.5 TFLOP/s, h200_ceilings.json): 139.3 us
+    assert 135 < eager_rates["mlp_floor_us"] < 145
+    # the fused pointwise kernel runs close to the memory roof (87% of the write bandwidth, the best
+    # of copy, read and write in h200_ceilings.json), the eager pair far from it
     assert compiled_rates["pointwise_us"] < 40 and eager_rates["pointwise_us"] > 60
-    assert 90 < 100 * compiled_rates["pointwise_floor_us"] / compiled_rates["pointwise_us"] <= 100
+    assert 85 < 100 * compiled_rates["pointwise_floor_us"] / compiled_rates["pointwise_us"] <= 100
