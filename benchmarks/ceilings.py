@@ -12,7 +12,8 @@ script writes, so the notebooks, tests and benchmarks all use these numbers.
 The measurement is repeated `--repeats` times (each a fresh median of 10): each ceiling is the best
 of the repeats, and the spread of all of them is recorded next to it. A ceiling is the fastest the
 GPU was seen to go, so a repeat that ran slower (the matmul rate of an H200 moves by several percent
-with its power and clocks: 765-812 TFLOP/s in the 2026-12-01 recording) lowers no "% of floor";
+with its power and clocks: 801.7-832.5 TFLOP/s over the five repeats of the committed recording,
+benchmarks/results/h200_ceilings.json) lowers no "% of floor";
 tests/measure/test_ceilings.py allows no shipped percentage above 100 + its tolerance.
 """
 

@@ -1,7 +1,7 @@
 """Render the course as a static site: every notebook executed and exported to HTML, plus an index.
 
     python scripts/build_site.py                       # what `make site` runs: notebooks/NN_*.ipynb -> site/
-    python scripts/build_site.py --out /tmp/s notebooks/00_setup.ipynb
+    python scripts/build_site.py --out /tmp/s notebooks/00_setup_and_first_trace.ipynb
 
 Each notebook is run by ``jupyter nbconvert --execute --to html`` in its own folder. The result
 opens in any browser without a server and without the network: plotly.js is embedded once per

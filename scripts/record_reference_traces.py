@@ -6,7 +6,7 @@
 Each recipe below builds a workload from helpers.workloads, profiles a few steps with
 helpers.profile (no Python stacks, so files stay small) and saves ``<prefix>_<name>.json.gz``
 with its provenance (GPU, driver, torch, triton, date, shapes, command) embedded in the file and
-listed in ``PROVENANCE.md`` beside the traces. Recipes whose optional dependency is missing
+listed in ``traces/h200_provenance.json`` beside the traces. Recipes whose optional dependency is missing
 (e.g. liger-kernel) are skipped with a message, never faked.
 """
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-# `import helpers` comes before anything imports triton (helpers/_triton_env.py says why).
+# `import helpers` first: it decides, before any kernel module is defined, whether Triton compiles or
+# interprets (helpers/triton_env.py says why).
 import helpers
 
 

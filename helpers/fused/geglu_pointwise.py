@@ -7,7 +7,7 @@
 4. ``GeGLU`` (in ``modules.py``): an ``nn.Module`` around the Function.
 
 Why it can reach the memory floor: the operation reads ``gate`` and ``up`` once and writes ``out``
-once (3 x 2 bytes per bf16 element), so its floor is bytes / copy bandwidth. Each program handles a
+once (3 x 2 bytes per bf16 element), so its floor is bytes / memory roof. Each program handles a
 ``BLOCK_M x BLOCK_N`` tile; when the tile divides the tensor (``EVEN_M``/``EVEN_N``, compile-time
 constants) no masks are generated and every thread issues 16-byte loads and stores. Rows may have
 any stride, so ``gate`` and ``up`` can be the two halves of one ``[M, 2H]`` tensor without a copy;

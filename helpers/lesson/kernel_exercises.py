@@ -8,7 +8,7 @@ It returns the same feedback as :func:`helpers.exercises.check` (right / wrong a
 answered yet), never a traceback: a kernel that writes nothing at all (the skeleton of the
 learner copy) is "not answered yet".
 
-:func:`time_geglu_kernel` times a correct kernel on a GPU against the copy bandwidth.
+:func:`time_geglu_kernel` times a correct kernel on a GPU against the memory roof.
 
 Used by notebook 06. On a machine without CUDA the learner's kernel runs in Triton's CPU
 interpreter (:mod:`helpers.triton_env`).
@@ -136,7 +136,7 @@ def time_geglu_kernel(
 ) -> pd.DataFrame:
     """Used by notebook 06: median time of each launcher on [m, hidden] inputs on a GPU (CUDA events).
 
-    Columns: ``kernel``, ``us``, ``tbps`` (bytes read + written / time), ``pct_of_copy_bandwidth``
+    Columns: ``kernel``, ``us``, ``tbps`` (bytes read + written / time), ``pct_of_memory_roof``
     against `ceilings` (default: measured here now), ``floor_us``.
     """
     if kernel_device().type != "cuda":
@@ -154,7 +154,7 @@ def time_geglu_kernel(
                 "kernel": label,
                 "us": us,
                 "tbps": nbytes / us / 1e6,
-                "pct_of_copy_bandwidth": 100 * floor_us / us,
+                "pct_of_memory_roof": 100 * floor_us / us,
                 "floor_us": floor_us,
             }
         )

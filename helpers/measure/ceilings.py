@@ -1,11 +1,12 @@
-"""The two ceilings of a device (copy bandwidth, matmul rate), measured one way, with provenance.
+"""The ceilings of a device (memory roof, matmul rate), measured one way, with provenance.
 
 A kernel time means little alone. Divide the bytes it must move by the best bandwidth the device
 reaches, and the FLOPs it must do by the best matmul rate: the larger quotient is the *floor*
 (:mod:`helpers.measure.roofline`).
 
-* :func:`measure_ceilings` measures both on this machine, once per process per device: a large
-  device copy (bytes read + written) and a large matmul, medians of timed runs after warm-ups
+* :func:`measure_ceilings` measures both on this machine, once per process per device: large
+  device copies (bytes read + written), sums (read) and fills (written), the memory roof being the
+  fastest of the three, and large matmuls, medians of timed runs after warm-ups
   (:mod:`helpers.measure.timing`).
 * :data:`H200_REFERENCE`: the H200 figures recorded for the course by the same function
   (``benchmarks/ceilings.py`` writes ``benchmarks/results/h200_ceilings.json``), so a CPU-only
@@ -344,7 +345,7 @@ _CACHE: dict[str, Ceilings] = {}
 
 
 def measure_ceilings(device: torch.device | str | None = None, refresh: bool = False) -> Ceilings:
-    """Measure copy bandwidth, read bandwidth and matmul rate of `device` (None: CUDA if available, else CPU).
+    """Measure copy, read and write bandwidth and the matmul rate of `device` (None: CUDA if available, else CPU).
 
     Measured once per process per device and cached: later calls return the same object;
     `refresh=True` measures again and replaces the cached value. Raises ValueError for a device

@@ -191,11 +191,12 @@ def run(
             f"Triton mode {triton_mode()}, portable kernels {portable_kernels()}, "
             f"gate+up table {'none (defaults)' if table is None else table.get('device')}"
         )
-        log("ceilings: copy bandwidth and matmul rate ...")
+        log("ceilings: memory roof and matmul rate ...")
         ceilings = measure_ceilings(dev)
         result["ceilings"] = ceilings.as_dict()
         log(
-            f"  copy {ceilings.copy_tbps:.3g} TB/s, matmul {ceilings.matmul_tflops:.3g} TFLOP/s ({ceilings.matmul_dtype})"
+            f"  memory roof {ceilings.bandwidth_tbps:.3g} TB/s (copy {ceilings.copy_tbps:.3g}), "
+            f"matmul {ceilings.matmul_tflops:.3g} TFLOP/s ({ceilings.matmul_dtype})"
         )
         stage(result)
 
@@ -399,11 +400,7 @@ def _sweep(
         t0 = time.perf_counter()
         shape = MLPShape(batch=m // seq, seq=seq, dim=main.shape.dim, hidden=main.shape.hidden)
         x = _input(shape, dev, dtype, seed=2)
-        flops = P.geglu_mlp_flops(shape.tokens, shape.dim, shape.hidden)
-        floor = (
-            max(flops / ceilings.matmul_flop_per_s, P.min_mlp_bytes(shape, dtype) / ceilings.bandwidth_bytes_per_s)
-            * 1e6
-        )
+        floor = P.mlp_floor_us(shape, dtype, ceilings)
         parts = []
         for name in names:
             row: dict[str, Any] = {"variant": name, "m": m, "floor_us": floor}

@@ -127,9 +127,7 @@ def derive_rates(
     time_us = float(measured[basis])
     out["achieved_tflops"] = flops / time_us / 1e6
     out["achieved_tbps"] = out["bytes"] / time_us / 1e6 if out["bytes"] else None
-    mlp_floor = (
-        max(flops / ceilings.matmul_flop_per_s, P.min_mlp_bytes(shape, dtype) / ceilings.bandwidth_bytes_per_s) * 1e6
-    )
+    mlp_floor = P.mlp_floor_us(shape, dtype, ceilings)
     out["mlp_floor_us"] = mlp_floor
     out["pct_of_mlp_floor"] = 100.0 * mlp_floor / time_us
     if found:

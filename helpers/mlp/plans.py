@@ -146,6 +146,17 @@ def min_mlp_bytes(
     return (2 * M * D + 3 * H * D) * dtype_size(dtype)
 
 
+def mlp_floor_us(shape: MLPShape, dtype: torch.dtype | str, ceilings: Ceilings) -> float:
+    """Least time any implementation of the MLP forward can take on `ceilings`' device, in us: the
+    larger of its FLOPs at the matmul roof and its unavoidable bytes at the memory roof."""
+    if not isinstance(ceilings, Ceilings):
+        raise TypeError(f"ceilings must be a helpers.Ceilings, got {type(ceilings).__name__}")
+    flops = geglu_mlp_flops(shape.tokens, shape.dim, shape.hidden)
+    compute = flops / ceilings.matmul_flop_per_s
+    memory = min_mlp_bytes(shape, dtype) / ceilings.bandwidth_bytes_per_s
+    return max(compute, memory) * 1e6
+
+
 # Roles of the kernels of a GeGLU MLP, read from their names by :func:`kernel_role`.
 ROLES = ("gemm", "geglu", "gelu", "mul", "pointwise", "memset", "copy", "other")
 # The roles of memory-bound work between the GEMMs (the GeGLU pass, however it is split).

@@ -23,7 +23,7 @@ from ..paths import REPO_ROOT
 from .bench import RESULTS_ENV, RESULTS_PATH, SCHEMA
 from .bench_measure import derive_rates
 from .model import MLPShape
-from .plans import POINTWISE_ROLES, kernel_role
+from .plans import POINTWISE_ROLES, kernel_role, mlp_floor_us
 
 OLD_SCHEMA = "course-mlp-variants/1"
 # The four times of an inference call, in the order the notebook explains them.
@@ -90,6 +90,14 @@ class BenchResults:
                 # design stays, a plan read from kernel names is read again
                 by_design = v.get("plan") if v.get("plan_source") == "by design" else None
                 v.update(derive_rates(v, by_design, self.mlp_shape(name), dtype, ceilings))
+        # the sweep's floors too: the recording stored its own session's
+        sweep = self.data.get("sweep") or {}
+        if sweep.get("rows"):
+            config = self.data["config"]
+            main, seq = config["shape"], config.get("sweep_seq") or config["shape"]["seq"]
+            for row in sweep["rows"]:
+                shape = MLPShape(batch=row["m"] // seq, seq=seq, dim=main["dim"], hidden=main["hidden"])
+                row["floor_us"] = mlp_floor_us(shape, config["dtype"], ceilings)
 
     # ------------------------------------------------------------------ what it is
     @property
@@ -421,7 +429,7 @@ class BenchResults:
         if base is None:
             floor = df.groupby("m")["floor_us"].first().sort_index()
             fig.add_trace(
-                go.Scatter(x=floor.index, y=floor.to_numpy(), mode="lines", name="floor (ceilings of this run)",
+                go.Scatter(x=floor.index, y=floor.to_numpy(), mode="lines", name=f"floor ({self.ceilings.label})",
                            line={"color": "black", "dash": "dash"})
             )  # fmt: skip
             fig.update_yaxes(type="log", title=f"{what} (us)")

@@ -1,4 +1,4 @@
-"""The course's GeGLU pointwise Triton kernel (helpers/fused/geglu.py).
+"""The course's GeGLU pointwise Triton kernel (helpers/fused/geglu_pointwise.py).
 
 On a CPU-only machine (CI) these run the kernels in Triton's interpreter, which importing
 ``helpers.fused`` switches on; shapes are kept small because the interpreter is slow. The tests

@@ -1,4 +1,4 @@
-"""Bytes, time and bandwidth of the GeGLU, eager pair vs fused kernel (helpers/fusion.py)."""
+"""Bytes, time and bandwidth of the GeGLU, eager pair vs fused kernel (helpers/mlp/fusion.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hand-tuned-kernel loader (helpers/hub_kernels.py) on every path, with the real ``kernels`` code.
+"""The hand-tuned-kernel loader (helpers/mlp/hub.py) on every path, with the real ``kernels`` code.
 
 Only the network boundary is replaced: the Hub endpoint points at a closed local port or at a
 small local HTTP server, the Hugging Face cache at a temporary folder holding a kernel in the

@@ -1,5 +1,5 @@
-"""The MLP variants (helpers/variants.py), their measurement (helpers/mlp_bench.py), the benchmark's
-command line (benchmarks/mlp_variants.py) and the kernel exercise checker (helpers/kernel_exercises.py).
+"""The MLP variants (helpers/mlp/variants.py), their measurement (helpers/mlp/bench*.py), the benchmark's
+command line (benchmarks/mlp_variants.py) and the kernel exercise checker (helpers/lesson/kernel_exercises.py).
 
 On a CPU-only machine the Triton kernels run in the interpreter on tiny shapes. One test runs the
 command line's ``--quick`` mode end to end (it compiles the MLP once: ~15-25 s on 2 cores).
@@ -143,8 +143,8 @@ def test_plan_floors_on_h200_reference() -> None:
     assert plans.plan_floor_us("pointwise-fused", H200_REFERENCE, BLOG_SHAPE) == pytest.approx(
         compute + pointwise, rel=1e-9
     )
-    # NOTES.md section 2: 146 us at ~795 TFLOP/s, 35.5 us at ~4.25 TB/s; the ranges hold for any
-    # re-measurement of the H200 ceilings within several percent (benchmarks/ceilings.py)
+    # h200_ceilings.json: 139.3 us at 832.5 TFLOP/s, 32.5 us at the 4.65 TB/s memory roof; the ranges
+    # hold for any re-measurement of the H200 ceilings within several percent (benchmarks/ceilings.py)
     assert 130 < compute < 150 and 31 < pointwise < 37
     floors = plans.plans_frame(BLOG_SHAPE, torch.bfloat16, H200_REFERENCE).set_index("plan")["floor_us"]
     assert floors["gemm-epilogue"] == pytest.approx(floors.min(), rel=1e-12)
