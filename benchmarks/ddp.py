@@ -2,6 +2,8 @@
 
     python benchmarks/ddp.py --out "$OUT"                         # on 2 H200s (nvidia-h200-x2): about 3 min
     python benchmarks/ddp.py --device cpu --quick --out /tmp/ddp  # CI smoke run: gloo, tiny model, < 2 min
+    python benchmarks/ddp.py --repredict benchmarks/results/h200x2_ddp.json --note "what changed"
+        # (CPU) the predictions made again from the committed traces, the old ones kept beside them
 
 Each configuration of helpers/distributed/bench.py is its own torchrun launch of scripts/ddp_step.py
 on ``--nproc`` ranks (default 2): the issue's anchor model (8 layers, hidden 2048, batch 4 x 1024
@@ -18,6 +20,7 @@ in the environment (NCCL_NVLS_ENABLE=0 ...) reach every rank unchanged.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -40,7 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when there are enough GPUs")
     ap.add_argument("--quick", action="store_true", help="the tiny model, CPU-sized buckets (CI)")
-    ap.add_argument("--out", type=Path, required=True, help="root folder of the outputs (see above)")
+    ap.add_argument("--out", type=Path, help="root folder of the outputs (see above)")
+    ap.add_argument("--repredict", type=Path, help="a results JSON whose predictions to make again (see above)")
+    ap.add_argument("--note", default="", help="with --repredict: what changed in the way of predicting")
     ap.add_argument("--nproc", type=int, default=2, help="ranks (default 2)")
     ap.add_argument("--configurations", default=None, help=f"comma-separated subset of {','.join(bench.ORDER)}")
     ap.add_argument("--budget-s", type=float, default=170.0, help="start no configuration after this (default 170)")
@@ -49,6 +54,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.repredict:
+        if not args.note:
+            print("error: --repredict needs --note saying what changed", file=sys.stderr)
+            return 2
+        data = json.loads(args.repredict.read_text())
+        result = bench.repredict(data, ROOT, args.note)
+        write_json(args.repredict, result)
+        print("\n".join(bench.summary_lines(result)))
+        return 0
+    if args.out is None:
+        print("error: --out is required (or --repredict)", file=sys.stderr)
+        return 2
     device = args.device or ("cuda" if torch.cuda.device_count() >= args.nproc else "cpu")
     on_h200s = device == "cuda" and not args.quick and "H200" in torch.cuda.get_device_name(0)
     prefix = f"h200x{args.nproc}_" if on_h200s else f"{device}{args.nproc}_"

@@ -136,7 +136,8 @@ def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -
         row = {"prediction": "step time the straggler costs", "from": "ddp_straggler", "to": "ddp_bucket25"}
         try:
             table = rank_table(load_run(traces / names["ddp_straggler"]))
-            predicted = float((table["communication_us"].max() - table["communication_us"].min()) / 1e3)
+            # how late the slowest rank starts its steps: what the others wait at their first collective
+            predicted = float((table["start_idle_us"].max() - table["start_idle_us"].min()) / 1e3)
             measured = float(slow["step_ms"] - base["step_ms"])
             row.update(
                 predicted_change_ms=predicted,
@@ -221,6 +222,25 @@ def run(
     results["seconds"] = time.perf_counter() - start
     results["complete"] = True
     return results
+
+
+def repredict(results: dict[str, Any], root: Path, note: str) -> dict[str, Any]:
+    """`results` with its predictions made again from its runs' trace folders (relative to `root`).
+
+    For a recorded run whose traces are committed: when the way of predicting changes, the new
+    predictions are made from the same traces, against the same measured step times. The old ones
+    stay under ``predictions_before`` with `note` (what changed), so the change is on record.
+    """
+    if not isinstance(results, dict) or "runs" not in results:
+        raise ValueError("results must be a ddp benchmark's JSON (a dict with 'runs')")
+    folders = {name: Path(r["folder"]).name for name, r in results["runs"].items() if r.get("folder")}
+    traces = {Path(r["folder"]).parent for r in results["runs"].values() if r.get("folder")}
+    if len(traces) != 1:
+        raise ValueError(f"the runs' folders are not in one traces folder: {sorted(map(str, traces))}")
+    out = dict(results)
+    out["predictions_before"] = {"note": note, "predictions": results.get("predictions")}
+    out["predictions"] = _predictions(results, root / traces.pop(), folders)
+    return out
 
 
 def summary_lines(results: dict[str, Any]) -> list[str]:

@@ -9,6 +9,8 @@ Per rank and step (us from the step's start; rank r shifted by 7 us * r):
   all-reduce takes ``10 us + bytes / (200 bytes per ns)``: [350, 365.24), [470, 611.07), [611.07, 752.14);
 * the optimizer's kernel after the last all-reduce: [755, 785).
 
+The first host operator of a step (the first forward ``aten::mm``) starts 3 us into it.
+
 So per step: communication 296.38 us, of which 15.24 + 120 hidden behind compute, 161.14 exposed
 (the tail after the backward's last kernel at 590).
 """
@@ -41,11 +43,13 @@ def _kernel(name, pid, stream, ts, dur, corr, launch_ts, launch_tid, op=None, **
     return out
 
 
-def rank_events(rank: int, steps: int = 2) -> list[dict]:
+def rank_events(rank: int, steps: int = 2, late_us: float = 0.0) -> list[dict]:
+    """`late_us`: the rank starts each step's work that much after its ProfilerStep begins (a sleep)."""
     pid, events, corr = 100 + rank, [], 1000 * (rank + 1)
     for s in range(steps):
-        t0 = 5000.0 * s + 7.0 * rank
-        events.append(_x(f"ProfilerStep#{s + 1}", "user_annotation", t0, STEP_US, (pid, 1)))
+        step_start = 5000.0 * s + 7.0 * rank
+        events.append(_x(f"ProfilerStep#{s + 1}", "user_annotation", step_start, STEP_US + late_us, (pid, 1)))
+        t0 = step_start + late_us
         for i in range(4):  # forward
             corr += 1
             events += _kernel("gemm_fwd", pid, 7, t0 + 20 + 50 * i, 50, corr, t0 + 5 + 3 * i, 1, op="aten::mm")
@@ -86,13 +90,13 @@ def rank_events(rank: int, steps: int = 2) -> list[dict]:
     return events
 
 
-def write_run(folder, ranks: int = 2, steps: int = 2):
-    """rank<r>.json.gz for each rank in `folder`; returns the list of files."""
+def write_run(folder, ranks: int = 2, steps: int = 2, late_us: dict[int, float] | None = None):
+    """rank<r>.json.gz for each rank in `folder`; returns the list of files. `late_us`: rank -> delay."""
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     for r in range(ranks):
         doc = {
-            "traceEvents": rank_events(r, steps),
+            "traceEvents": rank_events(r, steps, (late_us or {}).get(r, 0.0)),
             "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
             "baseTimeNanoseconds": 1_700_000_000_000_000_000,
             "course_provenance": {"label": f"synthetic rank {r}", "device": "synthetic GPU", "torch": "test"},

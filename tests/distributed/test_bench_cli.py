@@ -8,6 +8,7 @@ import pytest
 from support import load_benchmark
 
 from helpers.distributed import bench
+from helpers.paths import REPO_ROOT as ROOT
 
 
 def test_one_configuration_on_cpu_writes_results_and_traces(tmp_path, capsys):
@@ -49,3 +50,21 @@ def test_the_budget_and_failures_are_recorded_never_raised(tmp_path, monkeypatch
         bench.run("cpu", tmp_path, names=["ddp_bucket7"])
     lines = bench.summary_lines(result)
     assert any("failed" in line for line in lines)
+
+
+def test_repredict_makes_the_predictions_again_from_the_committed_traces(tmp_path, capsys):
+    """`--repredict` on a copy of the recorded 2-GPU results: same predictions from the same traces, the old
+    ones kept with the note; refused without a note or on a file that is not these results."""
+    source = json.loads((ROOT / "benchmarks" / "results" / "h200x2_ddp.json").read_text())
+    copy = tmp_path / "h200x2_ddp.json"
+    copy.write_text(json.dumps(source))
+    cli = load_benchmark("ddp")
+    assert cli.main(["--repredict", str(copy)]) == 2 and "--note" in capsys.readouterr().err
+    assert cli.main(["--repredict", str(copy), "--note", "a test"]) == 0
+    again = json.loads(copy.read_text())
+    for new, old in zip(again["predictions"], source["predictions"], strict=True):
+        assert new["prediction"] == old["prediction"] and new["met"] == old["met"]
+        assert new["predicted_change_ms"] == pytest.approx(old["predicted_change_ms"], rel=1e-9)
+    assert again["predictions_before"] == {"note": "a test", "predictions": source["predictions"]}
+    with pytest.raises(ValueError, match="ddp benchmark's JSON"):
+        bench.repredict({"shapes": {}}, ROOT, "x")
