@@ -18,7 +18,7 @@ import contextlib
 import gc
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
@@ -178,6 +178,36 @@ class Sizes:
 
 
 GPU_SIZES = Sizes()
+
+# Training memory of the 1b preset (benchmarks/results/h200_decoder.json, eager, 16 x 1024 tokens):
+# 43.6 GB at its peak. What does not grow with the batch is bf16 weights, gradients and AdamW's two
+# states, 8 bytes per parameter (9.1 GB); the rest, about 2.2 GB per sequence of 1024 tokens, does.
+TRAIN_STATE_BYTES_PER_PARAMETER = 8
+TRAIN_BYTES_PER_1024_TOKENS = 2.2e9
+MEMORY_USE = 0.8  # of the GPU's memory a training step may plan on (the allocator, cuBLAS workspaces, CUDA)
+
+
+def gpu_sizes(total_memory_bytes: int, config: DecoderConfig | str = "1b") -> Sizes:
+    """:data:`GPU_SIZES` with the training batch halved until `config`'s training step is expected to fit
+    in 80% of `total_memory_bytes`. An H200 or any 80 GB GPU keeps 16 x 1024 tokens, a 40 GB A100 gets 8,
+    a 24 GB L4 4 (the estimate is the 1b preset's measured peak; another config's activations are
+    scaled by its layers and widths). Below
+    about 14 GB even one sequence does not fit: the batch stays 1 and the training rows say they failed.
+    """
+    positive_int("total_memory_bytes", total_memory_bytes)
+    cfg = get_config(config)
+    state = TRAIN_STATE_BYTES_PER_PARAMETER * cfg.num_parameters()
+    # activations grow with the layers and their widths: scaled from the 1b preset's
+    one_b = get_config("1b")
+    widths = cfg.num_hidden_layers * (cfg.hidden_size + cfg.intermediate_size)
+    widths_1b = one_b.num_hidden_layers * (one_b.hidden_size + one_b.intermediate_size)
+    per_sequence = TRAIN_BYTES_PER_1024_TOKENS * GPU_SIZES.train_seq / 1024 * widths / widths_1b
+    batch = GPU_SIZES.train_batch
+    while batch > 1 and state + batch * per_sequence > MEMORY_USE * total_memory_bytes:
+        batch //= 2
+    return replace(GPU_SIZES, train_batch=batch)
+
+
 CPU_SIZES = Sizes(prefill_batch=2, prompt_len=64, decode_prompt_len=16, decode_steps=10, train_batch=4, train_seq=128)
 
 

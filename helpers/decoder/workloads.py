@@ -24,7 +24,7 @@ import torch
 
 from ..measure.workload import Built, default_dtype, workload_device
 from .config import CONFIGS, DecoderConfig, get_config
-from .configurations import CPU_SIZES, GPU_SIZES, Configuration, Sizes, get_configuration
+from .configurations import CPU_SIZES, GPU_SIZES, Configuration, Sizes, get_configuration, gpu_sizes
 from .generate import Generator
 from .model import random_tokens
 from .training import TrainingStep
@@ -37,14 +37,18 @@ TRAINING_VIEW_LAYERS = 4  # the training reference traces keep 4 of the 1B model
 
 
 def default_sizes(device: torch.device | str | None = None) -> Sizes:
-    """The workload sizes for `device`: the benchmark's on a GPU, small ones on a CPU."""
-    return GPU_SIZES if workload_device(device).type == "cuda" else CPU_SIZES
+    """The workload sizes for `device`: on a GPU the benchmark's, with a training batch that fits its
+    memory (:func:`gpu_sizes`: 16 x 1024 tokens on an H200, 4 on a 24 GB L4); small ones on a CPU."""
+    dev = workload_device(device)
+    if dev.type != "cuda":
+        return CPU_SIZES
+    return gpu_sizes(torch.cuda.get_device_properties(dev).total_memory)
 
 
 def _setup(device, config, sizes) -> tuple[torch.device, torch.dtype, DecoderConfig, Sizes]:
     dev = workload_device(device)
     cfg = get_config(config or ("1b" if dev.type == "cuda" else "small"))
-    return dev, default_dtype(dev), cfg, sizes or (GPU_SIZES if dev.type == "cuda" else CPU_SIZES)
+    return dev, default_dtype(dev), cfg, sizes or default_sizes(dev)
 
 
 def prefill(
