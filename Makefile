@@ -32,7 +32,8 @@ NB_TIMEOUT ?= 300
 install: $(STAMP)
 
 # torch first (a CUDA build brings triton and CUDA libraries; the CPU build gets TRITON_VERSION),
-# then the exact versions of everything else (requirements.lock, written by scripts/lock_environment.py), then the course package itself.
+# then the exact versions of everything else (requirements.lock, written by
+# scripts/lock_environment.py), then the course package itself.
 $(STAMP): pyproject.toml Makefile requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -187,21 +187,15 @@ TRAIN_BYTES_PER_1024_TOKENS = 2.2e9
 MEMORY_USE = 0.8  # of the GPU's memory a training step may plan on (the allocator, cuBLAS workspaces, CUDA)
 
 
-def gpu_sizes(total_memory_bytes: int, config: DecoderConfig | str = "1b") -> Sizes:
-    """:data:`GPU_SIZES` with the training batch halved until `config`'s training step is expected to fit
-    in 80% of `total_memory_bytes`. An H200 or any 80 GB GPU keeps 16 x 1024 tokens, a 40 GB A100 gets 8,
-    a 24 GB L4 4 (the estimate is the 1b preset's measured peak; another config's activations are
-    scaled by its layers and widths). Below
-    about 14 GB even one sequence does not fit: the batch stays 1 and the training rows say they failed.
+def gpu_sizes(total_memory_bytes: int) -> Sizes:
+    """:data:`GPU_SIZES` with the training batch halved until the 1b preset's training step (the model a
+    GPU trains in notebook 08) is expected to fit in 80% of `total_memory_bytes`. An H200 or any 80 GB GPU
+    keeps 16 x 1024 tokens, a 40 GB A100 gets 8, a 24 GB L4 4. Below about 14 GB even one sequence does
+    not fit: the batch stays 1 and the training rows say they failed.
     """
     positive_int("total_memory_bytes", total_memory_bytes)
-    cfg = get_config(config)
-    state = TRAIN_STATE_BYTES_PER_PARAMETER * cfg.num_parameters()
-    # activations grow with the layers and their widths: scaled from the 1b preset's
-    one_b = get_config("1b")
-    widths = cfg.num_hidden_layers * (cfg.hidden_size + cfg.intermediate_size)
-    widths_1b = one_b.num_hidden_layers * (one_b.hidden_size + one_b.intermediate_size)
-    per_sequence = TRAIN_BYTES_PER_1024_TOKENS * GPU_SIZES.train_seq / 1024 * widths / widths_1b
+    state = TRAIN_STATE_BYTES_PER_PARAMETER * get_config("1b").num_parameters()
+    per_sequence = TRAIN_BYTES_PER_1024_TOKENS * GPU_SIZES.train_seq / 1024
     batch = GPU_SIZES.train_batch
     while batch > 1 and state + batch * per_sequence > MEMORY_USE * total_memory_bytes:
         batch //= 2
