@@ -2,11 +2,11 @@
 
     python benchmarks/geglu_kernels.py --out /tmp/h200_gate_up_tuning.json --table-out /tmp/gate_up_table.json
         # on an H200, about 3 minutes: every candidate configuration at every problem below
-    python benchmarks/geglu_kernels.py --table-from /tmp/h200_gate_up_tuning.json --table-out helpers/fused/gate_up_table.json
+    python benchmarks/geglu_kernels.py --table-from /tmp/h200_gate_up_tuning.json --table-out helpers/kernels/gate_up_table.json
         # (CPU) rebuild the table from a saved sweep
     python benchmarks/geglu_kernels.py --device cpu --quick --out /tmp/t.json --table-out /tmp/t_table.json   # CI smoke run
 
-Three kernels ("kinds", helpers/fused/gate_up_tuning.py): ``forward`` (gate+up GEMM with the
+Three kernels ("kinds", helpers/kernels/gate_up_tuning.py): ``forward`` (gate+up GEMM with the
 GeGLU epilogue), ``forward_gu`` (the same, also storing the pre-activations: training in save
 mode) and ``backward`` (the dh GEMM with the GeGLU-backward epilogue). For each problem (dim,
 hidden, M) every candidate configuration of the kind is compiled, checked against a float32
@@ -19,7 +19,7 @@ alone, no GeGLU: the GEMM speed a fused kernel must approach).
 
 Warp-specialised candidates run last, after the table has been written once: a compiler crash
 there leaves the rest. The results JSON (with provenance) and the table are rewritten after every
-problem. Commit the table as ``helpers/fused/gate_up_table.json`` and the results under
+problem. Commit the table as ``helpers/kernels/gate_up_table.json`` and the results under
 ``benchmarks/results/``; the launchers pick the nearest tuned entry for a new shape.
 """
 
@@ -42,10 +42,10 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from _cli import log  # noqa: E402
 
-from helpers.fused import gate_up_tuning as T  # noqa: E402
-from helpers.fused.gate_up import gate_up_forward, geglu_backward_gemm, pack_gate_up  # noqa: E402
-from helpers.fused.geglu_pointwise import geglu, geglu_backward  # noqa: E402
-from helpers.fused.launch_plans import clear_plans, config_label  # noqa: E402
+from helpers.kernels import gate_up_tuning as T  # noqa: E402
+from helpers.kernels.gate_up import gate_up_forward, geglu_backward_gemm, pack_gate_up  # noqa: E402
+from helpers.kernels.geglu_pointwise import geglu, geglu_backward  # noqa: E402
+from helpers.kernels.launch_plans import clear_plans, config_label  # noqa: E402
 from helpers.measure.device import provenance  # noqa: E402
 from helpers.measure.numerics import relative_error  # noqa: E402
 from helpers.measure.timing import time_graphed  # noqa: E402

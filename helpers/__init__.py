@@ -8,7 +8,7 @@ The package is built in layers; each imports only the ones above it in this list
   comparison, timeline (no torch);
 - ``helpers.measure``: run things here: :func:`profile`, timing, device facts, ceilings and
   rooflines, compile costs;
-- ``helpers.fused``: the course's own Triton kernels and the layers built on them;
+- ``helpers.kernels``: the course's own Triton kernels and the layers built on them;
 - ``helpers.mlp``: the course's subject, the GeGLU MLP: model, workloads, plans, variants, the
   hand-tuned kernel loader, the variants benchmark and its results;
 - ``helpers.attention``: the attention block: model (QKV, heads, RoPE, KV cache), costs, SDPA
@@ -18,7 +18,7 @@ The package is built in layers; each imports only the ones above it in this list
   benchmark and its results;
 - ``helpers.distributed``: several ranks: a data-parallel training step of the decoder under DDP or
   FSDP2, launched with torchrun from a notebook, read back from its per-rank traces;
-- ``helpers.lesson``: what a notebook shows and checks: display helpers, exercises.
+- ``helpers.lessons``: what a notebook shows and checks: display helpers, exercises.
 
 Notebooks import only ``helpers`` and use the names below (a test enforces it). Names are loaded
 on first use, so ``import helpers`` followed by :func:`load_trace` never imports torch.
@@ -104,23 +104,23 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "call_split": ("measure.compile_costs", "call_split"),
     "compile_wrapper_rows": ("measure.compile_costs", "compile_wrapper_rows"),
     # -- the course's kernels
-    "geglu": ("fused.geglu_pointwise", "geglu"),
-    "gate_up_geglu": ("fused.gate_up", "gate_up_geglu"),
-    "gate_up_forward": ("fused.gate_up", "gate_up_forward"),
-    "gate_up_plans": ("fused.launch_plans", "plans_table"),
-    "pack_gate_up": ("fused.gate_up", "pack_gate_up"),
-    "unpack_gate_up": ("fused.gate_up", "unpack_gate_up"),
-    "gate_up_config_table": ("fused.gate_up_tuning", "config_table"),
-    "flash_attention": ("fused.flash_attention", "flash_attention"),
-    "attention_reference": ("fused.flash_attention", "attention_reference"),
-    "FlashAttentionFunction": ("fused.flash_attention", "FlashAttentionFunction"),
-    "CourseFlashAttention": ("fused.flash_attention", "CourseFlashAttention"),
-    "FlashConfig": ("fused.flash_attention_tuning", "FlashConfig"),
-    "flash_config_table": ("fused.flash_attention_tuning", "config_table"),
-    "flash_tuning_log": ("fused.flash_attention_tuning", "tuning_log"),
-    "GeGLU": ("fused.modules", "GeGLU"),
-    "CourseGeGLUMLP": ("fused.modules", "CourseGeGLUMLP"),
-    "FusedGeGLUMLP": ("fused.modules", "FusedGeGLUMLP"),
+    "geglu": ("kernels.geglu_pointwise", "geglu"),
+    "gate_up_geglu": ("kernels.gate_up", "gate_up_geglu"),
+    "gate_up_forward": ("kernels.gate_up", "gate_up_forward"),
+    "gate_up_plans": ("kernels.launch_plans", "plans_table"),
+    "pack_gate_up": ("kernels.gate_up", "pack_gate_up"),
+    "unpack_gate_up": ("kernels.gate_up", "unpack_gate_up"),
+    "gate_up_config_table": ("kernels.gate_up_tuning", "config_table"),
+    "flash_attention": ("kernels.flash_attention", "flash_attention"),
+    "attention_reference": ("kernels.flash_attention", "attention_reference"),
+    "FlashAttentionFunction": ("kernels.flash_attention", "FlashAttentionFunction"),
+    "CourseFlashAttention": ("kernels.flash_attention", "CourseFlashAttention"),
+    "FlashConfig": ("kernels.flash_attention_tuning", "FlashConfig"),
+    "flash_config_table": ("kernels.flash_attention_tuning", "config_table"),
+    "flash_tuning_log": ("kernels.flash_attention_tuning", "tuning_log"),
+    "GeGLU": ("kernels.modules", "GeGLU"),
+    "CourseGeGLUMLP": ("kernels.modules", "CourseGeGLUMLP"),
+    "FusedGeGLUMLP": ("kernels.modules", "FusedGeGLUMLP"),
     # -- the GeGLU MLP
     "MLPShape": ("mlp.model", "MLPShape"),
     "BLOG_SHAPE": ("mlp.model", "BLOG_SHAPE"),
@@ -241,31 +241,31 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "bucket_schedule": ("distributed.predict", "bucket_schedule"),
     "predict_bucket_change": ("distributed.predict", "predict_bucket_change"),
     # -- lessons
-    "exercises": ("lesson.exercises", ""),
-    "on_gpu": ("lesson.display", "on_gpu"),
-    "lesson_path": ("lesson.display", "lesson_path"),
-    "environment_report": ("lesson.display", "environment_report"),
-    "side_by_side": ("lesson.display", "side_by_side"),
-    "kernel_source": ("lesson.display", "kernel_source"),
-    "layout_table": ("lesson.strides", "layout_table"),
-    "storage_index": ("lesson.strides", "storage_index"),
-    "strides_figure": ("lesson.strides", "strides_figure"),
-    "busiest_op": ("lesson.open_exercises", "busiest_op"),
-    "check_geglu_kernel": ("lesson.kernel_exercises", "check_geglu_kernel"),
-    "kernel_device": ("lesson.kernel_exercises", "kernel_device"),
-    "time_geglu_kernel": ("lesson.kernel_exercises", "time_geglu_kernel"),
-    "check_attention_kernel": ("lesson.attention_exercises", "check_attention_kernel"),
-    "check_attention_prediction": ("lesson.attention_exercises", "check_attention_prediction"),
-    "gpu_view": ("lesson.attention_exercises", "gpu_view"),
-    "reference_view": ("lesson.decoder_lesson", "reference_view"),
-    "breakdown_figure": ("lesson.decoder_lesson", "breakdown_figure"),
-    "gemm_layouts": ("lesson.decoder_lesson", "gemm_layouts"),
-    "bottleneck": ("lesson.decoder_lesson", "bottleneck"),
-    "check_variant": ("lesson.decoder_lesson", "check_variant"),
-    "decoder_fixes": ("lesson.decoder_lesson", "decoder_fixes"),
-    "gpu_run": ("lesson.distributed_lesson", "gpu_run"),
-    "prediction_table": ("lesson.distributed_lesson", "prediction_table"),
-    "runs_folder": ("lesson.distributed_lesson", "runs_folder"),
+    "exercises": ("lessons.exercises", ""),
+    "on_gpu": ("lessons.display", "on_gpu"),
+    "lesson_path": ("lessons.display", "lesson_path"),
+    "environment_report": ("lessons.display", "environment_report"),
+    "side_by_side": ("lessons.display", "side_by_side"),
+    "kernel_source": ("lessons.display", "kernel_source"),
+    "layout_table": ("lessons.strides", "layout_table"),
+    "storage_index": ("lessons.strides", "storage_index"),
+    "strides_figure": ("lessons.strides", "strides_figure"),
+    "busiest_op": ("lessons.open_exercises", "busiest_op"),
+    "check_geglu_kernel": ("lessons.kernel_exercises", "check_geglu_kernel"),
+    "kernel_device": ("lessons.kernel_exercises", "kernel_device"),
+    "time_geglu_kernel": ("lessons.kernel_exercises", "time_geglu_kernel"),
+    "check_attention_kernel": ("lessons.attention_exercises", "check_attention_kernel"),
+    "check_attention_prediction": ("lessons.attention_exercises", "check_attention_prediction"),
+    "gpu_view": ("lessons.attention_exercises", "gpu_view"),
+    "reference_view": ("lessons.decoder_lesson", "reference_view"),
+    "breakdown_figure": ("lessons.decoder_lesson", "breakdown_figure"),
+    "gemm_layouts": ("lessons.decoder_lesson", "gemm_layouts"),
+    "bottleneck": ("lessons.decoder_lesson", "bottleneck"),
+    "check_variant": ("lessons.decoder_lesson", "check_variant"),
+    "decoder_fixes": ("lessons.decoder_lesson", "decoder_fixes"),
+    "gpu_run": ("lessons.distributed_lesson", "gpu_run"),
+    "prediction_table": ("lessons.distributed_lesson", "prediction_table"),
+    "runs_folder": ("lessons.distributed_lesson", "runs_folder"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from ..fused.flash_attention import flash_attention, path_failures
-from ..fused.flash_attention_tuning import tuned_configs, tuning_log
+from ..kernels.flash_attention import flash_attention, path_failures
+from ..kernels.flash_attention_tuning import tuned_configs, tuning_log
 from ..measure.ceilings import Ceilings, measure_ceilings
 from ..measure.device import provenance, resolve_device, synchronize
 from ..measure.memory import peak_memory

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checks import positive_int, positive_number
-from ..fused.flash_attention import FlashAttentionFunction
+from ..kernels.flash_attention import FlashAttentionFunction
 
 ATTENTION_IMPLS = ("sdpa", "manual", "course")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..fused.flash_attention import CourseFlashAttention
+from ..kernels.flash_attention import CourseFlashAttention
 from ..measure.workload import Built, default_dtype, workload_device
 from .backends import sdpa_fn
 from .costs import AttentionShape

@@ -25,7 +25,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from ..attention.model import ATTENTION_IMPLS
-from ..fused.modules import CourseGeGLUMLP, FusedGeGLUMLP
+from ..kernels.modules import CourseGeGLUMLP, FusedGeGLUMLP
 from ..mlp.model import SimpleGeGLUMLP
 from .model import Decoder
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from ..fused.gate_up_tuning import load_table
-from ..fused.launch_plans import plans_table
+from ..kernels.gate_up_tuning import load_table
+from ..kernels.launch_plans import plans_table
 from ..measure.ceilings import Ceilings, measure_ceilings
 from ..measure.device import provenance, resolve_device
 from ..measure.timing import time_end_to_end

@@ -24,7 +24,7 @@ tensors each one reads and writes.
 Training (forward + backward) has its own list, :data:`TRAINING_VARIANTS`: eager, torch.compile,
 Liger (its ``LigerGEGLUMLP`` has a Triton backward), the course's GeGLU kernel after one
 concatenated GEMM, and the course's fused MLP in its two modes, ``save`` and ``recompute``
-(:mod:`helpers.fused.mlp_function`). :func:`build_training` builds one, in train mode, on its own
+(:mod:`helpers.kernels.mlp_function`). :func:`build_training` builds one, in train mode, on its own
 copy of the weights.
 """
 
@@ -39,7 +39,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..fused.modules import CourseGeGLUMLP, FusedGeGLUMLP, projections
+from ..kernels.modules import CourseGeGLUMLP, FusedGeGLUMLP, projections
 from .model import liger_style_layer
 
 __all__ = [
@@ -161,7 +161,7 @@ VARIANTS: dict[str, VariantSpec] = {
             "course-geglu",
             "course GeGLU kernel",
             "pointwise-fused",
-            "three cuBLAS GEMMs and the course's Triton GeGLU kernel (helpers.fused.geglu)",
+            "three cuBLAS GEMMs and the course's Triton GeGLU kernel (helpers.kernels.geglu)",
             _course_geglu,
         ),
         VariantSpec(
@@ -175,7 +175,7 @@ VARIANTS: dict[str, VariantSpec] = {
             "course-fused",
             "course fused gate+up GEMM",
             "gemm-epilogue",
-            "helpers.fused.FusedGeGLUMLP: one Triton GEMM computes gate and up with the GeGLU in its "
+            "helpers.kernels.FusedGeGLUMLP: one Triton GEMM computes gate and up with the GeGLU in its "
             "epilogue, then the cuBLAS down GEMM",
             _course_fused,
         ),

@@ -18,7 +18,7 @@ from helpers.attention.model import (
     future_mask,
     manual_attention,
 )
-from helpers.fused.flash_attention import attention_reference
+from helpers.kernels.flash_attention import attention_reference
 
 CFG = AttentionConfig(hidden_size=48, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
 

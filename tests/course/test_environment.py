@@ -84,7 +84,7 @@ def test_ci_runs_the_readme_test_command():
 
 def test_makefile_installs_triton_when_the_torch_build_brings_none():
     """The CPU wheel of torch has no triton, and the course is installed with --no-deps: without this
-    rule a clean install cannot import helpers.fused (CI failed this way once)."""
+    rule a clean install cannot import helpers.kernels (CI failed this way once)."""
     from packaging.requirements import Requirement
 
     makefile = (ROOT / "Makefile").read_text()

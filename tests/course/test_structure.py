@@ -22,12 +22,12 @@ LEVELS = {
     "foundation": 0,
     "trace": 1,
     "measure": 2,
-    "fused": 3,
+    "kernels": 3,
     "mlp": 4,
     "attention": 4,
     "decoder": 5,
     "distributed": 6,
-    "lesson": 7,
+    "lessons": 7,
 }
 FOUNDATION = {"helpers", "helpers.paths", "helpers.checks", "helpers.triton_env"}
 MAX_LINES = 500
@@ -163,7 +163,7 @@ def test_lesson_helpers_say_which_notebook_uses_them():
     missing = []
     for name in helpers.__all__:
         module, _ = helpers._EXPORTS[name]
-        if not module.startswith("lesson."):
+        if not module.startswith("lessons."):
             continue
         value = getattr(helpers, name)
         doc = (getattr(value, "__doc__", None) or "").strip()

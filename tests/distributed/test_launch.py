@@ -10,7 +10,7 @@ import pytest
 import helpers
 from helpers.distributed.launch import LOG
 from helpers.distributed.options import parse_argv
-from helpers.lesson.distributed_lesson import RUNS_PARENT
+from helpers.lessons.distributed_lesson import RUNS_PARENT
 
 
 def test_options_go_to_the_command_line_and_back():

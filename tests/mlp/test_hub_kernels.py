@@ -398,7 +398,7 @@ def test_course_repository_is_a_kernels_build_layout():
         meta = Metadata.read_from_file(build / v / "metadata.json")
         assert str(meta.name) == "course-geglu" and meta.version == 1 and meta.license == "Apache-2.0"
         assert str(meta.backend.backend_type).lower().endswith(v.removeprefix("torch-"))
-        # the kernel itself is not copied into the repository: each variant imports helpers.fused
+        # the kernel itself is not copied into the repository: each variant imports helpers.kernels
         code = "".join(p.read_text() for p in (build / v).rglob("*.py"))
         assert "helpers" in code and "@triton.jit" not in code
 

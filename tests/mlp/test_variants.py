@@ -1,5 +1,5 @@
 """The MLP variants (helpers/mlp/variants.py), their measurement (helpers/mlp/bench*.py), the benchmark's
-command line (benchmarks/mlp_variants.py) and the kernel exercise checker (helpers/lesson/kernel_exercises.py).
+command line (benchmarks/mlp_variants.py) and the kernel exercise checker (helpers/lessons/kernel_exercises.py).
 
 On a CPU-only machine the Triton kernels run in the interpreter on tiny shapes. One test runs the
 command line's ``--quick`` mode end to end (it compiles the MLP once: ~15-25 s on 2 cores).
@@ -20,8 +20,8 @@ from _cli import variants_table
 from support import data_file, load_benchmark
 
 import helpers
-from helpers.lesson import kernel_exercises as ke
-from helpers.lesson.exercises import MISSING, RIGHT, WRONG
+from helpers.lessons import kernel_exercises as ke
+from helpers.lessons.exercises import MISSING, RIGHT, WRONG
 from helpers.measure.ceilings import H200_REFERENCE
 from helpers.mlp import bench as mlp_bench
 from helpers.mlp import bench_measure, plans, results, variants

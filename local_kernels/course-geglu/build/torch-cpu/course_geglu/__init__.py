@@ -1,9 +1,9 @@
 """course-geglu, variant torch-cpu: the course's Triton GeGLU kernel run by Triton's CPU interpreter.
 
-The kernel is not copied here: it lives in the course's package (helpers/fused/geglu_pointwise.py).
+The kernel is not copied here: it lives in the course's package (helpers/kernels/geglu_pointwise.py).
 """
 
-from helpers.fused import geglu, triton_mode
+from helpers.kernels import geglu, triton_mode
 
 from . import layers
 

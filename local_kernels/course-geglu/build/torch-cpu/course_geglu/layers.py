@@ -1,5 +1,5 @@
 """Layers of course-geglu: ``CourseGeGLUMLP(config)``, a drop-in for Liger's ``LigerGEGLUMLP(config)``."""
 
-from helpers.fused.modules import CourseGeGLUMLP
+from helpers.kernels.modules import CourseGeGLUMLP
 
 __all__ = ["CourseGeGLUMLP"]

@@ -1,9 +1,9 @@
 """course-geglu, variant torch-cuda: the course's Triton GeGLU kernel compiled for the GPU.
 
-The kernel is not copied here: it lives in the course's package (helpers/fused/geglu_pointwise.py).
+The kernel is not copied here: it lives in the course's package (helpers/kernels/geglu_pointwise.py).
 """
 
-from helpers.fused import geglu
+from helpers.kernels import geglu
 
 from . import layers
 

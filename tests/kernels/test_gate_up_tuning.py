@@ -1,4 +1,4 @@
-"""Tile choices of the gate+up kernels (helpers/fused/gate_up_tuning.py) and the tuning script.
+"""Tile choices of the gate+up kernels (helpers/kernels/gate_up_tuning.py) and the tuning script.
 
 The table lookup and the defaults are plain Python: tested here on made-up sweeps. The tuning
 script's CPU smoke run (Triton interpreter, one tiny problem) writes a table the lookup reads.
@@ -13,7 +13,7 @@ import pytest
 import torch
 from support import load_benchmark
 
-from helpers.fused import gate_up_tuning as T
+from helpers.kernels import gate_up_tuning as T
 
 SMS = 132  # an H200
 

@@ -1,7 +1,7 @@
-"""The course's GeGLU pointwise Triton kernel (helpers/fused/geglu_pointwise.py).
+"""The course's GeGLU pointwise Triton kernel (helpers/kernels/geglu_pointwise.py).
 
 On a CPU-only machine (CI) these run the kernels in Triton's interpreter, which importing
-``helpers.fused`` switches on; shapes are kept small because the interpreter is slow. The tests
+``helpers.kernels`` switches on; shapes are kept small because the interpreter is slow. The tests
 marked ``requires_cuda`` run the compiled kernels on a GPU.
 """
 
@@ -18,7 +18,7 @@ from support import requires_compiled_kernels as requires_cuda
 from support import seeded_randn as randn
 
 from helpers import triton_env
-from helpers.fused import GeGLU, GeGLUFunction, geglu, geglu_backward, triton_mode
+from helpers.kernels import GeGLU, GeGLUFunction, geglu, geglu_backward, triton_mode
 from helpers.mlp.model import geglu_reference
 
 
@@ -26,7 +26,7 @@ def test_mode_matches_machine() -> None:
     if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "") not in ("1", "true"):
         assert triton_mode() == "cuda"
     elif not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "0":
-        # Importing helpers.fused on a machine without CUDA must have switched the interpreter on.
+        # Importing helpers.kernels on a machine without CUDA must have switched the interpreter on.
         assert os.environ.get("TRITON_INTERPRET") == "1"
         assert triton_mode() == "interpreter"
 

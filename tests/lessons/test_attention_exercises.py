@@ -13,7 +13,7 @@ import triton.language as tl
 
 import helpers
 from helpers.attention.costs import AttentionShape
-from helpers.lesson import attention_exercises as ax
+from helpers.lessons import attention_exercises as ax
 
 LOG2E = 1.4426950408889634
 

@@ -1,4 +1,4 @@
-"""helpers.lesson: the building blocks notebooks 00-03 share, on live CPU profiles and real H200 traces."""
+"""helpers.lessons: the building blocks notebooks 00-03 share, on live CPU profiles and real H200 traces."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from support import data_file
 
 import helpers
-from helpers.lesson import display
+from helpers.lessons import display
 
 matplotlib.use("Agg")
 

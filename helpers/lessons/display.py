@@ -157,9 +157,9 @@ def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySid
 
 # The course's Triton functions a lesson shows, by name -> the module that defines them.
 _KERNEL_MODULES = (
-    "helpers.fused.geglu_pointwise",
-    "helpers.fused.gate_up_kernels",
-    "helpers.fused.flash_attention_kernels",
+    "helpers.kernels.geglu_pointwise",
+    "helpers.kernels.gate_up_kernels",
+    "helpers.kernels.flash_attention_kernels",
 )
 
 

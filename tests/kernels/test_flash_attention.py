@@ -1,4 +1,4 @@
-"""The course's flash-attention forward (helpers/fused/flash_attention*.py).
+"""The course's flash-attention forward (helpers/kernels/flash_attention*.py).
 
 On a CPU-only machine these run the kernels in Triton's interpreter, at small awkward shapes
 (lengths no multiple of any tile, a head dim that is no power of two, grouped K/V heads, strided
@@ -15,9 +15,9 @@ from support import rel_err
 from support import requires_compiled_kernels as requires_cuda
 
 import helpers
-from helpers.fused import flash_attention_kernels as kernels
-from helpers.fused import flash_attention_tuning as tuning
-from helpers.fused.flash_attention import (
+from helpers.kernels import flash_attention_kernels as kernels
+from helpers.kernels import flash_attention_tuning as tuning
+from helpers.kernels.flash_attention import (
     CourseFlashAttention,
     FlashAttentionFunction,
     attention_reference,
@@ -230,7 +230,7 @@ def test_a_group_that_failed_fails_fast() -> None:
 
 
 def test_auto_falls_back_to_pointers_when_the_tma_path_fails(monkeypatch) -> None:
-    import helpers.fused.flash_attention as fa
+    import helpers.kernels.flash_attention as fa
 
     real_launcher = fa._launcher
 

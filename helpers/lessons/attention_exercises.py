@@ -19,7 +19,7 @@ import torch
 
 from ..attention.costs import AttentionShape, score_matrix_bytes
 from ..attention.workloads import GPU_VIEWS, manual
-from ..fused.flash_attention import attention_reference
+from ..kernels.flash_attention import attention_reference
 from ..measure.numerics import relative_error
 from ..measure.profile import profile
 from ..measure.workload import default_dtype

@@ -1,4 +1,4 @@
-"""The gate+up GEMM with a GeGLU epilogue and FusedGeGLUMLP (helpers/fused/gate_up.py).
+"""The gate+up GEMM with a GeGLU epilogue and FusedGeGLUMLP (helpers/kernels/gate_up.py).
 
 On CPU the kernels run in Triton's interpreter (both paths: the TMA tensor-descriptor kernel the
 H200 uses, and the pointer kernel used for unaligned shapes and pre-Hopper GPUs), on small,
@@ -17,7 +17,7 @@ from support import seeded_randn as randn
 from torch import nn
 
 import helpers
-from helpers.fused import (
+from helpers.kernels import (
     FusedGeGLUMLP,
     clear_plans,
     gate_up_forward,
@@ -28,7 +28,7 @@ from helpers.fused import (
     triton_mode,
     unpack_gate_up,
 )
-from helpers.fused.launch_plans import LaunchPlan, plan_cache
+from helpers.kernels.launch_plans import LaunchPlan, plan_cache
 from helpers.mlp.model import SimpleGeGLUMLP
 
 
@@ -67,7 +67,7 @@ def test_fp32_matches_reference(M: int, K: int, H: int, bias: bool, kernel: str)
 
 
 def _plan_of(kind: str = "gate_up_forward") -> dict:
-    """The row of the most recently built plan of `kind` (helpers.fused.plans_table)."""
+    """The row of the most recently built plan of `kind` (helpers.kernels.plans_table)."""
     table = plans_table()
     return table[table["kernel"] == kind].iloc[-1].to_dict()
 
@@ -122,7 +122,7 @@ def test_plans_are_reused_per_shape_and_hold_no_tensors() -> None:
 
 
 def test_launch_plan_checks_parameter_names() -> None:
-    from helpers.fused.gate_up_kernels import _gate_up_geglu_kernel
+    from helpers.kernels.gate_up_kernels import _gate_up_geglu_kernel
 
     cfg = gate_up_tuning.gate_up_config(32, 64, 32, 1, 4)
     with pytest.raises(ValueError, match="not parameters"):
@@ -136,7 +136,7 @@ def test_plan_switches_to_the_direct_launcher(monkeypatch: pytest.MonkeyPatch) -
     # goes through the JIT (which compiles), later ones through compiled[grid] with the same arguments.
     import triton
 
-    from helpers.fused import launch_plans
+    from helpers.kernels import launch_plans
 
     calls: list[tuple] = []
 
@@ -379,12 +379,12 @@ def test_every_course_kernel_is_known_to_the_trace_reader():
     import importlib
     import pkgutil
 
-    import helpers.fused
+    import helpers.kernels
     from helpers.trace.kernel_names.libraries import COURSE_KERNELS
 
     kernels = set()
-    for info in pkgutil.iter_modules(helpers.fused.__path__):
-        module = importlib.import_module(f"helpers.fused.{info.name}")
+    for info in pkgutil.iter_modules(helpers.kernels.__path__):
+        module = importlib.import_module(f"helpers.kernels.{info.name}")
         for name, value in vars(module).items():
             if name.endswith("_kernel") and callable(getattr(value, "fn", None)):
                 kernels.add(name)

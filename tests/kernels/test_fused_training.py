@@ -1,4 +1,4 @@
-"""Training through the fused MLP (helpers/fused/mlp_function.py): forward + backward in both modes.
+"""Training through the fused MLP (helpers/kernels/mlp_function.py): forward + backward in both modes.
 
 On CPU the kernels run in Triton's interpreter, in float32, on awkward shapes (M no multiple of a
 tile, dims no powers of two, a hidden size whose rows cannot be described for TMA): every gradient
@@ -17,7 +17,7 @@ from support import rel_err
 from support import requires_compiled_kernels as requires_cuda
 from support import seeded_randn as randn
 
-from helpers.fused import (
+from helpers.kernels import (
     FusedGeGLUMLP,
     GateUpGeGLUFunction,
     GeGLUMLPFunction,
