@@ -27,7 +27,7 @@ for path in (ROOT, ROOT / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from _cli import device_and_out, fmt, iter_sizes, log  # noqa: E402
+from common import device_and_out, fmt, iter_sizes, log  # noqa: E402
 
 from helpers.attention import bench  # noqa: E402
 

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from _cli import default_out_allowed, log  # noqa: E402
+from common import default_out_allowed, log  # noqa: E402
 
 from helpers.measure.ceilings import CEILINGS_SCHEMA, measure_ceilings  # noqa: E402
 from helpers.measure.device import provenance, resolve_device  # noqa: E402

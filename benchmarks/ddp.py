@@ -31,7 +31,7 @@ for path in (ROOT, ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import torch  # noqa: E402
-from _cli import log, write_json  # noqa: E402
+from common import log, write_json  # noqa: E402
 
 import helpers  # noqa: E402, F401  (first: on a CPU-only machine it switches on Triton's interpreter)
 from helpers.distributed import bench  # noqa: E402

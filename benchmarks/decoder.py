@@ -34,7 +34,7 @@ for path in (ROOT, ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import torch  # noqa: E402
-from _cli import device_and_out, fmt, log  # noqa: E402
+from common import device_and_out, fmt, log  # noqa: E402
 
 from helpers.decoder import bench  # noqa: E402
 from helpers.decoder.results import RESULTS_PATH, DecoderResults  # noqa: E402

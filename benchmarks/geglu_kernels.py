@@ -40,7 +40,7 @@ for path in (ROOT, ROOT / "benchmarks"):
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from _cli import log  # noqa: E402
+from common import log  # noqa: E402
 
 from helpers.kernels import gate_up_tuning as T  # noqa: E402
 from helpers.kernels.gate_up import gate_up_forward, geglu_backward_gemm, pack_gate_up  # noqa: E402

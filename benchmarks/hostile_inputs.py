@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from _cli import log  # noqa: E402
+from common import log  # noqa: E402
 from trace_loading import build_big_trace  # noqa: E402
 
 SOURCE = ROOT / "traces" / "h200_mlp_eager.json.gz"

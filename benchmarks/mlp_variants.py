@@ -36,7 +36,7 @@ for path in (ROOT, ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import torch  # noqa: E402
-from _cli import default_out_allowed, iter_sizes, log, variants_table  # noqa: E402
+from common import default_out_allowed, iter_sizes, log, variants_table  # noqa: E402
 
 from helpers.mlp import bench as mlp_bench  # noqa: E402
 from helpers.mlp.bench_shapes import GPU_SHAPES, SHAPES  # noqa: E402

@@ -1,30 +1,32 @@
-"""Used by notebooks 00-06: self-checking exercises; the learner answers, a checker compares with the measurement.
+"""Self-checking exercises: the learner answers, a checker compares with what was measured.
 
-In a notebook::
+Each lesson module keeps its exercises in one :class:`Exercises` book, with the explanation and the
+hint of each, so that neither stands in the notebook where a learner reads it before answering::
 
-    answer = 5                      # cell tagged "solution": learner copies get `answer = None`
-    helpers.check("kernels per forward", answer, expected=measured_count,
-                  explain="3 GEMMs + GeLU + mul")
+    EXERCISES = Exercises("07", gemms=Exercise("GEMMs per forward", explain="...", hint="..."))
 
-`check` never raises on a wrong or missing answer: it returns a :class:`Feedback` that renders as a
-coloured box (right / wrong and why / not answered yet). Every check of the session is remembered;
-the full notebook ends with ``assert_all_correct()`` (a solution cell), the learner copy with
-``summary()``.
+    # in the notebook, below the cell where the learner writes `gemms = ...`
+    nb07.check("gemms", gemms, expected=measured)
+
+:meth:`Exercises.check` never raises on a wrong or missing answer: it returns a :class:`Feedback`
+that renders as a coloured box. The explanation shows once an answer is given; the hint shows only
+after a wrong answer, or on request (:meth:`Exercises.hint`).
 """
 
 from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from numbers import Number
 from typing import Any
 
 import pandas as pd
 
-RIGHT, WRONG, MISSING = "right", "wrong", "not answered yet"
-_COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd"}
-_SESSION: dict[str, Feedback] = {}
+RIGHT, WRONG, MISSING, TIE = "right", "wrong", "not answered yet", "too close to call"
+_COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", TIE: "#d1ecf1"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,8 @@ class Feedback:
 
     @property
     def ok(self) -> bool:
-        return self.status == RIGHT
+        """True when the answer counts as right (a tie accepts every answer)."""
+        return self.status in (RIGHT, TIE)
 
     def __repr__(self) -> str:
         return f"[{self.status}] {self.name}: {self.message}"
@@ -52,68 +55,271 @@ class Feedback:
         )
 
 
+@dataclass(frozen=True)
+class Tie:
+    """An expected value that the measurement cannot settle: every answer of the right type is accepted.
+
+    ``why`` says what was measured (the two medians and their spreads), so the learner sees the noise.
+    """
+
+    why: str
+    kind: type = bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether ``a`` was faster than ``b`` over repeated rounds, or a tie when their ranges overlap."""
+
+    a_median: float
+    b_median: float
+    a_range: tuple[float, float]
+    b_range: tuple[float, float]
+
+    @property
+    def tie(self) -> bool:
+        return not (self.a_range[1] < self.b_range[0] or self.b_range[1] < self.a_range[0])
+
+    @property
+    def a_faster(self) -> bool | Tie:
+        """True or False when the ranges are apart; a :class:`Tie` saying why when they overlap."""
+        if self.tie:
+            return Tie(f"{self.describe()}: the ranges overlap, so the difference is inside the noise of this machine")
+        return self.a_median < self.b_median
+
+    def describe(self, unit: str = "us") -> str:
+        def one(m: float, r: tuple[float, float]) -> str:
+            return f"{m:.3g} {unit} (range {r[0]:.3g}-{r[1]:.3g})"
+
+        return f"median {one(self.a_median, self.a_range)} against {one(self.b_median, self.b_range)}"
+
+
+def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:
+    """Median and range of two sets of repeated timings (at least 3 rounds each, finite)."""
+    for label, rounds in (("a", a), ("b", b)):
+        values = list(rounds)
+        if len(values) < 3:
+            raise ValueError(f"{label}: need at least 3 rounds to know the spread, got {len(values)}")
+        if not all(isinstance(v, Number) and math.isfinite(float(v)) for v in values):
+            raise ValueError(f"{label}: every round must be a finite number, got {values!r}")
+    fa, fb = [float(v) for v in a], [float(v) for v in b]
+    return Verdict(statistics.median(fa), statistics.median(fb), (min(fa), max(fa)), (min(fb), max(fb)))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One question of a lesson: its title, why the answer is what it is, and a hint.
+
+    ``explain`` may hold ``{name}`` fields filled from the ``details`` a check passes (numbers that
+    are only known once the cell has measured them).
+    """
+
+    title: str
+    explain: str = ""
+    hint: str = ""
+    rel_tol: float = 0.0
+
+
 def _is_missing(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
+
+
+def _normal_text(value: str) -> str:
+    return " ".join(value.strip().lower().replace("_", " ").replace("-", " ").split())
+
+
+def _number(value: Any) -> float | None:
+    """A plain float from an int, float or 0-d tensor/array; None for anything else (and for bools)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, Number):
+        return float(value)
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        try:
+            out = item()
+        except Exception:  # noqa: BLE001  (any failure means: not a number)
+            return None
+        return None if isinstance(out, bool) else float(out) if isinstance(out, Number) else None
+    return None
+
+
+def _show(value: Any) -> str:
+    """A value as a learner reads it (no numpy or torch reprs)."""
+    number = _number(value)
+    if number is not None:
+        return f"{number:.4g}" if not float(number).is_integer() else str(int(number))
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(map(str, value))) + "}"
+    return repr(value)
 
 
 def _same(answer: Any, expected: Any, rel_tol: float) -> tuple[bool, str]:
     """Compare an answer with the expected value; returns (equal, reason when not)."""
     if isinstance(expected, bool):
         if not isinstance(answer, bool):
-            return False, f"expected True or False, got {answer!r}"
+            return False, f"expected True or False, got {type(answer).__name__}"
         return answer == expected, ""
-    if isinstance(expected, Number):
-        if isinstance(answer, bool) or not isinstance(answer, Number):
-            return False, f"expected a number, got {type(answer).__name__} {answer!r}"
+    if _number(expected) is not None:
+        got = _number(answer)
+        if got is None:
+            return False, f"expected a number, got {type(answer).__name__}"
+        if not math.isfinite(got):
+            return False, "expected a finite number"
+        want = float(_number(expected))  # type: ignore[arg-type]
         if rel_tol == 0:
-            return answer == expected, ""
-        return math.isclose(float(answer), float(expected), rel_tol=rel_tol, abs_tol=1e-12), ""
+            return got == want, ""
+        return math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-12), ""
     if isinstance(expected, (set, frozenset)):
-        if not isinstance(answer, (set, frozenset, list, tuple)):
+        if isinstance(answer, str) or not isinstance(answer, (set, frozenset, list, tuple)):
             return False, f"expected a collection such as a set, got {type(answer).__name__}"
-        got = set(answer)
-        if got == set(expected):
+        if not all(isinstance(a, str) for a in answer) and all(isinstance(e, str) for e in expected):
+            return False, "expected text items"
+        norm = _normal_text if all(isinstance(e, str) for e in expected) else (lambda x: x)
+        got, want = {norm(a) for a in answer}, {norm(e) for e in expected}
+        if got == want:
             return True, ""
-        missing, extra = set(expected) - got, got - set(expected)
         parts = []
-        if missing:
-            parts.append(f"{len(missing)} missing")
-        if extra:
-            parts.append(f"unexpected: {sorted(map(str, extra))}")
+        if want - got:
+            parts.append(f"{len(want - got)} missing")
+        if got - want:
+            parts.append(f"unexpected: {sorted(map(str, got - want))}")
         return False, "; ".join(parts)
     if isinstance(expected, (tuple, list)):
-        if not isinstance(answer, (tuple, list)):
-            return False, f"expected a tuple or list, got {type(answer).__name__} {answer!r}"
-        return tuple(answer) == tuple(expected), ""
+        if not isinstance(answer, (tuple, list)) or len(answer) != len(expected):
+            return False, f"expected a sequence of {len(expected)} items"
+        pairs = [_same(a, e, rel_tol) for a, e in zip(answer, expected)]
+        return all(ok for ok, _ in pairs), next((why for ok, why in pairs if not ok and why), "")
     if isinstance(expected, str):
         if not isinstance(answer, str):
-            return False, f"expected text, got {type(answer).__name__} {answer!r}"
-        return answer.strip().lower() == expected.strip().lower(), ""
-    return answer == expected, ""
+            return False, f"expected text, got {type(answer).__name__}"
+        return _normal_text(answer) == _normal_text(expected), ""
+    try:
+        return bool(answer == expected), ""
+    except Exception:  # noqa: BLE001  (an answer whose == raises, e.g. a tensor in a tuple)
+        return False, f"could not compare a {type(answer).__name__} with the expected {type(expected).__name__}"
+
+
+@dataclass
+class Exercises:
+    """The exercises of one lesson, keyed by a short name; remembers every check of the session."""
+
+    lesson: str
+    book: dict[str, Exercise] = field(default_factory=dict)
+    results: dict[str, Feedback] = field(default_factory=dict)
+
+    def __init__(self, lesson: str, **exercises: Exercise) -> None:
+        self.lesson = lesson
+        self.book = dict(exercises)
+        self.results = {}
+
+    def _exercise(self, key: str) -> Exercise:
+        if key not in self.book:
+            raise KeyError(f"lesson {self.lesson} has no exercise {key!r}; its exercises: {', '.join(self.book)}")
+        return self.book[key]
+
+    def check(
+        self,
+        key: str,
+        answer: Any,
+        expected: Any,
+        *,
+        rel_tol: float | None = None,
+        details: dict[str, Any] | None = None,
+        accept: Callable[[Any], bool] | None = None,
+    ) -> Feedback:
+        """Compare the learner's ``answer`` with the measured ``expected`` value and return feedback.
+
+        ``expected`` comes from a measurement, never a constant. A :class:`Tie` accepts any answer
+        of its type and says why. ``accept`` replaces the comparison (for answers with several right
+        forms). ``rel_tol`` overrides the exercise's tolerance.
+        """
+        ex = self._exercise(key)
+        tol = ex.rel_tol if rel_tol is None else rel_tol
+        if not isinstance(tol, (int, float)) or tol < 0:
+            raise ValueError(f"rel_tol must be a number >= 0, got {tol!r}")
+        try:
+            explain = ex.explain.format(**(details or {}))
+        except (KeyError, IndexError, ValueError) as err:
+            raise ValueError(f"exercise {key!r}: its explanation needs details {err}") from err
+        if _is_missing(answer):
+            fb = Feedback(
+                ex.title,
+                MISSING,
+                "write your answer in the cell above, run it, then run this cell again"
+                + (f" (stuck? run `nb{self.lesson}.hint({key!r})`)." if ex.hint else "."),
+                answer,
+                expected,
+            )
+        elif isinstance(expected, Tie):
+            if isinstance(answer, expected.kind):
+                fb = Feedback(ex.title, TIE, f"{expected.why}. Both answers are accepted here. {explain}".strip())
+            else:
+                fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
+        else:
+            if accept is not None:
+                equal, reason = bool(accept(answer)), ""
+            else:
+                equal, reason = _same(answer, expected, tol)
+            if equal:
+                fb = Feedback(ex.title, RIGHT, f"the measurement agrees: {_show(expected)}. {explain}".strip())
+            else:
+                within = f" (within {tol:.0%})" if tol else ""
+                why = f" ({reason})" if reason else ""
+                hint = f" Hint: {ex.hint}" if ex.hint else ""
+                fb = Feedback(
+                    ex.title,
+                    WRONG,
+                    f"you said {_show(answer)}{why}; that does not match the measurement{within}. Think again, "
+                    f"then re-run this cell.{hint}",
+                )
+        self.results[key] = Feedback(fb.name, fb.status, fb.message, answer, expected)
+        return self.results[key]
+
+    def record(self, key: str, feedback: Feedback) -> Feedback:
+        """Remember a feedback made by a lesson's own checker (a kernel test, say) under ``key``."""
+        self._exercise(key)
+        self.results[key] = feedback
+        return feedback
+
+    def hint(self, key: str) -> Feedback:
+        """The hint of one exercise, on request."""
+        ex = self._exercise(key)
+        return Feedback(ex.title, MISSING, f"Hint: {ex.hint or 'none for this one: read the cells above again.'}")
+
+    def summary(self) -> pd.DataFrame:
+        """Every exercise of the lesson: its status in this session and the message."""
+        rows = []
+        for key, ex in self.book.items():
+            fb = self.results.get(key)
+            rows.append({"exercise": ex.title, "status": fb.status if fb else "not checked", "message": fb.message if fb else ""})
+        return pd.DataFrame(rows, columns=["exercise", "status", "message"])
+
+    def assert_all_correct(self) -> pd.DataFrame:
+        """Raise AssertionError unless every exercise of the lesson was checked and right (full lessons)."""
+        table = self.summary()
+        bad = table[~table["status"].isin([RIGHT, TIE])]
+        if not bad.empty:
+            raise AssertionError("exercises not right:\n" + bad.to_string(index=False))
+        return table
+
+    def reset(self) -> None:
+        """Forget the checks run so far (a lesson's first cell calls it)."""
+        self.results.clear()
+
+
+# -- Transition: the notebook-wide functions of the old interface, until every lesson has its book.
+_SESSION: dict[str, Feedback] = {}
 
 
 def check(name: str, answer: Any, expected: Any, explain: str = "", rel_tol: float = 0.0, hint: str = "") -> Feedback:
-    """Compare the learner's `answer` with the measured `expected` value and return feedback.
-
-    - `expected` comes from the profile, never from a constant, so the check stays true on
-      another GPU or torch version.
-    - `rel_tol`: relative tolerance for numbers (e.g. 0.1 for "within 10%").
-    - `explain`: why the expected value is what it is (shown when the answer is wrong).
-    - `hint`: shown while the exercise is not answered yet.
-    """
+    """Old interface: a check whose texts stand in the notebook (being replaced by lesson books)."""
     if not isinstance(name, str) or not name:
         raise TypeError("check() needs a short exercise name as its first argument")
     if not isinstance(rel_tol, (int, float)) or rel_tol < 0:
         raise ValueError(f"rel_tol must be a number >= 0, got {rel_tol!r}")
     if _is_missing(answer):
-        fb = Feedback(
-            name,
-            MISSING,
-            "write your answer in the cell above, run it, then run this cell again."
-            + (f" Hint: {hint}" if hint else ""),
-            answer,
-            expected,
-        )
+        msg = "write your answer in the cell above, run it, then run this cell again." + (f" Hint: {hint}" if hint else "")
+        fb = Feedback(name, MISSING, msg, answer, expected)
     else:
         equal, reason = _same(answer, expected, rel_tol)
         if equal:
@@ -121,19 +327,13 @@ def check(name: str, answer: Any, expected: Any, explain: str = "", rel_tol: flo
         else:
             tol = f" (within {rel_tol:.0%})" if rel_tol else ""
             why = f"{reason}. " if reason else ""
-            fb = Feedback(
-                name,
-                WRONG,
-                f"you said {answer!r}; the profile measured {expected!r}{tol}. {why}{explain}".strip(),
-                answer,
-                expected,
-            )
+            msg = f"you said {answer!r}; the profile measured {expected!r}{tol}. {why}{explain}".strip()
+            fb = Feedback(name, WRONG, msg, answer, expected)
     _SESSION[name] = fb
     return fb
 
 
 def summary() -> pd.DataFrame:
-    """Every check run in this session: name, status, message."""
     return pd.DataFrame(
         [{"exercise": f.name, "status": f.status, "message": f.message} for f in _SESSION.values()],
         columns=["exercise", "status", "message"],
@@ -141,7 +341,6 @@ def summary() -> pd.DataFrame:
 
 
 def assert_all_correct() -> pd.DataFrame:
-    """Raise AssertionError unless every check of this session was answered correctly (used by full notebooks)."""
     table = summary()
     if table.empty:
         raise AssertionError("no exercise was checked in this notebook")
@@ -152,5 +351,4 @@ def assert_all_correct() -> pd.DataFrame:
 
 
 def reset() -> None:
-    """Forget the checks run so far (each notebook starts afresh)."""
     _SESSION.clear()

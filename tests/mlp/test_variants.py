@@ -16,7 +16,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from _cli import variants_table
+from common import variants_table
 from support import data_file, load_benchmark
 
 import helpers

@@ -125,3 +125,39 @@ def device_and_out(device_arg: str | None, out: Path | None, default_out: Path) 
         print(f"refusing to write {name} results to {out}: files named h200_* hold H200 results only", file=sys.stderr)
         return None
     return device, out
+
+
+def stored_table(frame: Any, about: str) -> dict[str, Any]:
+    """A DataFrame as the {about, columns, rows} object a results file stores (NaN and inf as null)."""
+    import numpy as np
+
+    def cell(v: Any) -> Any:
+        if isinstance(v, (np.integer,)):
+            return int(v)
+        if isinstance(v, (np.floating, float)):
+            return float(v) if math.isfinite(float(v)) else None
+        if isinstance(v, np.bool_):
+            return bool(v)
+        if v is None or isinstance(v, (str, int, bool)):
+            return v
+        try:
+            import pandas as pd
+
+            if pd.isna(v):
+                return None
+        except (TypeError, ValueError):
+            pass
+        return str(v)
+
+    return {
+        "about": about,
+        "columns": [str(c) for c in frame.columns],
+        "rows": [[cell(v) for v in row] for row in frame.itertuples(index=False, name=None)],
+    }
+
+
+def store_tables(data: dict[str, Any], tables: Mapping[str, tuple[Any, str]]) -> dict[str, Any]:
+    """`data` with its ``tables`` replaced by `tables` (name -> (DataFrame, about)), ready to write."""
+    out = dict(data)
+    out["tables"] = {name: stored_table(frame, about) for name, (frame, about) in tables.items()}
+    return out

@@ -1,0 +1,24 @@
+"""``python -m benchmarks NAME [options]``: run one of the course's benchmarks (``--help`` after NAME for its options)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module with a main(argv) function, what it measures)
+COMMANDS: dict[str, tuple[str, str]] = {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
+        lines = ["usage: python -m benchmarks NAME [options]", "", "benchmarks:"]
+        lines += [f"  {name:16s} {about}" for name, (_, about) in COMMANDS.items()]
+        print("\n".join(lines), file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[args[0]][0])
+    return int(module.main(args[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
