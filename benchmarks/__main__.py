@@ -6,7 +6,10 @@ import importlib
 import sys
 
 # name -> (module with a main(argv) function, what it measures)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ceilings": ("benchmarks.ceilings", "the memory roof and matmul rate every % of floor divides by"),
+    "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,38 +1,50 @@
 """Measure the ceilings every "% of floor" of the course divides by, and record them with provenance.
 
-    python benchmarks/ceilings.py --out benchmarks/results/h200_ceilings.json      # on the H200 (~15 s)
-    python benchmarks/ceilings.py --device cpu --quick --out /tmp/cpu_ceilings.json  # the CPU path (CI)
+    python -m benchmarks ceilings --out benchmarks/results/h200_ceilings.json      # on the H200 (~15 s)
+    python -m benchmarks ceilings --device cpu --quick --out /tmp/cpu_ceilings.json  # the CPU path (CI)
 
 The ceilings are what :func:`helpers.measure_ceilings` measures, the one way the course measures
 them: large device-to-device copies, sums and fills (bytes read + written, read, written: the
 memory roof is the fastest) and the best of a few large bf16 matmuls, each the median of 10 runs
-timed with CUDA events after 3 warm-ups. ``helpers.H200_REFERENCE`` is loaded from the file this
-script writes, so the notebooks, tests and benchmarks all use these numbers.
+timed with CUDA events after 3 warm-ups. ``helpers.reference_ceilings()`` reads the table this
+program stores, so the notebooks, tests and benchmarks all use these numbers.
 
 The measurement is repeated `--repeats` times (each a fresh median of 10): each ceiling is the best
 of the repeats, and the spread of all of them is recorded next to it. A ceiling is the fastest the
 GPU was seen to go, so a repeat that ran slower (the matmul rate of an H200 moves by several percent
-with its power and clocks: 801.7-832.5 TFLOP/s over the five repeats of the committed recording,
-benchmarks/results/h200_ceilings.json) lowers no "% of floor";
+with its power and clocks) lowers no "% of floor";
 tests/measure/test_ceilings.py allows no shipped percentage above 100 + its tolerance.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import pandas as pd
 
-from common import default_out_allowed, log  # noqa: E402
+from helpers.measure.ceilings import measure_ceilings
+from helpers.measure.device import provenance, resolve_device
 
-from helpers.measure.ceilings import CEILINGS_SCHEMA, measure_ceilings  # noqa: E402
-from helpers.measure.device import provenance, resolve_device  # noqa: E402
+from .common import default_out_allowed, log, store_tables, write_json
+
+CEILINGS_SCHEMA = "course-ceilings/1"
+RESULTS = ("h200_ceilings",)
+
+
+def tables(data: dict[str, Any]) -> dict[str, tuple[pd.DataFrame, str]]:
+    """The stored tables of a ceilings result: the ceilings themselves (one row) and every repeat."""
+    c = dict(data["ceilings"])
+    c["matmul_shape"] = "x".join(str(v) for v in c["matmul_shape"])
+    c["bandwidth_bytes_per_s"] = max(c["copy_bytes_per_s"], c.get("read_bytes_per_s") or 0, c.get("write_bytes_per_s") or 0)
+    spread = pd.DataFrame([{"quantity": k, "spread_pct": v} for k, v in data.get("spread_pct", {}).items()])
+    return {
+        "ceilings": (pd.DataFrame([c]), "the ceilings (bytes/s, FLOP/s): each the best of the repeats; the memory roof is bandwidth_bytes_per_s"),
+        "repeats": (pd.DataFrame(data.get("repeats", [])), "every repeat's copy, read, write bandwidth (TB/s) and matmul rate (TFLOP/s)"),
+        "spread": (spread, "spread of the repeats, % of the best"),
+    }
 
 
 def measure(device: str | None, repeats: int) -> dict:
@@ -70,7 +82,7 @@ def measure(device: str | None, repeats: int) -> dict:
         read_bytes_per_s=max((c.read_bytes_per_s for c in measured if c.read_bytes_per_s), default=None),
         write_bytes_per_s=max((c.write_bytes_per_s for c in measured if c.write_bytes_per_s), default=None),
     )
-    return {
+    data = {
         "schema": CEILINGS_SCHEMA,
         "complete": True,
         "provenance": provenance(dev),
@@ -78,6 +90,7 @@ def measure(device: str | None, repeats: int) -> dict:
         "repeats": runs,
         "spread_pct": spread_pct,
     }
+    return store_tables(data, tables(data))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     result = measure(args.device, repeats)
     if not default_out_allowed(result["provenance"]["device"], args.out):
         parser.error(f"{args.out.name} is named for an H200 but this device is {result['provenance']['device']}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_json(args.out, result)
     c = result["ceilings"]
     print(f"\n{c['device']} (torch {c['torch_version']}): {c['method']}")
     print(f"{'ceiling':16s} {'value':>10s} {'spread over runs':>18s}")
@@ -106,7 +118,3 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"wrote {args.out}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

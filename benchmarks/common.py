@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 T0 = time.time()
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = ROOT / "benchmarks" / "results"
 
 
 def log(msg: str) -> None:

@@ -80,7 +80,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Ceilings": ("measure.ceilings", "Ceilings"),
     "measure_ceilings": ("measure.ceilings", "measure_ceilings"),
     "H200_REFERENCE": ("measure.ceilings", "H200_REFERENCE"),
-    "ceilings_for": ("measure.ceilings", "ceilings_for"),
+    "ceilings_for": ("lessons.results", "ceilings_for"),
+    "reference_ceilings": ("lessons.results", "reference_ceilings"),
+    "load_results": ("lessons.results", "load_results"),
     "kernel_floors": ("measure.kernel_floors", "kernel_floors"),
     "gemm_flops": ("measure.roofline", "gemm_flops"),
     "gemm_bytes": ("measure.roofline", "gemm_bytes"),
@@ -240,7 +242,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "rank_table": ("distributed.analysis", "rank_table"),
     "bucket_schedule": ("distributed.predict", "bucket_schedule"),
     "predict_bucket_change": ("distributed.predict", "predict_bucket_change"),
-    # -- lessons
+    # -- lessons: each notebook's own namespace (helpers.nb07.check, ...), then what several share
+    **{f"nb{n:02d}": (f"lessons.nb{n:02d}", "") for n in range(10)},
     "exercises": ("lessons.exercises", ""),
     "on_gpu": ("lessons.display", "on_gpu"),
     "lesson_path": ("lessons.display", "lesson_path"),
