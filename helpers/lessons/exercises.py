@@ -1,4 +1,4 @@
-"""Self-checking exercises: the learner answers, a checker compares with what was measured.
+"""Used by notebooks 00-09: self-checking exercises: the learner answers, a checker compares with what was measured.
 
 Each lesson module keeps its exercises in one :class:`Exercises` book, with the explanation and the
 hint of each, so that neither stands in the notebook where a learner reads it before answering::

@@ -118,7 +118,7 @@ def results_path(name: str | Path) -> Path:
 
 
 def load_results(name: str | Path) -> Results:
-    """Recorded results by name (``"h200_mlp_variants"``, a file in ``benchmarks/results/``) or path."""
+    """Used by notebooks 04, 06-09: recorded results by name (``"h200_mlp_variants"``, a file in ``benchmarks/results/``) or path."""
     path = results_path(name)
     if not path.is_file():
         known = sorted(p.stem for p in RESULTS_DIR.glob("*.json"))
@@ -137,7 +137,7 @@ _REFERENCE: dict[str, Ceilings] = {}
 
 
 def reference_ceilings(name: str = "h200_ceilings") -> Ceilings:
-    """The course's one ceiling set of a recorded GPU (default the H200's), as the results file stores it."""
+    """Used by notebooks 01, 03, 07, 08: the course's one ceiling set of a recorded GPU (default the H200's), as the results file stores it."""
     if name not in _REFERENCE:
         res = load_results(name)
         row = res.table("ceilings").iloc[0].to_dict()
@@ -154,7 +154,7 @@ def reference_ceilings(name: str = "h200_ceilings") -> Ceilings:
 
 
 def ceilings_for(trace: Any) -> Ceilings:
-    """The ceilings of the machine that recorded ``trace``: measured here for a live profile, the
+    """Used by notebooks 01, 03: the ceilings of the machine that recorded ``trace``: measured here for a live profile, the
     recorded set for a shipped H200 trace; ValueError for any other (never this machine's for another's)."""
     info = getattr(trace, "info", None)
     if info is None:
