@@ -249,6 +249,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "lesson_path": ("lessons.display", "lesson_path"),
     "environment_report": ("lessons.display", "environment_report"),
     "side_by_side": ("lessons.display", "side_by_side"),
+    "reference_trace": ("lessons.display", "reference_trace"),
     "kernel_source": ("lessons.display", "kernel_source"),
     "layout_table": ("lessons.strides", "layout_table"),
     "storage_index": ("lessons.strides", "storage_index"),

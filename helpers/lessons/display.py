@@ -21,6 +21,8 @@ import pandas as pd
 import torch
 
 from ..measure.device import cpu_name, package_version
+from ..paths import reference_trace_path
+from ..trace.model import Trace, load_trace
 
 GPU_PATH = "GPU: profiles run live on this GPU and are compared with the H200 reference traces"
 CPU_PATH = (
@@ -182,3 +184,14 @@ def kernel_source(name: str) -> str:
     if name not in found:
         raise ValueError(f"no course kernel named {name!r}; available: {', '.join(sorted(found))}")
     return inspect.getsource(found[name])
+
+
+def reference_trace(name: str, missing_ok: bool = False) -> Trace | None:
+    """Used by notebooks 00-09: a shipped reference trace by name (``"h200_mlp_eager"``), labelled with its GPU,
+    torch version and date; None when it is not recorded and ``missing_ok`` (else FileNotFoundError)."""
+    try:
+        return load_trace(reference_trace_path(name))
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise
