@@ -275,6 +275,26 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = sorted(_EXPORTS)
 
 
+def _configure_engine() -> None:
+    """Tell the engine what it must not know by itself: where the course keeps traces."""
+    from . import paths
+    from .course_kernel_names import COURSE_KERNELS
+    from .trace.registry import register_kernel_names
+    from .trace.saving import configure_saving
+
+    configure_saving(paths.LOCAL_TRACES_DIR, reference_dirs=(paths.TRACES_DIR,))
+    register_kernel_names(
+        {
+            name: {"family": family, "source": "course-triton", "summary": f"The course's own Triton kernel: {what}."}
+            | ({"fused_ops": ["gelu", "mul"]} if "geglu" in name else {})
+            for name, (family, what) in COURSE_KERNELS.items()
+        }
+    )
+
+
+_configure_engine()
+
+
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(

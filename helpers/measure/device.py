@@ -17,7 +17,6 @@ from typing import Any
 
 import torch
 
-from ..paths import REPO_ROOT
 
 
 def resolve_device(device: torch.device | str | None = None) -> torch.device:
@@ -95,12 +94,13 @@ def package_version(package: str) -> str | None:
 
 
 def _git_commit() -> str | None:
-    # A copy of the working tree sent to another machine may carry a stale .git: the sender says.
+    # The commit of the checkout this code runs from; a copy of the working tree sent to another
+    # machine may carry a stale .git, so the sender can say it.
     if os.environ.get("COURSE_GIT_COMMIT"):
         return os.environ["COURSE_GIT_COMMIT"]
     try:
         out = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
         )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):

@@ -18,12 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import paths
 from . import files as tracefile
 from .categories import NOT_WORK, device_work_mask, work_kinds
 from .correlation import graph_launched
 from .events import events_from_document, events_from_file
-from .saving import write_gzip_atomic
+from .saving import SAVING, write_gzip_atomic
 from .tables import TraceTables
 from .timeline import timeline_figure
 
@@ -31,6 +30,8 @@ from .timeline import timeline_figure
 # when torch._inductor.config.cpp.enable_kernel_profile is on.
 CPU_GENERATED_KERNEL = re.compile(r"^(?:graph_\d+_)?cpp_fused_")
 PROVENANCE_KEY = "course_provenance"
+
+
 
 
 class NoKernelsError(ValueError):
@@ -379,17 +380,19 @@ class Trace:
     ) -> Path:
         """Write the trace as a gzipped Chrome trace that Perfetto (ui.perfetto.dev) opens; returns the path.
 
-        Default location: ``traces/local/<label>.json.gz`` (git-ignored). Refuses to write into the
-        shipped reference traces folder unless `allow_reference` (meant for
-        scripts/record_reference_traces.py only). The write is atomic; with ``overwrite=False`` an
+        Default location: ``<default folder>/<label>.json.gz`` (the course's is git-ignored
+        ``traces/local/``; see :func:`configure_saving`). Refuses to write into a reference traces
+        folder unless `allow_reference` (meant for the script that records them). The write is atomic; with ``overwrite=False`` an
         existing file is never replaced, even by two saves racing for one name (see
         :mod:`helpers.trace.saving`). The file holds this trace's label and provenance. A trace
         loaded in slices (a big file) copies its events from the file it was loaded from, and
         refuses when that file has changed or vanished since.
         """
         if path is None:
+            if SAVING.default_dir is None:
+                raise ValueError("no default folder for traces is configured: pass save(path=...)")
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.info.label).strip("_") or "trace"
-            path = paths.LOCAL_TRACES_DIR / f"{safe}.json.gz"
+            path = SAVING.default_dir / f"{safe}.json.gz"
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
         target = Path(path)
@@ -397,10 +400,10 @@ class Trace:
             raise ValueError(
                 f"save writes gzipped Chrome traces: give a file name ending in .json.gz, got {target.name!r}"
             )
-        if paths.is_reference_location(target) and not allow_reference:
+        if SAVING.is_reference(target) and not allow_reference:
             raise ValueError(
-                f"{target} is inside the reference traces folder {paths.TRACES_DIR}: reference traces are read-only. "
-                f"Save your own traces under {paths.LOCAL_TRACES_DIR} (the default)."
+                f"{target} is inside a reference traces folder: reference traces are read-only. "
+                f"Save your own traces under {SAVING.default_dir} (the default)."
             )
         if not overwrite and os.path.lexists(target):
             raise FileExistsError(f"{target} exists; pass overwrite=True or choose another name")
@@ -449,7 +452,7 @@ def load_trace(
 ) -> Trace:
     """Load a saved Chrome/Kineto trace (``.json`` or ``.json.gz``) from any torch 2.x, CPU-only or CUDA.
 
-    A trace inside the repository's ``traces/`` folder is marked as a reference trace. Provenance
+    A trace inside a reference folder (:func:`configure_saving`) is marked as a reference trace. Provenance
     written by this course (GPU, torch version, date) is read back and shown in the repr.
     `keep_document` (default: under 50 MB of JSON text) keeps the parsed JSON in memory; without it
     the events are read in slices straight into the table (a 250 MB, million-event trace then
@@ -477,7 +480,7 @@ def load_trace(
     name = p.name.removesuffix(".gz").removesuffix(".json")
     info = TraceInfo(
         label=label or prov.get("label") or name,
-        source="reference" if paths.is_reference_location(p) else "file",
+        source="reference" if SAVING.is_reference(p) else "file",
         device=prov.get("device") or (devices[0] if devices else "device not recorded"),
         torch_version=str(prov.get("torch", "not recorded")),
         recorded_on=str(prov.get("recorded_on", "date not recorded")),

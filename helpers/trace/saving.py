@@ -23,6 +23,7 @@ import re
 import secrets
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .files import as_path
@@ -164,3 +165,33 @@ def _discard(tmp: Path) -> None:
         os.unlink(tmp)
     except OSError:
         pass
+
+
+@dataclass
+class SavePolicy:
+    """Where :meth:`Trace.save` writes by default and which folders hold read-only reference traces.
+
+    The engine knows no repository: whoever ships reference traces configures this once
+    (:func:`configure_saving`); until then saves need an explicit path and nothing is read-only.
+    """
+
+    default_dir: Path | None = None
+    reference_dirs: tuple[Path, ...] = ()
+
+    def is_reference(self, path: Path) -> bool:
+        """True when `path` lies inside a reference folder and outside the default (own traces) folder."""
+        resolved = Path(path).resolve()
+        own = self.default_dir.resolve() if self.default_dir else None
+        for folder in self.reference_dirs:
+            if resolved.is_relative_to(folder.resolve()) and not (own and resolved.is_relative_to(own)):
+                return True
+        return False
+
+
+SAVING = SavePolicy()
+
+
+def configure_saving(default_dir: Path | None, reference_dirs: tuple[Path, ...] = ()) -> None:
+    """Set where traces are saved by default and which folders hold read-only reference traces."""
+    SAVING.default_dir = Path(default_dir) if default_dir is not None else None
+    SAVING.reference_dirs = tuple(Path(d) for d in reference_dirs)

@@ -29,7 +29,7 @@ LEVELS = {
     "distributed": 6,
     "lessons": 7,
 }
-FOUNDATION = {"helpers", "helpers.paths", "helpers.checks", "helpers.triton_env"}
+FOUNDATION = {"helpers", "helpers.paths", "helpers.checks", "helpers.triton_env", "helpers.course_kernel_names"}
 MAX_LINES = 500
 
 

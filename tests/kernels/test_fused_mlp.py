@@ -380,7 +380,7 @@ def test_every_course_kernel_is_known_to_the_trace_reader():
     import pkgutil
 
     import helpers.kernels
-    from helpers.trace.kernel_names.libraries import COURSE_KERNELS
+    from helpers.course_kernel_names import COURSE_KERNELS
 
     kernels = set()
     for info in pkgutil.iter_modules(helpers.kernels.__path__):

@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ceilings import main as ceilings_main
+from benchmarks.ceilings import main as ceilings_main
 
 import helpers
 from helpers.measure.ceilings import (

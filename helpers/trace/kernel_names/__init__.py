@@ -13,7 +13,7 @@ The rule: never show a guess as fact.
   cublas-nvjet / cutlass / cublas-ampere (and cublas-volta ...) / cublas-xmma / cublas / cudnn /
   nccl / flash-attn / pytorch-flash / pytorch-mem-efficient / xformers-cutlass / triton-inductor /
   cpp-inductor / aten / tensile / composable-kernel / aiter / miopen / fbgemm / cub / liger /
-  course-triton (the kernels of helpers/fused) / cuda (memsets and memcpys) / unknown ...),
+  a registered project's own name (see `register_kernel_names`) / cuda (memsets and memcpys) / unknown ...),
   `summary` (one sentence), `explain` (what the letters and numbers mean, or None when there is
   nothing to explain), `inferred` (the keys whose reading is an inference, see below) and
   `unparsed` (tokens of the name that were read but not interpreted).
@@ -33,7 +33,7 @@ The rule: never show a guess as fact.
 * Modules, one per group of libraries: `nvidia_gemm` (cuBLAS, CUTLASS), `cudnn`, `communication`
   (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`, `aten`, `extensions` (FBGEMM, CUB, Apex,
   Transformer Engine, and the last-resort reading of words), `libraries` (memcpy/memset, Liger,
-  the course's kernels).
+  names a project registers for its own kernels).
 
 What is documented and what is inferred
 ----------------------------------------
@@ -88,11 +88,12 @@ from .communication import parse_custom_collective, parse_nccl
 from .cudnn import parse_cudnn
 from .extensions import parse_by_words, parse_extensions
 from .inductor import parse_cpp_inductor, parse_triton_inductor
-from .libraries import COURSE_KERNELS, parse_course, parse_liger, parse_memory
+from ..registry import register_kernel_names
+from .libraries import parse_liger, parse_memory, parse_registered
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
 from .rocm import parse_rocm
 
-__all__ = ["decode_kernel", "decode_kernels", "FAMILIES", "FIELDS", "COURSE_KERNELS", "MAX_NAME_CHARS"]
+__all__ = ["decode_kernel", "decode_kernels", "register_kernel_names", "FAMILIES", "FIELDS", "MAX_NAME_CHARS"]
 
 # What a kernel is for, as a user compares traces by. `other` is a kernel whose job is known (a
 # sort, an embedding lookup: see `op`) but is none of the others; `unknown` says nothing is known.
@@ -171,7 +172,7 @@ _PARSERS = (
     parse_triton_inductor,
     parse_cpp_inductor,
     parse_liger,
-    parse_course,
+    parse_registered,
     parse_extensions,
     parse_aten,
     parse_custom_collective,

@@ -1,40 +1,11 @@
-"""Names that are facts of one library: CUDA memory operations, Liger-Kernel, the course's kernels."""
+"""Names that are facts of one library: CUDA memory operations, Liger-Kernel, and names registered by their owner."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-# The course's own Triton kernels (helpers/fused, notebook 06), by the name Triton gives them: the
-# @triton.jit function's name. A learner's kernel could share a name, so the source is an
-# attribution by name, as for Liger.
-COURSE_KERNELS: dict[str, tuple[str, str]] = {
-    "_geglu_kernel": ("fused", "GeGLU forward, gelu_tanh(gate) * up in one pass (helpers/kernels/geglu_pointwise.py)"),
-    "_geglu_backward_kernel": ("fused", "GeGLU backward in one pass (helpers/kernels/geglu_pointwise.py)"),
-    "_gate_up_geglu_kernel": ("gemm", "gate+up GEMM with a GeGLU epilogue, pointer path (helpers/kernels/gate_up.py)"),
-    "_gate_up_geglu_tma_kernel": (
-        "gemm",
-        "gate+up GEMM with a GeGLU epilogue, Hopper TMA path (helpers/kernels/gate_up.py)",
-    ),
-    "_geglu_backward_gemm_kernel": (
-        "gemm",
-        "dy @ W_down GEMM with the GeGLU backward in its epilogue, pointer path (helpers/kernels/mlp_function.py)",
-    ),
-    "_geglu_backward_gemm_tma_kernel": (
-        "gemm",
-        "dy @ W_down GEMM with the GeGLU backward in its epilogue, Hopper TMA path (helpers/kernels/mlp_function.py)",
-    ),
-    "_flash_attn_fwd_kernel": (
-        "attention",
-        "flash-attention forward, online softmax over streamed K/V tiles, pointer path "
-        "(helpers/kernels/flash_attention_kernels.py)",
-    ),
-    "_flash_attn_fwd_tma_kernel": (
-        "attention",
-        "flash-attention forward, online softmax over streamed K/V tiles, Hopper TMA path "
-        "(helpers/kernels/flash_attention_kernels.py)",
-    ),
-}
+from ..registry import REGISTERED
 
 # Liger-Kernel's Triton kernels that the course meets. Other projects copy these kernels under the
 # same names, so the attribution to Liger is itself listed as inferred.
@@ -100,12 +71,8 @@ def parse_liger(text: str) -> dict[str, Any] | None:
     return None
 
 
-def parse_course(text: str) -> dict[str, Any] | None:
-    if text not in COURSE_KERNELS:
+def parse_registered(text: str) -> dict[str, Any] | None:
+    fields = REGISTERED.get(text)
+    if fields is None:
         return None
-    family, what = COURSE_KERNELS[text]
-    info: dict[str, Any] = {"family": family, "source": "course-triton", "inferred": ["source"]}
-    if "geglu" in text:
-        info["fused_ops"] = ["gelu", "mul"]
-    info["summary"] = f"The course's own Triton kernel: {what}."
-    return info
+    return {**fields, "inferred": ["source"]}

@@ -1,0 +1,34 @@
+"""The course's kernel names for the engine's registry (transition: moves beside the kernels)."""
+
+from __future__ import annotations
+
+# The course's own Triton kernels (helpers/fused, notebook 06), by the name Triton gives them: the
+# @triton.jit function's name. A learner's kernel could share a name, so the source is an
+# attribution by name, as for Liger.
+COURSE_KERNELS: dict[str, tuple[str, str]] = {
+    "_geglu_kernel": ("fused", "GeGLU forward, gelu_tanh(gate) * up in one pass (helpers/kernels/geglu_pointwise.py)"),
+    "_geglu_backward_kernel": ("fused", "GeGLU backward in one pass (helpers/kernels/geglu_pointwise.py)"),
+    "_gate_up_geglu_kernel": ("gemm", "gate+up GEMM with a GeGLU epilogue, pointer path (helpers/kernels/gate_up.py)"),
+    "_gate_up_geglu_tma_kernel": (
+        "gemm",
+        "gate+up GEMM with a GeGLU epilogue, Hopper TMA path (helpers/kernels/gate_up.py)",
+    ),
+    "_geglu_backward_gemm_kernel": (
+        "gemm",
+        "dy @ W_down GEMM with the GeGLU backward in its epilogue, pointer path (helpers/kernels/mlp_function.py)",
+    ),
+    "_geglu_backward_gemm_tma_kernel": (
+        "gemm",
+        "dy @ W_down GEMM with the GeGLU backward in its epilogue, Hopper TMA path (helpers/kernels/mlp_function.py)",
+    ),
+    "_flash_attn_fwd_kernel": (
+        "attention",
+        "flash-attention forward, online softmax over streamed K/V tiles, pointer path "
+        "(helpers/kernels/flash_attention_kernels.py)",
+    ),
+    "_flash_attn_fwd_tma_kernel": (
+        "attention",
+        "flash-attention forward, online softmax over streamed K/V tiles, Hopper TMA path "
+        "(helpers/kernels/flash_attention_kernels.py)",
+    ),
+}

@@ -1,0 +1,28 @@
+"""Kernel names a project registers for its own kernels: the engine knows no project's kernels by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Kernel names a package registers for itself (register_kernel_names): the engine knows no
+# project's kernels by name; a project that ships Triton kernels tells it what they are.
+REGISTERED: dict[str, dict[str, Any]] = {}
+_REGISTERED_KEYS = {"family", "source", "summary", "fused_ops", "op", "phase"}
+
+
+def register_kernel_names(entries: Mapping[str, Mapping[str, Any]]) -> None:
+    """Teach the decoder kernel names by their exact text: name -> {family, source, summary, ...}.
+
+    The source is an attribution by name (another project's kernel could share it), so it is
+    reported as inferred.
+    """
+    if not isinstance(entries, Mapping):
+        raise TypeError(f"register_kernel_names expects a mapping of name -> fields, got {type(entries).__name__}")
+    for name, fields in entries.items():
+        if not isinstance(name, str) or not name.strip() or not isinstance(fields, Mapping):
+            raise ValueError(f"a registered kernel needs a name and a mapping of fields, got {name!r}: {fields!r}")
+        extra = set(fields) - _REGISTERED_KEYS
+        if extra or not {"family", "source", "summary"} <= set(fields):
+            raise ValueError(f"{name}: fields must be family, source, summary (+ {sorted(_REGISTERED_KEYS)}), got {sorted(fields)}")
+        REGISTERED[name.strip()] = dict(fields)
