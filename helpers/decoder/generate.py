@@ -47,7 +47,7 @@ class Generator:
         compiled_prefill: bool = True,
     ) -> None:
         if not isinstance(model, Decoder):
-            raise TypeError(f"model must be a helpers Decoder (helpers.build_model), got {type(model).__name__}")
+            raise TypeError(f"model must be a helpers Decoder (build_model), got {type(model).__name__}")
         self.model = model
         self.batch, self.max_len = positive_int("batch", batch), positive_int("max_len", max_len)
         weight = model.embed_tokens.weight

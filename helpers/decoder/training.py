@@ -30,7 +30,7 @@ def decoder_of(model: torch.nn.Module) -> Decoder:
     inner = getattr(model, "module", model)
     if not isinstance(inner, Decoder):
         raise TypeError(
-            f"model must be a helpers Decoder (helpers.build_model) or a wrapper of one such as "
+            f"model must be a helpers Decoder (build_model) or a wrapper of one such as "
             f"DistributedDataParallel, got {type(model).__name__}"
         )
     return inner
