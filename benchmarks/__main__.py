@@ -8,6 +8,7 @@ import sys
 # name -> (module with a main(argv) function, what it measures)
 COMMANDS: dict[str, tuple[str, str]] = {
     "ceilings": ("benchmarks.ceilings", "the memory roof and matmul rate every % of floor divides by"),
+    "decoder": ("benchmarks.decoder", "the whole decoder in every configuration of notebook 08's final table"),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }
 

@@ -14,8 +14,7 @@ The package is built in layers; each imports only the ones above it in this list
 - ``helpers.attention``: the attention block: model (QKV, heads, RoPE, KV cache), costs, SDPA
   backends, FlexAttention, workloads, the sequence sweep, the benchmark and its results;
 - ``helpers.decoder``: a whole model, a Llama-style decoder built from the two: configs, caches,
-  layer swaps, generation and CUDA graphs, a training step, time by model part from a trace, the
-  benchmark and its results;
+  layer swaps, generation and CUDA graphs, a training step, time by model part from a trace;
 - ``helpers.distributed``: several ranks: a data-parallel training step of the decoder under DDP or
   FSDP2, launched with torchrun from a notebook, read back from its per-rank traces;
 - ``helpers.lessons``: what a notebook shows and checks: display helpers, exercises.
@@ -193,38 +192,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_attention_benchmark": ("attention.bench", "run"),
     "load_attention_results": ("attention.results", "load_attention_results"),
     "AttentionResults": ("attention.results", "AttentionResults"),
-    # -- the whole model (a decoder built from the attention block and the MLP)
-    "DecoderConfig": ("decoder.config", "DecoderConfig"),
-    "DECODER_CONFIGS": ("decoder.config", "CONFIGS"),
-    "decoder_configs_table": ("decoder.config", "configs_table"),
-    "Decoder": ("decoder.model", "Decoder"),
-    "build_model": ("decoder.model", "build_model"),
-    "random_tokens": ("decoder.model", "random_tokens"),
-    "next_token_loss": ("decoder.model", "next_token_loss"),
-    "MODEL_PARTS": ("decoder.model", "PARTS"),
-    "swap_layers": ("decoder.layers", "swap_layers"),
-    "compile_blocks": ("decoder.layers", "compile_blocks"),
-    "describe_layers": ("decoder.layers", "describe_layers"),
-    "Generator": ("decoder.generate", "Generator"),
-    "generate_dynamic": ("decoder.generate", "generate_dynamic"),
-    "decode_timing": ("decoder.generate", "decode_timing"),
-    "prefill_timing": ("decoder.generate", "prefill_timing"),
-    "weight_read_floor_us": ("decoder.generate", "weight_read_floor_us"),
-    "TrainingStep": ("decoder.training", "TrainingStep"),
-    "make_optimizer": ("decoder.training", "make_optimizer"),
-    "step_timing": ("decoder.training", "step_timing"),
-    "step_peak_memory": ("decoder.training", "step_peak_memory"),
-    "part_breakdown": ("decoder.breakdown", "part_breakdown"),
-    "kernel_parts": ("decoder.breakdown", "kernel_parts"),
-    "idle_share": ("decoder.breakdown", "idle_share"),
-    "queue_latency_us": ("decoder.breakdown", "queue_latency_us"),
-    "graph_prediction": ("decoder.breakdown", "graph_prediction"),
-    "DECODER_CONFIGURATIONS": ("decoder.configurations", "CONFIGURATIONS"),
-    "measure_configuration": ("decoder.configurations", "measure"),
-    "decoder_workloads": ("decoder.workloads", ""),
-    "run_decoder_benchmark": ("decoder.bench", "run"),
-    "load_decoder_results": ("decoder.results", "load_decoder_results"),
-    "DecoderResults": ("decoder.results", "DecoderResults"),
+    # -- the whole model (a decoder built from the attention block and the MLP; the rest is in helpers.nb08)
+    "DECODER_CONFIGS": ("decoder.config", "DECODER_CONFIGS"),
     # -- several ranks: a data-parallel training step (notebook 09)
     "RunOptions": ("distributed.options", "RunOptions"),
     "ddp_worker": ("distributed.worker", ""),
@@ -261,12 +230,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "check_attention_kernel": ("lessons.attention_exercises", "check_attention_kernel"),
     "check_attention_prediction": ("lessons.attention_exercises", "check_attention_prediction"),
     "gpu_view": ("lessons.attention_exercises", "gpu_view"),
-    "reference_view": ("lessons.decoder_lesson", "reference_view"),
-    "breakdown_figure": ("lessons.decoder_lesson", "breakdown_figure"),
-    "gemm_layouts": ("lessons.decoder_lesson", "gemm_layouts"),
-    "bottleneck": ("lessons.decoder_lesson", "bottleneck"),
-    "check_variant": ("lessons.decoder_lesson", "check_variant"),
-    "decoder_fixes": ("lessons.decoder_lesson", "decoder_fixes"),
     "gpu_run": ("lessons.distributed_lesson", "gpu_run"),
     "prediction_table": ("lessons.distributed_lesson", "prediction_table"),
     "runs_folder": ("lessons.distributed_lesson", "runs_folder"),

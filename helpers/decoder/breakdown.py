@@ -1,24 +1,11 @@
 """Where a step of a model goes, by part, from its trace alone: device time on a GPU, CPU time on a CPU.
 
-The decoder wraps each of its parts in a ``record_function`` scope while a profiler records
-(:data:`helpers.decoder.model.PARTS`: embedding, norm, attention, mlp, residual, lm_head, loss).
-A kernel belongs to the part whose scope was open when the CPU *launched* it (the trace's
-``annotation`` column); work done by the autograd engine (``autograd::engine::evaluate_function``
-ops, on the engine's own thread on a GPU) is ``backward``, work under ``Optimizer.step`` is
-``optimizer``, the rest ``other``. Any model with ``record_function`` scopes can be broken down the
-same way: pass your own scope names as `parts`.
-
-:func:`part_breakdown` adds what the parts do not cover:
-
-- on a GPU, the time the GPU sat **idle** inside each step, split by cause with
-  :func:`helpers.idle_gaps`: ``cpu-bound`` (the next kernel's launch call had not returned when the
-  GPU ran dry: the CPU is the bottleneck, CUDA graphs remove this), ``waiting`` (the kernel was
-  already queued: a dependency, a copy, a synchronisation, or the queue's own latency);
-- on a CPU (no kernels: each ATen op runs inline), the time of the step spent **outside any ATen
-  operator**: Python, module calls, the dispatcher's glue.
-
-Steps are the profiler's ``ProfilerStep#N`` windows (:func:`helpers.profile` ends each with a
-synchronise); work is placed in a step by the time of its launch, on any thread.
+A kernel belongs to the ``record_function`` scope (:data:`~helpers.decoder.model.PARTS`, or your
+own `parts`) open when the CPU *launched* it; work of the autograd engine is ``backward``, work
+under ``Optimizer.step`` is ``optimizer``, the rest ``other``. :func:`part_breakdown` adds, on a GPU,
+the GPU's idle time by cause (:func:`helpers.idle_gaps`: ``cpu-bound`` when the next launch call
+had not returned, ``waiting`` when the kernel was already queued), on a CPU the time outside any
+ATen operator. Steps are the profiler's ``ProfilerStep#N`` windows.
 """
 
 from __future__ import annotations
@@ -89,8 +76,7 @@ def _label(annotation: np.ndarray, backward: np.ndarray, names: np.ndarray, part
 def kernel_parts(trace: Trace, parts: Sequence[str] = PARTS) -> pd.DataFrame:
     """Device work of `trace` (kernels, memsets, memcpys), one row each, with the model part that launched it.
 
-    Columns: ``name``, ``step`` (placed by launch time), ``part``, ``start_us`` (from the first
-    event), ``duration_us``, ``launched_by`` (the ATen op around the launch). Empty on a CPU trace.
+    Columns: ``name``, ``step`` (by launch time), ``part``, ``start_us``, ``duration_us``, ``launched_by``.
     """
     check_trace(trace)
     ev = trace.events
@@ -134,14 +120,10 @@ def _finish(rows: list[dict], n_steps: int, window_us: float, basis: str, trace:
 def part_breakdown(trace: Trace, parts: Sequence[str] = PARTS) -> pd.DataFrame:
     """Time per step by model part, plus GPU idle time by cause (GPU) or time outside ATen ops (CPU).
 
-    One row per part found (in the order of `parts`, then ``backward``, ``optimizer``, ``other``),
-    then the idle rows. Columns, per step: ``part``; ``count`` (on a GPU the kernels, or the gaps
-    for the idle rows; on a CPU the ATen operators the model calls, not those an operator calls
-    inside itself); ``time_us`` (summed kernel time on a GPU, summed self CPU time of the
-    operators on a CPU); ``share`` (of the step: on a GPU from its first kernel's start to its last
-    kernel's end, on a CPU the ``ProfilerStep`` itself). ``df.attrs``: ``basis`` ("device time" or
-    "CPU time"), ``steps``, ``step_us``, ``trace``. Kernels of several streams at once would count
-    twice (the decoder runs one stream).
+    Columns, per step: ``part``; ``count`` (kernels or gaps on a GPU; on a CPU the operators the
+    model calls); ``time_us`` (kernel time, or the operators' self CPU time); ``share`` of the step
+    (first kernel to last on a GPU, the ``ProfilerStep`` on a CPU). ``df.attrs``: ``basis``,
+    ``steps``, ``step_us``, ``trace``. One stream is assumed (kernels in parallel would count twice).
     """
     check_trace(trace)
     order = [*parts, "backward", "optimizer", "other"]
@@ -232,13 +214,10 @@ LATENCY_QUANTILE = 0.1  # which of the "waiting" gaps stands for the GPU's own l
 
 
 def queue_latency_us(trace: Trace, quantile: float = LATENCY_QUANTILE) -> float:
-    """The GPU's own latency from one kernel to the next, from the "waiting" gaps inside the steps of `trace`.
+    """The GPU's own latency from one kernel to the next: a low `quantile` of the "waiting" gaps of `trace`.
 
-    A "waiting" gap precedes a kernel that was already queued: the CPU was not late, yet the GPU
-    sat idle. Most such gaps are the hardware's own step from one kernel to the next; some are
-    longer (a dependency, an allocation). The low `quantile` (default: the 10th percentile) is the
-    latency kernels launched back to back can reach, which is what a CUDA graph's replay gets. NaN
-    when the trace has no such gap.
+    A "waiting" gap precedes a kernel that was already queued; the short ones are what kernels
+    launched back to back reach (a CUDA graph's replay). NaN when the trace has no such gap.
     """
     if not 0.0 <= quantile <= 1.0:
         raise ValueError(f"quantile must be between 0 and 1, got {quantile!r}")
@@ -248,19 +227,14 @@ def queue_latency_us(trace: Trace, quantile: float = LATENCY_QUANTILE) -> float:
 
 
 def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) -> dict[str, float | str]:
-    """Predict a decode step replayed from a CUDA graph, from an eager trace of the same step.
-
-    A graph launches the same kernels without the CPU: the CPU-bound idle time goes, the kernels
-    stay, and consecutive kernels are still separated by the GPU's own latency. So::
+    """Predict a decode step replayed from a CUDA graph, from an eager trace of the same step::
 
         predicted = kernel time per step + (kernels per step - 1) x queue latency
 
-    The queue latency is :func:`queue_latency_us` of `latency_trace` (a GPU-bound trace such as a
-    prefill, where the GPU never waits for the CPU), else of `decode_trace` itself; the median
-    waiting gap is returned beside it (``median_waiting_us``) to show the spread. Returns
-    ``eager_window_us`` (first kernel start to last kernel end, per step), ``kernel_us``,
-    ``kernels``, ``idle_cpu_bound_us``, ``idle_waiting_us``, ``latency_us``, ``latency_from``,
-    ``predicted_us`` and ``predicted_speedup`` (against the eager window).
+    The latency is :func:`queue_latency_us` of `latency_trace` (a GPU-bound trace such as a prefill),
+    else of `decode_trace`. Returns ``eager_window_us``, ``kernel_us``, ``kernels``,
+    ``idle_cpu_bound_us``, ``idle_waiting_us``, ``latency_us``, ``median_waiting_us``,
+    ``latency_from``, ``predicted_us``, ``predicted_speedup``.
     """
     gaps, spans = _gaps_in_steps(check_trace(decode_trace, "decode_trace"))
     latency, median, source = float("nan"), float("nan"), "none"

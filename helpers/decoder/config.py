@@ -1,15 +1,9 @@
 """The sizes of the course's decoder, named as in Hugging Face ``transformers`` configs, and its presets.
 
-One :class:`DecoderConfig` feeds every layer of the model unchanged: ``CausalSelfAttention(config)``
-reads the attention sizes, ``CourseGeGLUMLP(config)`` / ``FusedGeGLUMLP(config)`` read
-``hidden_size`` and ``intermediate_size``, as a ``transformers`` config would.
-
-Presets (:data:`CONFIGS`), smallest first:
-
-- ``tiny``: a forward in milliseconds on a laptop CPU (notebook 08's CPU path, the tests);
-- ``small``: still quick on a CPU, large enough that GEMMs are visible in a CPU profile;
-- ``8x2048``: 8 layers, hidden 2048 (about 0.6B parameters): notebook 09's data-parallel model;
-- ``1b``: 16 layers, hidden 2048 (about 1.1B parameters, 2.3 GB in bf16): one H200's realistic model.
+One :class:`DecoderConfig` feeds every layer unchanged (``CausalSelfAttention(config)`` reads the
+attention sizes, the MLPs ``hidden_size`` and ``intermediate_size``). Presets
+(:data:`DECODER_CONFIGS`), smallest first: ``tiny`` (the tests), ``small`` (notebook 08 on a CPU),
+``8x2048`` (notebook 09's data-parallel model), ``1b`` (16 layers, hidden 2048: notebook 08 on a GPU).
 """
 
 from __future__ import annotations
@@ -17,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
-
-import pandas as pd
 
 from ..attention.model import AttentionConfig
 from ..checks import positive_int, positive_number
@@ -97,7 +89,7 @@ class DecoderConfig:
         )
 
 
-CONFIGS: dict[str, DecoderConfig] = {
+DECODER_CONFIGS: dict[str, DecoderConfig] = {
     "tiny": DecoderConfig(
         vocab_size=512,
         hidden_size=64,
@@ -119,38 +111,20 @@ CONFIGS: dict[str, DecoderConfig] = {
     "8x2048": DecoderConfig(num_hidden_layers=8, name="8x2048"),
     "1b": DecoderConfig(num_hidden_layers=16, name="1b"),
 }
+CONFIGS = DECODER_CONFIGS  # the name helpers.distributed imports
 
 
 def get_config(config: str | DecoderConfig | Mapping[str, Any]) -> DecoderConfig:
-    """A :class:`DecoderConfig` from a preset name (see :data:`CONFIGS`), a config, or a dict of its fields."""
+    """A :class:`DecoderConfig` from a preset name (see :data:`DECODER_CONFIGS`), a config, or a dict of its fields."""
     if isinstance(config, DecoderConfig):
         return config
     if isinstance(config, str):
-        if config not in CONFIGS:
-            raise ValueError(f"unknown decoder config {config!r}; presets: {', '.join(CONFIGS)}")
-        return CONFIGS[config]
+        if config not in DECODER_CONFIGS:
+            raise ValueError(f"unknown decoder config {config!r}; presets: {', '.join(DECODER_CONFIGS)}")
+        return DECODER_CONFIGS[config]
     if isinstance(config, Mapping):
         try:
             return DecoderConfig(**config)
         except TypeError as err:
             raise TypeError(f"not a DecoderConfig field: {err}") from None
     raise TypeError(f"config must be a preset name, a DecoderConfig or a dict, got {type(config).__name__}")
-
-
-def configs_table() -> pd.DataFrame:
-    """The presets side by side: layers, sizes, parameters, bf16 weight bytes."""
-    rows = []
-    for name, c in CONFIGS.items():
-        rows.append(
-            {
-                "config": name,
-                "layers": c.num_hidden_layers,
-                "hidden": c.hidden_size,
-                "intermediate": c.intermediate_size,
-                "heads": c.num_attention_heads,
-                "vocab": c.vocab_size,
-                "parameters_m": c.num_parameters() / 1e6,
-                "bf16_weights_gb": c.weight_bytes(2) / 1e9,
-            }
-        )
-    return pd.DataFrame(rows)

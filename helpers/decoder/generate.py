@@ -1,16 +1,9 @@
-"""Generation: prefill a batch of prompts, then decode one token at a time; CUDA graphs; tokens per second.
+"""Generation: prefill a batch of prompts, then decode one token at a time; CUDA graphs; their timing.
 
-:class:`Generator` keeps a :class:`~helpers.decoder.model.StaticCache` and a one-token input buffer,
-so every decode step has the same shapes and the same addresses: greedy decoding (the next token
-is the argmax of the last logits) without a single host synchronisation. With ``graph=True`` the
-first decode step is captured in a ``torch.cuda.CUDAGraph`` and every later step is one
-``graph.replay()``: one launch instead of hundreds. The model may be compiled first
-(:func:`helpers.decoder.layers.compile_blocks`): compile fuses kernels, the graph removes the
-launches that remain.
-
-:func:`generate_dynamic` decodes with the attention block's own growing :class:`helpers.KVCache`
-(how generation is first written): each step's shapes differ from the last, so it cannot be
-captured.
+:class:`Generator` decodes greedily with a static KV cache and a one-token input buffer: every
+step has the same shapes and addresses and no host synchronisation, so with ``graph=True`` a step
+is captured once in a ``torch.cuda.CUDAGraph`` and replayed. :func:`generate_dynamic` decodes with
+the attention block's own growing cache (shapes change every step: it cannot be captured).
 """
 
 from __future__ import annotations
@@ -38,13 +31,10 @@ GRAPH_WARMUP_STEPS = 3  # decode steps run on a side stream before capture (comp
 class Generator:
     """Greedy generation with a static KV cache; ``graph=True`` replays each decode step from a CUDA graph.
 
-    ``gen = Generator(model, batch=1, max_len=512)``; ``gen.prefill(prompts)`` returns the first new
-    token ``[batch, 1]``; each ``gen.step()`` the next one (the same buffer, updated in place);
-    ``gen.generate(prompts, n)`` returns ``[batch, n]``. ``prefill_logits="last"`` computes the
-    prefill's logits at the last position only (the only ones generation reads).
-    ``compiled_prefill=False`` runs a compiled model's prefill eagerly (``torch.compiler.set_stance``):
-    when only decode steps are measured, the prefill's shape is not worth a compile. ``gen.length`` is the number of positions
-    filled (kept on the host; the device keeps its own copy in the cache).
+    ``gen.prefill(prompts)`` returns the first new token ``[batch, 1]``, each ``gen.step()`` the next
+    (the same buffer, updated in place). ``prefill_logits="last"``: the prefill's LM head on the last
+    position only. ``compiled_prefill=False`` runs a compiled model's prefill eagerly (no compile for
+    its shape). ``gen.length``: positions filled.
     """
 
     def __init__(
@@ -57,7 +47,7 @@ class Generator:
         compiled_prefill: bool = True,
     ) -> None:
         if not isinstance(model, Decoder):
-            raise TypeError(f"model must be a helpers Decoder (helpers.build_model), got {type(model).__name__}")
+            raise TypeError(f"model must be a helpers Decoder (build_model), got {type(model).__name__}")
         self.model = model
         self.batch, self.max_len = positive_int("batch", batch), positive_int("max_len", max_len)
         weight = model.embed_tokens.weight
@@ -159,13 +149,11 @@ def generate_dynamic(model: Decoder, prompts: torch.Tensor, new_tokens: int) -> 
 
 
 def decode_timing(gen: Generator, prompts: torch.Tensor, steps: int = 50) -> dict[str, Any]:
-    """Time decode steps of `gen` after a prefill of `prompts` (the course's timing, helpers.measure.timing).
+    """Time decode steps of `gen` after a prefill of `prompts`.
 
-    Returns ``step_us`` (steps issued back to back, one synchronise at the end: the real decode
-    loop), ``step_sync_us`` (median with a synchronise after each step), ``host_us`` (host time to
-    issue one step: when it is close to ``step_us`` the GPU waits for the CPU), ``tokens_per_s``
-    (``batch`` tokens per step). Needs ``2 * steps + 2`` free positions after the prompt (plus the
-    graph's warm-up).
+    ``step_us``: steps issued back to back (the real decode loop); ``step_sync_us``: the median with a
+    synchronise after each; ``host_us``: host time to issue one (close to ``step_us``: the GPU waits
+    for the CPU); ``tokens_per_s``. Needs ``2 * steps + 2`` free positions after the prompt.
     """
     steps = bounded_int("steps", steps, 1, 10_000)
     needed = prompts.shape[1] + 2 * steps + 2 + (GRAPH_WARMUP_STEPS if gen.use_graph else 0)
@@ -206,11 +194,10 @@ def prefill_timing(gen: Generator, prompts: torch.Tensor, repeats: int = 10) -> 
 def weight_read_floor_us(model: Decoder | int, ceilings: Ceilings) -> float:
     """The decode step's floor at batch 1 (us): every weight read once at the memory roof of `ceilings`.
 
-    `model` is a :class:`Decoder` or its weight bytes. The roof is the faster of copy and read
-    bandwidth (:attr:`helpers.Ceilings.bandwidth_bytes_per_s`); the KV cache is left out.
+    `model` is a :class:`Decoder` or its weight bytes; the KV cache is left out.
     """
     if not isinstance(ceilings, Ceilings):
-        raise TypeError(f"ceilings must be a helpers.Ceilings (measure_ceilings() or H200_REFERENCE), got {ceilings!r}")
+        raise TypeError(f"ceilings must be a helpers.Ceilings (measure_ceilings()), got {ceilings!r}")
     if isinstance(model, Decoder):
         nbytes = model.config.weight_bytes(model.embed_tokens.weight.element_size())
     else:

@@ -1,42 +1,35 @@
-"""Change how the decoder computes, layer by layer: the course's kernels, MLP recomputation, compile by region.
+"""Change how the decoder computes: the course's kernels, MLP recomputation, compiled blocks.
 
-- :func:`swap_layers`: in place, on a freshly built model. ``mlp="course"`` turns every
-  ``SimpleGeGLUMLP`` into ``CourseGeGLUMLP.from_module(mlp, concat=True)`` (one GEMM for gate and
-  up, the course's GeGLU kernel); ``mlp="fused"`` into ``FusedGeGLUMLP.from_module(mlp)`` (the
-  fused gate+up GEMM with a GeGLU epilogue); ``fused_qkv=True`` uses the attention block's own
-  ``with_fused_qkv()``; ``attention=`` sets its implementation (``"sdpa"``, ``"manual"``,
-  ``"course"``); ``recompute=True`` makes training keep only each MLP's input and recompute the rest
-  in the backward: the fused layer's own ``recompute`` mode where the layer has one, else
-  ``torch.utils.checkpoint`` around the layer (:class:`Recomputed`).
-- :func:`compile_blocks`: ``torch.compile`` each decoder block (regional compilation: the 16 blocks
-  share one compiled graph, so compiling costs one block's time, not the model's); the course's
-  kernel layers run as they are inside the compiled blocks (:class:`RunsEager`).
-- :func:`describe_layers`: what each block is now made of, as a table.
+- :func:`swap_layers`: in place, on a freshly built model: ``mlp="course"`` (one GEMM for gate and
+  up, the course's GeGLU kernel), ``mlp="fused"`` (the fused gate+up kernel), ``fused_qkv=True``,
+  ``attention=`` the attention's implementation, ``recompute=True`` (each MLP recomputed in the
+  backward: the fused layer's own ``recompute`` mode, else ``torch.utils.checkpoint``);
+- :func:`compile_blocks`: ``torch.compile`` each block (regional: the blocks share one graph);
+- :class:`Configuration`: a named way to build and run the model, from those two.
+
+The course's Triton kernels are imported only when a swap asks for them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections import Counter
+from dataclasses import dataclass
 
-import pandas as pd
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from ..attention.backends import force_backend
 from ..attention.model import ATTENTION_IMPLS
-from ..kernels.modules import CourseGeGLUMLP, FusedGeGLUMLP
 from ..mlp.model import SimpleGeGLUMLP
-from .model import Decoder
+from .model import Decoder, build_model
 
 MLP_KINDS = ("eager", "course", "fused")
 
 
 class Recomputed(nn.Module):
-    """Runs `inner` under ``torch.utils.checkpoint``: the backward keeps only the input and recomputes the rest.
-
-    Without gradients (inference) it calls `inner` directly.
-    """
+    """Runs `inner` under ``torch.utils.checkpoint`` when training; directly without gradients."""
 
     def __init__(self, inner: nn.Module) -> None:
         super().__init__()
@@ -51,8 +44,7 @@ class Recomputed(nn.Module):
 class RunsEager(nn.Module):
     """`inner` called as it is inside a compiled region (``torch.compiler.disable``): a deliberate graph break.
 
-    The course's Triton layers carry launchers with their own plans and caches; they run as written
-    while ``torch.compile`` fuses everything around them.
+    The course's Triton layers keep their own launch plans; compile fuses everything around them.
     """
 
     def __init__(self, inner: nn.Module) -> None:
@@ -64,11 +56,12 @@ class RunsEager(nn.Module):
         return self.inner(x)
 
 
-def _fused_mlp(mlp: nn.Module, recompute: bool) -> tuple[nn.Module, bool]:
-    """``FusedGeGLUMLP.from_module(mlp)``, in ``recompute`` mode when asked and the layer has modes.
+def _course_mlp(mlp: nn.Module, kind: str, recompute: bool) -> tuple[nn.Module, bool]:
+    """The course's layer for `mlp`, and whether it recomputes by itself (else the caller wraps it)."""
+    from ..kernels.modules import CourseGeGLUMLP, FusedGeGLUMLP  # Triton: only when a course kernel is asked for
 
-    Returns the layer and whether it recomputes by itself (else the caller wraps it).
-    """
+    if kind == "course":
+        return CourseGeGLUMLP.from_module(mlp, concat=True), False
     if recompute and "mode" in inspect.signature(FusedGeGLUMLP.from_module).parameters:
         return FusedGeGLUMLP.from_module(mlp, mode="recompute"), True
     return FusedGeGLUMLP.from_module(mlp), False
@@ -83,11 +76,10 @@ def swap_layers(
 ) -> Decoder:
     """Replace the layers of every block of `model` in place (see the module docstring); returns `model`.
 
-    The model must still have its eager MLPs (a freshly built one): build another model to change
-    an MLP twice. Weights are carried over, so outputs agree up to rounding.
+    The model must still have its eager MLPs (a freshly built one). Weights are carried over.
     """
     if not isinstance(model, Decoder):
-        raise TypeError(f"model must be a helpers Decoder (helpers.build_model), got {type(model).__name__}")
+        raise TypeError(f"model must be a helpers Decoder (build_model), got {type(model).__name__}")
     if mlp not in MLP_KINDS:
         raise ValueError(f"mlp must be one of {MLP_KINDS}, got {mlp!r}")
     if attention is not None and attention not in ATTENTION_IMPLS:
@@ -96,18 +88,11 @@ def swap_layers(
         if not isinstance(block.mlp, SimpleGeGLUMLP):
             raise ValueError(
                 f"block {i} already has a {type(block.mlp).__name__} MLP: swap_layers starts from the eager "
-                "SimpleGeGLUMLP. Build a fresh model (helpers.build_model with the same seed gives the same weights)."
+                "SimpleGeGLUMLP. Build a fresh model (build_model with the same seed gives the same weights)."
             )
     for block in model.layers:
-        new: nn.Module = block.mlp
-        recomputes_itself = False
-        if mlp == "course":
-            new = CourseGeGLUMLP.from_module(block.mlp, concat=True)
-        elif mlp == "fused":
-            new, recomputes_itself = _fused_mlp(block.mlp, recompute)
-        if recompute and not recomputes_itself:
-            new = Recomputed(new)
-        block.mlp = new
+        new, recomputes_itself = (block.mlp, False) if mlp == "eager" else _course_mlp(block.mlp, mlp, recompute)
+        block.mlp = Recomputed(new) if recompute and not recomputes_itself else new
         if fused_qkv:
             block.attention = block.attention.with_fused_qkv()
         if attention is not None:
@@ -115,36 +100,25 @@ def swap_layers(
     return model
 
 
-def _is_course_layer(module: nn.Module) -> bool:
-    return isinstance(module, (CourseGeGLUMLP, FusedGeGLUMLP))
-
-
 RECOMPILE_LIMIT = 64  # compiled versions kept per block: prefill, decode, training, per configuration
-
-
-def _allow_recompiles(limit: int = RECOMPILE_LIMIT) -> None:
-    """Let one compiled block hold a version per shape and configuration (torch's default keeps 8, then runs eager)."""
-    config = torch._dynamo.config
-    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
-    setattr(config, name, max(getattr(config, name), limit))
 
 
 def compile_blocks(model: Decoder, mode: str | None = None, dynamic: bool | None = False) -> Decoder:
     """``torch.compile`` every block of `model` in place (regional compilation); returns `model`.
 
-    The embedding and the LM head stay eager (one op each). The course's kernel layers inside a
-    block are wrapped in :class:`RunsEager` first, and a course attention implementation is left
-    to run as it is too. `mode` and `dynamic` go to ``torch.compile`` (``dynamic=False``: one graph
-    per shape, prefill and decode apart). Raises Dynamo's recompile limit to :data:`RECOMPILE_LIMIT`:
-    all blocks share one compiled function, whose versions add up across shapes and models.
+    The embedding and the LM head stay eager. The course's kernel layers run as they are inside the
+    compiled blocks (:class:`RunsEager`). ``dynamic=False``: one graph per shape. Raises Dynamo's
+    recompile limit, since all blocks share one compiled function.
     """
     if not isinstance(model, Decoder):
-        raise TypeError(f"model must be a helpers Decoder (helpers.build_model), got {type(model).__name__}")
-    _allow_recompiles()
+        raise TypeError(f"model must be a helpers Decoder (build_model), got {type(model).__name__}")
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    setattr(config, name, max(getattr(config, name), RECOMPILE_LIMIT))
     for block in model.layers:
         inner = block.mlp.inner if isinstance(block.mlp, (Recomputed, RunsEager)) else block.mlp
-        if _is_course_layer(inner) and not isinstance(block.mlp, RunsEager):
-            block.mlp = RunsEager(block.mlp)
+        if not isinstance(inner, SimpleGeGLUMLP) and not isinstance(block.mlp, RunsEager):
+            block.mlp = RunsEager(block.mlp)  # a course kernel layer
         if block.attention.attn_impl == "course" and "attend" not in vars(block.attention):
             # the block's own attend() would launch the course's Triton kernel: run it as it is
             block.attention.attend = torch.compiler.disable(block.attention.attend)
@@ -152,29 +126,28 @@ def compile_blocks(model: Decoder, mode: str | None = None, dynamic: bool | None
     return model
 
 
-def _mlp_name(mlp: nn.Module) -> str:
-    names = []
-    while isinstance(mlp, (Recomputed, RunsEager)):
-        names.append(type(mlp).__name__)
-        mlp = mlp.inner
-    mode = getattr(mlp, "mode", None)
-    inner = type(mlp).__name__ + (f"(mode={mode})" if mode else "")
-    return "(".join([*names, inner]) + ")" * len(names)
+@dataclass(frozen=True)
+class Configuration:
+    """A named way to build the decoder (:func:`swap_layers`, :func:`compile_blocks`) and run it.
 
+    ``graph``: decode steps replayed from a CUDA graph; ``sdpa_backend``: SDPA forced to one backend.
+    """
 
-def describe_layers(model: Decoder) -> pd.DataFrame:
-    """One row per distinct block make-up: the MLP layer, the attention's implementation, fused QKV, compiled."""
-    if not isinstance(model, Decoder):
-        raise TypeError(f"model must be a helpers Decoder, got {type(model).__name__}")
-    rows = Counter(
-        (
-            _mlp_name(block.mlp),
-            block.attention.attn_impl,
-            block.attention.fused_qkv,
-            getattr(block, "_compiled_call_impl", None) is not None,
-        )
-        for block in model.layers
-    )
-    return pd.DataFrame(
-        [{"blocks": n, "mlp": m, "attention": a, "fused_qkv": q, "compiled": c} for (m, a, q, c), n in rows.items()]
-    )
+    name: str = "eager"
+    mlp: str = "eager"
+    attention: str = "sdpa"
+    fused_qkv: bool = False
+    recompute: bool = False
+    compiled: bool = False
+    graph: bool = False
+    sdpa_backend: str | None = None
+
+    def build(self, config, device=None, dtype=None, seed: int = 0) -> Decoder:
+        """A fresh model with this configuration's layers (compiled blocks when `compiled`)."""
+        model = build_model(config, device, dtype, seed)
+        swap_layers(model, mlp=self.mlp, attention=self.attention, fused_qkv=self.fused_qkv, recompute=self.recompute)
+        return compile_blocks(model) if self.compiled else model
+
+    def running(self) -> contextlib.AbstractContextManager:
+        """The context every call of this configuration runs in (a forced SDPA backend, or nothing)."""
+        return force_backend(self.sdpa_backend) if self.sdpa_backend else contextlib.nullcontext()

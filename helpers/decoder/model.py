@@ -2,24 +2,11 @@
 
     tokens -> embedding -> N x [ x + attention(norm(x)),  x + mlp(norm(x)) ] -> norm -> LM head (tied) -> logits
 
-- the attention is :class:`helpers.CausalSelfAttention` (QKV, RoPE, SDPA) of notebook 07;
-- the MLP is :class:`helpers.SimpleGeGLUMLP` of notebooks 03-06;
-- :class:`RMSNorm` is written as Llama's reference code writes it (float32 inside, eight ATen ops);
-- the LM head reuses the embedding matrix (tied weights).
-
-The course's kernels replace layers in place (:func:`swap_layers`): the MLP becomes
-``CourseGeGLUMLP.from_module`` or ``FusedGeGLUMLP.from_module``, the attention's implementation
-``"sdpa"``, ``"manual"`` or ``"course"``; nothing is copied from those modules.
-
-Every part of the model runs inside a ``record_function`` scope named after it (:data:`PARTS`)
-while a profiler is recording, so a trace can be broken down by part
-(:func:`helpers.decoder.breakdown.part_breakdown`). Outside a profile and under ``torch.compile``
-the scopes cost nothing (a ``record_function`` costs microseconds of CPU time per call even when
-nobody records).
-
-Two kinds of KV cache: the attention block's own :class:`helpers.KVCache` (grows by one view per
-token: shapes change every step) and :class:`StaticCache` (fixed-size buffers, the position a
-device tensor: every decode step has the same shapes and addresses, so a CUDA graph can replay it).
+The attention is notebook 07's :class:`~helpers.attention.model.CausalSelfAttention`, the MLP
+the ``SimpleGeGLUMLP`` of notebooks 03-06, :class:`RMSNorm` as Llama's reference code writes it.
+Each part runs inside a ``record_function`` scope named after it (:data:`PARTS`) while a profiler
+records, so a trace breaks down by part. :class:`StaticCache` keeps fixed-size buffers and the
+position on the device (a CUDA graph can replay a step); :class:`DynamicCache` grows every token.
 """
 
 from __future__ import annotations
@@ -75,15 +62,12 @@ class StaticLayerCache:
 
 
 class StaticCache:
-    """Keys and values of every layer in fixed-size buffers; the next position is a device tensor.
+    """Keys and values of every layer in fixed-size buffers ``[batch, kv_heads, max_len, head_dim]``.
 
-    ``k[i]``, ``v[i]``: ``[batch, kv_heads, max_len, head_dim]``. A forward of ``s > 1`` tokens is a
-    prefill: it fills positions ``0 .. s-1`` (whatever the cache held) and sets the position to
-    ``s``. A forward of one token is a decode step: it writes at the position, attends to
-    positions ``0 .. position`` through a mask over the whole buffer, and adds one to the position,
-    all on the device. Shapes and addresses never change, so a CUDA graph can capture the step.
-    What every layer needs for the step (the positions, their rotary cos and sin, the mask) is
-    computed once per step by :meth:`prepare`, not once per layer.
+    A forward of ``s > 1`` tokens (a prefill) fills positions ``0 .. s-1``; a forward of one token
+    (a decode step) writes at the position, held in a device tensor, and attends through a mask over
+    the whole buffer. Shapes and addresses never change, so a CUDA graph can capture the step.
+    :meth:`prepare` computes what every layer needs for the step once.
     """
 
     def __init__(self, config: DecoderConfig, batch: int, max_len: int, device=None, dtype=None) -> None:
@@ -134,12 +118,7 @@ class DynamicCache:
 
 
 def attend_static(attn: CausalSelfAttention, x: torch.Tensor, slot: StaticLayerCache) -> torch.Tensor:
-    """The attention block's forward against a :class:`StaticCache` slot: static shapes, the position on the device.
-
-    The block's own projections, ``apply_rope``, attention and output projection; only the cache
-    handling differs from ``CausalSelfAttention.forward`` (the step's positions, rotary tables and
-    mask come from :meth:`StaticCache.prepare`).
-    """
+    """The attention block's forward against a :class:`StaticCache` slot (only the cache handling differs)."""
     b, s, _ = x.shape
     step = slot.cache
     q, k, v = attn.project_qkv(x)
@@ -187,9 +166,8 @@ class DecoderBlock(nn.Module):
 class Decoder(nn.Module):
     """The whole model: ``Decoder(config)(tokens)`` -> logits ``[batch, seq, vocab]``.
 
-    ``forward(tokens, cache=None, last_only=False)``: ``tokens`` is ``[batch, seq]`` of token ids.
-    With a :class:`StaticCache` or :class:`DynamicCache` (:meth:`new_cache`) the tokens continue the
-    cached ones; ``last_only`` computes the logits of the last position only ``[batch, 1, vocab]``. :meth:`loss` is the next-token cross-entropy of a training step.
+    With a cache (:meth:`new_cache`) the tokens continue the cached ones; ``last_only`` computes the
+    logits of the last position only.
     """
 
     def __init__(self, config: DecoderConfig | str) -> None:
@@ -245,8 +223,7 @@ class Decoder(nn.Module):
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of ``logits`` ``[batch, seq, vocab]`` against ``targets`` ``[batch, seq]``, in float32.
 
-    A function of the logits, so a wrapped model (``DistributedDataParallel(model)``, whose forward
-    must be the call that runs) trains the same way: ``next_token_loss(ddp(tokens), targets)``.
+    A function of the logits, so a wrapped model (DistributedDataParallel) trains the same way.
     """
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(
@@ -262,10 +239,9 @@ def build_model(
     dtype: torch.dtype | None = None,
     seed: int = 0,
 ) -> Decoder:
-    """A :class:`Decoder` with random weights (reproducible from `seed`), built on `device` in `dtype`.
+    """A :class:`Decoder` with random weights (the same for the same `seed`) on `device` in `dtype`.
 
-    Defaults: CUDA when present, else CPU; bf16 on a GPU, float32 on a CPU. The same seed gives the
-    same weights on the same device, so every configuration of a comparison starts from one model.
+    Defaults: CUDA when present, else CPU; bf16 on a GPU, float32 on a CPU.
     """
     from ..measure.workload import default_dtype, workload_device
 

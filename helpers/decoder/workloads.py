@@ -1,48 +1,83 @@
-"""The decoder workloads notebook 08, the benchmark and the recording script profile, defined once.
+"""The decoder workloads notebook 08, the benchmark and the recording script run, defined once.
 
-Each builder returns a :class:`helpers.measure.workload.Built`: call ``fn(*inputs)`` (or hand it to
-:func:`helpers.profile`). On a GPU the 1B model (:data:`~helpers.decoder.config.CONFIGS` ``"1b"``)
-in bf16 at the benchmark's sizes; on a CPU the small model (4 layers, hidden 256) in float32 at
-small sizes: large enough that its GEMMs, not the dispatch of its operators, dominate a prefill.
-
-- :func:`prefill`: one prefill of a batch of prompts (the KV cache filled, the first tokens chosen);
-- :func:`decode`: one decode step, the cache already filled by a prefill (each call adds a token;
-  with a CUDA-graph configuration the step is captured before the first call);
-- :func:`training`: one training step (forward, backward, fused AdamW), gradients on even when
-  called under ``torch.no_grad`` (as the profiler helpers do by default).
-
-:data:`GPU_VIEWS` names the workloads whose H200 traces ship in ``traces/`` (few layers for the
-training step, to keep the files small); :data:`VARIANT_X` is the model of the transfer exercise.
+Each builder returns a :class:`helpers.measure.workload.Built` (``fn(*inputs)``, or hand it to
+:func:`helpers.profile`): on a GPU the ``1b`` model in bf16, on a CPU the ``small`` model in float32
+at :data:`CPU_SIZES`. :func:`prefill`, :func:`decode` (one step after a prefill), :func:`training`
+(one step, gradients on even under ``no_grad``), :func:`variant_x` (the transfer exercise).
+:data:`GPU_VIEWS`: the workloads whose H200 traces ship in ``traces/``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import torch
 
+from ..checks import positive_int
 from ..measure.workload import Built, default_dtype, workload_device
-from .config import CONFIGS, DecoderConfig, get_config
-from .configurations import CPU_SIZES, GPU_SIZES, Configuration, Sizes, get_configuration, gpu_sizes
+from .config import DECODER_CONFIGS, DecoderConfig, get_config
 from .generate import Generator
+from .layers import Configuration
 from .model import random_tokens
 from .training import TrainingStep
 
+
+@dataclass(frozen=True)
+class Sizes:
+    """The workload sizes: prefill, decode and training batches."""
+
+    prefill_batch: int = 4
+    prompt_len: int = 1024
+    decode_batch: int = 1
+    decode_prompt_len: int = 128
+    decode_steps: int = 50
+    train_batch: int = 16
+    train_seq: int = 1024
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            positive_int(name, value)
+
+    def decode_max_len(self) -> int:
+        return self.decode_prompt_len + 2 * self.decode_steps + 8
+
+
+GPU_SIZES = Sizes()
+# large enough that a CPU prefill's GEMMs, not the dispatch of its operators, dominate
+CPU_SIZES = Sizes(prefill_batch=2, prompt_len=64, decode_prompt_len=16, decode_steps=10, train_batch=4, train_seq=128)
+
+# The configurations notebook 08 and the recorded traces run (the benchmark measures more).
+CONFIGURATIONS: dict[str, Configuration] = {
+    c.name: c
+    for c in (
+        Configuration("eager"),
+        Configuration("eager+graph", graph=True),
+        Configuration("compile+graph", compiled=True, graph=True),
+        Configuration("recompute", recompute=True),
+    )
+}
+
+
+def get_configuration(configuration: str | Configuration) -> Configuration:
+    """A :class:`~helpers.decoder.layers.Configuration` by name (see :data:`CONFIGURATIONS`), or the one given."""
+    if isinstance(configuration, Configuration):
+        return configuration
+    if configuration not in CONFIGURATIONS:
+        raise ValueError(f"unknown configuration {configuration!r}; known: {', '.join(CONFIGURATIONS)}")
+    return CONFIGURATIONS[configuration]
+
+
 # The transfer exercise's model: the 1B model's widths, 4 layers, Llama 3's vocabulary of 128,256 tokens.
-VARIANT_X = CONFIGS["1b"].with_(vocab_size=128256, num_hidden_layers=4, name="variant X")
+VARIANT_X = DECODER_CONFIGS["1b"].with_(vocab_size=128256, num_hidden_layers=4, name="variant X")
 # Its CPU stand-in: the small widths with a 64,000-token vocabulary.
-VARIANT_X_CPU = CONFIGS["small"].with_(vocab_size=64000, name="variant X (CPU)")
+VARIANT_X_CPU = DECODER_CONFIGS["small"].with_(vocab_size=64000, name="variant X (CPU)")
 TRAINING_VIEW_LAYERS = 4  # the training reference traces keep 4 of the 1B model's 16 layers (small files)
 
 
 def default_sizes(device: torch.device | str | None = None) -> Sizes:
-    """The workload sizes for `device`: on a GPU the benchmark's, with a training batch that fits its
-    memory (:func:`gpu_sizes`: 16 x 1024 tokens on an H200, 4 on a 24 GB L4); small ones on a CPU."""
-    dev = workload_device(device)
-    if dev.type != "cuda":
-        return CPU_SIZES
-    return gpu_sizes(torch.cuda.get_device_properties(dev).total_memory)
+    """:data:`GPU_SIZES` on a GPU, :data:`CPU_SIZES` on a CPU."""
+    return GPU_SIZES if workload_device(device).type == "cuda" else CPU_SIZES
 
 
 def _setup(device, config, sizes) -> tuple[torch.device, torch.dtype, DecoderConfig, Sizes]:
@@ -122,13 +157,8 @@ def training(
         with torch.enable_grad(), conf.running():
             return step()
 
-    details = {
-        "config": cfg.name,
-        "configuration": conf.name,
-        "batch": sz.train_batch,
-        "seq": sz.train_seq,
-        "optimizer": optimizer,
-    }
+    details = {"config": cfg.name, "configuration": conf.name, "batch": sz.train_batch, "seq": sz.train_seq}
+    details["optimizer"] = optimizer
     return Built(f"train_{conf.name}", training_step, (step.tokens,), dev, dt, cfg, details)
 
 
@@ -139,12 +169,11 @@ def variant_x(device=None, sizes: Sizes | None = None, prefill_logits: str = "al
 
 
 def training_view(device=None, configuration: str | Configuration = "eager", optimizer: str = "fused") -> Built:
-    """The training step notebook 08 profiles: on a GPU the 1B model's widths with 4 layers and 4 x 1024
-    tokens (small traces, quick memory profiles), on a CPU the small model at the CPU sizes."""
+    """The training step notebook 08 profiles: on a GPU the 1B widths, 4 layers, 4 x 1024 tokens (small traces)."""
     dev = workload_device(device)
     if dev.type != "cuda":
         return training(dev, configuration=configuration, optimizer=optimizer)
-    cfg = CONFIGS["1b"].with_(num_hidden_layers=TRAINING_VIEW_LAYERS, name=f"1b, {TRAINING_VIEW_LAYERS} layers")
+    cfg = DECODER_CONFIGS["1b"].with_(num_hidden_layers=TRAINING_VIEW_LAYERS, name=f"1b, {TRAINING_VIEW_LAYERS} layers")
     return training(dev, cfg, replace(GPU_SIZES, train_batch=4), configuration=configuration, optimizer=optimizer)
 
 

@@ -1,9 +1,272 @@
-"""Lesson 08, A whole model, from trace to fix: what this notebook alone uses (its exercises, their explanations and hints, its views)."""
+"""Lesson 08, A whole model, from trace to fix: what this notebook alone uses (its exercises, their explanations and hints, its views).
+
+The model's own code lives in :mod:`helpers.decoder` (re-exported here as the lesson uses it); the
+views, the checks and the live run of the decoder benchmark (a program, ``python -m benchmarks
+decoder``) are defined below.
+"""
 
 from __future__ import annotations
 
-from .exercises import Exercises
+from numbers import Number
+from pathlib import Path
 
-EXERCISES = Exercises("08")
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..decoder import workloads
+from ..decoder.breakdown import (
+    IDLE_ROWS,
+    OUTSIDE_OPS,
+    graph_prediction,
+    idle_share,
+    kernel_parts,
+    part_breakdown,
+    queue_latency_us,
+)
+from ..decoder.config import DECODER_CONFIGS
+from ..decoder.generate import Generator, decode_timing, prefill_timing, weight_read_floor_us
+from ..decoder.layers import compile_blocks, swap_layers
+from ..decoder.model import PARTS, build_model, random_tokens
+from ..decoder.training import TrainingStep
+from ..paths import LOCAL_TRACES_DIR
+from ..trace.kernel_names import decode_kernels
+from ..trace.model import Trace, check_trace
+from .exercises import Exercise, Exercises, Feedback, Tie
+from .programs import run_program
+from .results import Results, load_results
+
+__all__ = [  # the model's names this lesson uses, beside its own
+    "PARTS",
+    "Generator",
+    "TrainingStep",
+    "build_model",
+    "compile_blocks",
+    "decode_timing",
+    "graph_prediction",
+    "idle_share",
+    "kernel_parts",
+    "part_breakdown",
+    "prefill_timing",
+    "queue_latency_us",
+    "random_tokens",
+    "swap_layers",
+    "weight_read_floor_us",
+    "workloads",
+]
+
+EXERCISES = Exercises(
+    "08",
+    gemms=Exercise(
+        "GEMMs per forward",
+        explain="q, k, v, o in the attention and gate, up, down in the MLP: 7 per layer, plus the LM head.",
+        hint="count the nn.Linear layers of one block, times the layers, plus one",
+    ),
+    prefill_part=Exercise(
+        "largest part of a prefill",
+        explain="the MLP holds 3 of the 7 GEMMs of a layer but {share:.0%} of its GEMM FLOPs "
+        "(hidden {config.hidden_size} -> {config.intermediate_size} and back).",
+        hint="which block has the widest matrices?",
+    ),
+    decode_per_token=Exercise(
+        "decode more than 10x slower per token than prefill",
+        explain="{ratio:,.0f}x here: a prefill shares each weight read and each operator launch among "
+        "{prefill_tokens} tokens, a decode step among {decode_tokens}.",
+        hint="a decode step runs every operator of the model and reads every weight, for one token per sequence",
+    ),
+    gpu_busy=Exercise(
+        "GPU busy for more than half of a decode step",
+        explain="busy {busy:.0%}: {kernels:.0f} kernels per step, median {median_us:.1f} us each, and between "
+        "them the GPU waits for the CPU to launch the next.",
+        hint="compare a kernel's time with the CPU time it takes to launch one",
+    ),
+    graph_step=Exercise(
+        "decode step replayed from a CUDA graph (us)",
+        explain="{source}. The kernels stay; the CPU-bound gaps go.",
+        hint="kernel time per step + (kernels per step - 1) x queue latency",
+        rel_tol=0.25,
+    ),
+    backward_layouts=Exercise(
+        "layouts of the backward's GEMMs",
+        explain="dX = dY @ W reads both operands as stored (NN); dW = dY.T @ X reads dY transposed (NT). "
+        "No transpose is copied: the letters say how each operand is read.",
+        hint="the forward x @ W.T reads W transposed (T); write each backward product the same way and read "
+        "off, operand by operand, whether it is read as stored or transposed",
+    ),
+    optimizer=Exercise(
+        "fewest optimizer launches",
+        explain="{tensors} parameter tensors in the full model; per step the for-loop issued "
+        "{launches[for-loop]:.0f} operations, foreach {launches[foreach]:.0f}, fused {launches[fused]:.0f}. "
+        "The for-loop runs AdamW's operations once per tensor, foreach once per list of tensors, fused one "
+        "kernel per group. (On a CPU there are no launches to save, so foreach need not be faster there.)",
+        hint="which implementation handles a whole group of parameters in one call?",
+    ),
+    memory_peak=Exercise(
+        "largest category at the peak",
+        explain="the forward keeps, for every layer, the inputs of each operation's backward: they grow with "
+        "batch x sequence, and all of them are alive when the backward starts.",
+        hint="which tensors grow with the batch and the sequence length?",
+    ),
+    recompute_mb=Exercise(
+        "MB saved by recomputing the MLPs",
+        explain="4 tensors of [tokens, intermediate] per layer: gate, gelu(gate), up, and their product.",
+        hint="tensors per layer x layers x tokens x intermediate x bytes",
+        rel_tol=0.15,
+    ),
+    variant_part=Exercise(
+        "variant X: the bottleneck",
+        explain="{part} takes {share:.0%} of the step in this trace.",
+        hint="nb08.part_breakdown(variant_trace): which part has the most time?",
+    ),
+    variant_fix=Exercise(
+        "variant X: the fix",
+        explain="The LM head multiplies every position by a [vocab, hidden] matrix; generation reads only the "
+        "last position's logits, so a prefill needs the head on one position per prompt.",
+        hint="what does generation read from the prefill's logits? Answer with a name of nb08.fixes()['fix']",
+    ),
+    variant_speedup=Exercise(
+        "variant X: the fix's speedup",
+        explain="Measured without the profiler, the prefill with every position's logits against the last one's.",
+        hint="step time / (step time - the part's time), from the breakdown",
+        rel_tol=0.25,
+    ),
+)
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+# The fixes the transfer exercise offers, and what each changes.
+FIXES = {
+    "cuda graphs": "replay the step's launches from a CUDA graph (removes CPU-bound idle time)",
+    "compile": "torch.compile: fuse the pointwise kernels around the GEMMs",
+    "fused mlp": "the course's fused gate+up GeGLU kernel",
+    "sdpa": "scaled_dot_product_attention instead of hand-written attention",
+    "last logits": "compute the LM head on the last position only (generation reads nothing else)",
+    "recompute": "recompute the MLP in the backward (less memory, a little more time)",
+}
+VARIANT_FIX = "last logits"
+_IDLE = [*IDLE_ROWS.values(), OUTSIDE_OPS]
+# What the notebook runs of the decoder benchmark on a GPU (one program, read back from its file).
+LIVE_CONFIGURATIONS = ("eager", "eager+graph", "compile+graph", "course", "recompute", "course+recompute", "sdpa-math")
+LIVE_RESULTS = LOCAL_TRACES_DIR / "decoder_live.json"
+
+
+def configs_table() -> pd.DataFrame:
+    """The decoder presets side by side: layers, sizes, parameters, bf16 weight bytes."""
+    rows = [
+        {
+            "config": name,
+            "layers": c.num_hidden_layers,
+            "hidden": c.hidden_size,
+            "intermediate": c.intermediate_size,
+            "heads": c.num_attention_heads,
+            "vocab": c.vocab_size,
+            "parameters_m": c.num_parameters() / 1e6,
+            "bf16_weights_gb": c.weight_bytes(2) / 1e9,
+        }
+        for name, c in DECODER_CONFIGS.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def mlp_flop_share(config) -> float:
+    """The MLP's share of a layer's GEMM FLOPs (3 products of hidden x intermediate against 4 of hidden x hidden)."""
+    return 3 * config.intermediate_size / (3 * config.intermediate_size + 4 * config.hidden_size)
+
+
+def fixes() -> pd.DataFrame:
+    """The fixes the transfer exercise offers (``fix``: the name to answer with, ``what``)."""
+    return pd.DataFrame({"fix": list(FIXES), "what": list(FIXES.values())})
+
+
+def breakdown_figure(breakdown: pd.DataFrame, title: str | None = None) -> go.Figure:
+    """Horizontal bars, one per part, of a :func:`part_breakdown` table (idle time in grey)."""
+    if not isinstance(breakdown, pd.DataFrame) or not {"part", "time_us", "share"} <= set(breakdown.columns):
+        raise TypeError("pass the DataFrame of nb08.part_breakdown(trace)")
+    df = breakdown.iloc[::-1]
+    bar = go.Bar(
+        x=df["time_us"],
+        y=df["part"],
+        orientation="h",
+        marker_color=["#bbbbbb" if p in _IDLE else "#4c78a8" for p in df["part"]],
+        text=[f"{s:.0%}" for s in df["share"]],
+        textposition="outside",
+        hovertemplate="%{y}: %{x:.1f} us per step<extra></extra>",
+    )
+    fig = go.Figure(bar)
+    fig.update_layout(
+        title=title or breakdown.attrs.get("trace", "time by part"),
+        xaxis_title=f"{breakdown.attrs.get('basis', 'time')} per step (us)",
+        template="plotly_white",
+        height=80 + 28 * len(df),
+        margin={"l": 10, "r": 40, "t": 50, "b": 40},
+    )
+    return fig
+
+
+def gemm_layouts(trace: Trace) -> pd.DataFrame:
+    """GEMM kernels of a training-step trace by ``phase`` (forward, backward) and ``layout`` (first two letters).
+
+    Columns: ``phase``, ``layout`` (None when the name does not say), ``kernels`` and ``time_us`` per
+    step, ``example`` (one kernel name).
+    """
+    k = kernel_parts(check_trace(trace))
+    if k.empty:
+        raise ValueError(f"{trace.info.describe()} has no GPU kernels: GEMM layouts are read from kernel names")
+    decoded = decode_kernels(list(k["name"].unique())).set_index("name")
+    k = k.join(decoded[["family", "layout"]], on="name")
+    gemms = k[(k["family"] == "gemm") & k["part"].ne("optimizer")].copy()
+    gemms["phase"] = gemms["part"].map(lambda p: "backward" if p == "backward" else "forward")
+    gemms["layout"] = gemms["layout"].map(lambda s: s[:2].upper() if isinstance(s, str) else None)
+    steps = max(k["step"].nunique(), 1)
+    out = (
+        gemms.groupby(["phase", "layout"], dropna=False)
+        .agg(kernels=("name", "size"), time_us=("duration_us", "sum"), example=("name", "first"))
+        .reset_index()
+    )
+    out["kernels"] /= steps
+    out["time_us"] /= steps
+    return out.sort_values(["phase", "time_us"], ascending=[False, False]).reset_index(drop=True)
+
+
+def bottleneck(breakdown: pd.DataFrame) -> str:
+    """The model part with the most time in a :func:`part_breakdown` table (idle rows excluded)."""
+    parts = breakdown[~breakdown["part"].isin(_IDLE)]
+    if parts.empty:
+        raise ValueError("the breakdown has no model part")
+    return str(parts.loc[parts["time_us"].idxmax(), "part"])
+
+
+def run_benchmark(
+    configurations: tuple[str, ...] = LIVE_CONFIGURATIONS,
+    budget_s: float = 150.0,
+    timeout_s: float = 280.0,
+    out: Path = LIVE_RESULTS,
+) -> Results:
+    """Run ``python -m benchmarks decoder`` on this GPU for `configurations` (its progress printed); its tables."""
+    out = Path(out)
+    out.unlink(missing_ok=True)  # never read an earlier run's file
+    args = ["-m", "benchmarks", "decoder", "--device", "cuda", "--configurations", ",".join(configurations)]
+    run_program([*args, "--budget-s", f"{budget_s:g}", "--out", str(out)], timeout_s=timeout_s)
+    return load_results(out)
+
+
+def check_variant(
+    trace: Trace, part: str | None, fix: str | None, speedup: float | None, measured_speedup: float | None
+) -> list[Feedback]:
+    """The transfer exercise's three answers, checked against the variant's trace and its measured fix.
+
+    `part`: the bottleneck, as :func:`part_breakdown` names it; `fix`: a name of :func:`fixes`;
+    `speedup`: the prefill's predicted speedup with the fix, within 25% of `measured_speedup`
+    (measured without a profiler; when None, any number is accepted).
+    """
+    b = part_breakdown(check_trace(trace))
+    top = bottleneck(b)
+    share = float(b.set_index("part").loc[top, "share"])
+    if measured_speedup is None:
+        expected = Tie("the fix was not measured here, so no speedup can be checked", kind=Number)
+    else:
+        expected = round(float(measured_speedup), 2)
+    return [
+        check("variant_part", part, top, details={"part": top, "share": share}),
+        check("variant_fix", fix, VARIANT_FIX),
+        check("variant_speedup", speedup, expected),
+    ]

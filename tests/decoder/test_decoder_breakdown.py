@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 from support import synthetic_decoder_trace
 
 import helpers
-from helpers.decoder.breakdown import IDLE_ROWS
+from helpers.decoder import workloads
+from helpers.decoder.breakdown import IDLE_ROWS, graph_prediction, idle_share, kernel_parts, part_breakdown
+from helpers.decoder.generate import Generator
+from helpers.decoder.model import build_model, random_tokens
 
 IDLE = list(IDLE_ROWS.values())
-
-idle_analysis = pytest.mark.skipif(
-    importlib.util.find_spec("helpers.trace.overlap") is None,
-    reason="needs helpers.idle_gaps (helpers/trace/overlap.py of the trace-analysis branch, merged separately)",
-)
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +21,13 @@ def gpu_trace(tmp_path_factory):
 
 
 def test_kernels_are_placed_in_their_part_and_step(gpu_trace):
-    k = helpers.kernel_parts(gpu_trace)
+    k = kernel_parts(gpu_trace)
     assert k["part"].tolist() == ["attention", "attention", "mlp", "mlp", "backward", "optimizer"] * 2
     assert k["step"].tolist() == [1] * 6 + [2] * 6  # the backward kernel too, launched from another thread
 
 
-@idle_analysis
 def test_breakdown_adds_up_with_idle_time_by_cause(gpu_trace):
-    frame = helpers.part_breakdown(gpu_trace)
+    frame = part_breakdown(gpu_trace)
     b = frame.set_index("part")
     assert b.attrs["steps"] == 2 and b.attrs["basis"] == "device time"
     assert b.attrs["step_us"] == pytest.approx(745 - 52)  # first kernel start to last kernel end
@@ -41,12 +36,11 @@ def test_breakdown_adds_up_with_idle_time_by_cause(gpu_trace):
         assert b.loc[part, "time_us"] == pytest.approx(us), part
     assert b.loc["idle: waiting", "time_us"] == pytest.approx(5)
     assert b["share"].sum() == pytest.approx(1.0)  # one stream: parts and idle tile the step
-    assert helpers.idle_share(frame) == pytest.approx((533 + 5) / 693)
+    assert idle_share(frame) == pytest.approx((533 + 5) / 693)
 
 
-@idle_analysis
 def test_graph_prediction_keeps_kernels_and_latency(gpu_trace):
-    p = helpers.graph_prediction(gpu_trace)
+    p = graph_prediction(gpu_trace)
     assert p["kernels"] == 6 and p["kernel_us"] == pytest.approx(155)
     assert p["latency_us"] == pytest.approx(5)  # the one waiting gap: the GPU's own latency between kernels
     assert p["predicted_us"] == pytest.approx(155 + 5 * 5)
@@ -55,11 +49,11 @@ def test_graph_prediction_keeps_kernels_and_latency(gpu_trace):
 
 
 def test_cpu_breakdown_of_a_real_decode_step():
-    model = helpers.build_model("tiny", "cpu")
-    gen = helpers.Generator(model, 1, 64)
-    gen.prefill(helpers.random_tokens("tiny", 1, 8))
+    model = build_model("tiny", "cpu")
+    gen = Generator(model, 1, 64)
+    gen.prefill(random_tokens("tiny", 1, 8))
     trace = helpers.profile(lambda t: gen.step(), gen.token, steps=3, warmup=1, label="decode")
-    b = helpers.part_breakdown(trace).set_index("part")
+    b = part_breakdown(trace).set_index("part")
     assert b.attrs["basis"] == "CPU time" and b.attrs["steps"] == 3
     assert {"embedding", "norm", "attention", "mlp", "residual", "lm_head"} <= set(b.index)
     assert b["share"].sum() == pytest.approx(1.0)  # the parts' ops and the time outside them fill each step
@@ -72,23 +66,23 @@ def test_cpu_breakdown_of_a_real_decode_step():
 
 
 def test_cpu_training_step_has_backward_and_optimizer():
-    built = helpers.decoder_workloads.training("cpu")
+    built = workloads.training("cpu")
     trace = helpers.profile(built.fn, *built.inputs, steps=1, warmup=1, label="train")
-    b = helpers.part_breakdown(trace).set_index("part")
+    b = part_breakdown(trace).set_index("part")
     assert {"backward", "optimizer", "loss"} <= set(b.index)
     assert b.loc["backward", "count"] > b.loc["mlp", "count"]
 
 
 def test_bad_input():
     with pytest.raises(TypeError, match="helpers.Trace"):
-        helpers.part_breakdown("trace.json")
+        part_breakdown("trace.json")
     with pytest.raises(TypeError, match="part_breakdown"):
-        helpers.idle_share([1, 2])
+        idle_share([1, 2])
     if torch.cuda.is_available():
         pytest.skip("the next check is about CPU traces")
     cpu = helpers.profile(lambda: torch.ones(3) + 1, steps=1, warmup=0)
     with pytest.raises(ValueError, match="no GPU kernels"):
-        helpers.graph_prediction(cpu)
+        graph_prediction(cpu)
 
 
 @pytest.mark.parametrize("name", ["h200_mlp_eager", "h200_mlp_compiled", "h200_mlp_course_kernel"])
@@ -98,7 +92,7 @@ def test_real_h200_traces_without_scopes_tile_their_steps(name):
         trace = helpers.load_trace(helpers.reference_trace_path(name))
     except FileNotFoundError:
         pytest.skip(f"{name} is not recorded")
-    b = helpers.part_breakdown(trace).set_index("part")
+    b = part_breakdown(trace).set_index("part")
     kernels = trace.kernels()
     assert set(b.index) - set(IDLE) == {"other"}
     assert b.loc["other", "count"] == pytest.approx(len(kernels) / len(trace.steps))

@@ -1,12 +1,18 @@
-"""Notebook 08's views and checks: figures, GEMM layouts by phase, the transfer exercise."""
+"""Notebook 08's own code (helpers.nb08): figures, GEMM layouts by phase, the exercises and the transfer exercise."""
 
 from __future__ import annotations
 
+import json
+import re
+
+import pandas as pd
 import pytest
 import torch
 from support import synthetic_decoder_trace
 
 import helpers
+from helpers import nb08
+from helpers.paths import NOTEBOOKS_DIR
 
 NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_{}"
 
@@ -18,7 +24,7 @@ def cpu_variant():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        built = helpers.decoder_workloads.variant_x("cpu")
+        built = nb08.workloads.variant_x("cpu")
         return helpers.profile(built.fn, *built.inputs, steps=3, warmup=1, label="variant X")
     finally:
         torch.set_num_threads(threads)
@@ -26,7 +32,7 @@ def cpu_variant():
 
 def test_gemm_layouts_split_forward_and_backward(tmp_path):
     names = {"gemm_a": NVJET.format("TNT"), "gemm_b": NVJET.format("TNT"), "gemm_bwd": NVJET.format("NNT")}
-    layouts = helpers.gemm_layouts(synthetic_decoder_trace(tmp_path / "t.json.gz", names))
+    layouts = nb08.gemm_layouts(synthetic_decoder_trace(tmp_path / "t.json.gz", names))
     by_phase = {p: set(g["layout"]) for p, g in layouts.groupby("phase")}
     assert by_phase == {"forward": {"TN"}, "backward": {"NN"}}
     fwd = layouts.set_index("phase").loc["forward"]
@@ -34,33 +40,66 @@ def test_gemm_layouts_split_forward_and_backward(tmp_path):
 
 
 def test_the_variant_exercise_is_checked_against_its_trace(cpu_variant):
-    parts = helpers.part_breakdown(cpu_variant)
-    assert helpers.bottleneck(parts) == "lm_head"  # the CPU stand-in keeps the variant's point
-    right = helpers.check_variant(cpu_variant, "lm_head", "last logits", 2.0, measured_speedup=2.1)
-    assert [f.status for f in right] == ["right"] * 3
-    wrong = helpers.check_variant(cpu_variant, "mlp", "compile", 5.0, measured_speedup=2.0)
-    assert [f.status for f in wrong] == ["wrong"] * 3
-    missing = helpers.check_variant(cpu_variant, None, None, None, measured_speedup=None)
-    assert [f.status for f in missing] == ["not answered yet"] * 2  # no measurement: no speedup check
-    with pytest.raises(ValueError, match="fix must be one of"):
-        helpers.check_variant(cpu_variant, "lm_head", "a faster GPU", 2.0, 2.0)
+    nb08.reset()
+    parts = nb08.part_breakdown(cpu_variant)
+    assert nb08.bottleneck(parts) == "lm_head"  # the CPU stand-in keeps the variant's point
+    right = nb08.check_variant(cpu_variant, "LM_head", "Last logits", 2.0, measured_speedup=2.1)
+    assert [f.status for f in right] == ["right"] * 3  # case and separators do not matter
+    wrong = nb08.check_variant(cpu_variant, "mlp", "a faster GPU", 5.0, measured_speedup=2.0)
+    assert [f.status for f in wrong] == ["wrong"] * 3  # a fix that is not offered is wrong, not an error
+    assert "nb08.fixes()" in wrong[1].message  # the hint, after a wrong answer
+    typed = nb08.check_variant(cpu_variant, 3, ["last logits"], "2", measured_speedup=2.0)
+    assert [f.status for f in typed] == ["wrong"] * 3 and "expected text" in typed[0].message
+    missing = nb08.check_variant(cpu_variant, None, None, None, measured_speedup=None)
+    assert [f.status for f in missing] == ["not answered yet"] * 3
+    untimed = nb08.check_variant(cpu_variant, "lm_head", "last logits", 1.7, measured_speedup=None)
+    assert untimed[2].ok  # nothing measured: any number is accepted, and the feedback says why
 
 
-def test_figure_and_reference_views(cpu_variant):
-    parts = helpers.part_breakdown(cpu_variant)
-    fig = helpers.breakdown_figure(parts)
+def test_every_exercise_of_the_notebook_is_in_the_book():
+    nb = json.loads((NOTEBOOKS_DIR / "08_whole_model.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    checked = set(re.findall(r'nb08\.check\(\s*"(\w+)"', code)) | {"variant_part", "variant_fix", "variant_speedup"}
+    assert checked == set(nb08.EXERCISES.book)
+    assert "explain=" not in code and "hint=" not in code and "helpers.exercises" not in code
+
+
+def test_explanations_fill_in_their_details():
+    nb08.reset()
+    fb = nb08.check(
+        "optimizer", "Fused", "fused", details={"tensors": 5, "launches": {"for-loop": 60, "foreach": 9, "fused": 1}}
+    )
+    assert fb.ok and "for-loop issued 60" in fb.message
+    fb = nb08.check("prefill_part", "MLP", "mlp", details={"share": 0.6, "config": nb08.DECODER_CONFIGS["small"]})
+    assert fb.ok and "60%" in fb.message
+    fb = nb08.check("backward_layouts", ["nn", "nt"], {"NN", "NT"})
+    assert fb.ok  # a list, any case
+    assert "hint" not in nb08.check("gemms", 29, 29).message.lower()  # no hint on a right answer
+
+
+def test_figure_and_tables(cpu_variant):
+    parts = nb08.part_breakdown(cpu_variant)
+    fig = nb08.breakdown_figure(parts)
     assert list(fig.data[0].y) == parts["part"].tolist()[::-1]
     with pytest.raises(TypeError, match="part_breakdown"):
-        helpers.breakdown_figure(pd_frame_without_parts())
-    assert helpers.reference_view("no_such_view") is None
-    with pytest.raises(TypeError, match="view name"):
-        helpers.reference_view(3)
+        nb08.breakdown_figure(pd.DataFrame({"x": [1]}))
+    assert set(nb08.fixes()["fix"]) >= {"last logits", "compile"}
+    assert nb08.configs_table()["config"].tolist() == list(nb08.DECODER_CONFIGS)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no GPU kernels"):
-            helpers.gemm_layouts(cpu_variant)
+            nb08.gemm_layouts(cpu_variant)
 
 
-def pd_frame_without_parts():
-    import pandas as pd
+def test_the_lesson_runs_the_decoder_benchmark_as_a_program(monkeypatch, tmp_path):
+    calls = []
 
-    return pd.DataFrame({"x": [1]})
+    def fake(args, timeout_s):
+        calls.append((args, timeout_s))
+        out = tmp_path / "live.json"
+        out.write_text('{"benchmark": "decoder", "tables": {}}')
+
+    monkeypatch.setattr(nb08, "run_program", fake)
+    results = nb08.run_benchmark(("eager", "recompute"), out=tmp_path / "live.json")
+    ((args, timeout_s),) = calls
+    assert args[:3] == ["-m", "benchmarks", "decoder"] and "eager,recompute" in args and timeout_s < 300
+    assert results.tables == []

@@ -1,0 +1,119 @@
+"""Run one of the course's programs from a notebook: a subprocess with a timeout, its progress shown as it runs.
+
+A benchmark runs as a program (``python -m benchmarks NAME ...``), never inside the notebook's
+process: the notebook starts it, prints its lines while it runs, stops it (and every process it
+started) at the timeout, and reads the file it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..paths import REPO_ROOT
+
+
+class ProgramError(RuntimeError):
+    """A program that failed or ran out of time; the message holds the end of its output."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A program that ran to its end: its exit code and every line it printed."""
+
+    returncode: int
+    lines: list[str]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the program's whole process group: SIGTERM, then SIGKILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=10.0)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _useful(line: str) -> bool:
+    return "USDT" not in line  # the profiler's tracing notices are noise here
+
+
+def run_program(
+    args: Sequence[str],
+    timeout_s: float,
+    progress: bool = True,
+    show: Callable[[str], bool] = _useful,
+    log_path: str | os.PathLike | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> Finished:
+    """Run ``python args...`` from the repository root (this checkout first on ``PYTHONPATH``).
+
+    Prints the lines `show` accepts as they come, with the seconds since the start (`progress`);
+    writes every line to `log_path`; `env` adds variables. Raises :class:`ProgramError` with the end
+    of the output when it runs longer than `timeout_s` (it is then stopped) or, with `check`, when
+    it exits with an error.
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
+    cmd = [sys.executable, *map(str, args)]
+    full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}  # its lines arrive as it prints them
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    lines: list[str] = []
+    log = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        env=full_env,
+        cwd=str(REPO_ROOT),
+        start_new_session=True,  # its own process group: a timeout ends it and what it started
+    )
+
+    def read() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line.rstrip())
+            if log:
+                log.write(line)
+            if progress and show(line.rstrip()):
+                print(f"{line.rstrip()}  [{time.perf_counter() - start:.0f} s]", flush=True)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        reader.join(timeout=5)
+        raise ProgramError(
+            f"{' '.join(cmd[1:])} did not finish within {timeout_s:g} s and was stopped. Last output:\n" + _tail(lines)
+        ) from None
+    except BaseException:  # an interrupted cell must not leave the program running
+        _stop(proc)
+        raise
+    finally:
+        reader.join(timeout=10)
+        if log:
+            log.close()
+    if check and proc.returncode != 0:
+        raise ProgramError(f"{' '.join(cmd[1:])} failed (exit code {proc.returncode}). Last output:\n" + _tail(lines))
+    return Finished(proc.returncode, lines)
+
+
+def _tail(lines: list[str], n: int = 20) -> str:
+    return "\n".join([line for line in lines if _useful(line)][-n:])
