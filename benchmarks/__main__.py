@@ -8,6 +8,7 @@ import sys
 # name -> (module with a main(argv) function, what it measures)
 COMMANDS: dict[str, tuple[str, str]] = {
     "ceilings": ("benchmarks.ceilings", "the memory roof and matmul rate every % of floor divides by"),
+    "attention": ("benchmarks.attention", "every attention implementation side by side: time, TFLOP/s, memory, error"),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }
 
