@@ -38,11 +38,19 @@ def tables(data: dict[str, Any]) -> dict[str, tuple[pd.DataFrame, str]]:
     """The stored tables of a ceilings result: the ceilings themselves (one row) and every repeat."""
     c = dict(data["ceilings"])
     c["matmul_shape"] = "x".join(str(v) for v in c["matmul_shape"])
-    c["bandwidth_bytes_per_s"] = max(c["copy_bytes_per_s"], c.get("read_bytes_per_s") or 0, c.get("write_bytes_per_s") or 0)
+    c["bandwidth_bytes_per_s"] = max(
+        c["copy_bytes_per_s"], c.get("read_bytes_per_s") or 0, c.get("write_bytes_per_s") or 0
+    )
     spread = pd.DataFrame([{"quantity": k, "spread_pct": v} for k, v in data.get("spread_pct", {}).items()])
     return {
-        "ceilings": (pd.DataFrame([c]), "the ceilings (bytes/s, FLOP/s): each the best of the repeats; the memory roof is bandwidth_bytes_per_s"),
-        "repeats": (pd.DataFrame(data.get("repeats", [])), "every repeat's copy, read, write bandwidth (TB/s) and matmul rate (TFLOP/s)"),
+        "ceilings": (
+            pd.DataFrame([c]),
+            "the ceilings (bytes/s, FLOP/s): each the best of the repeats; the memory roof is bandwidth_bytes_per_s",
+        ),
+        "repeats": (
+            pd.DataFrame(data.get("repeats", [])),
+            "every repeat's copy, read, write bandwidth (TB/s) and matmul rate (TFLOP/s)",
+        ),
         "spread": (spread, "spread of the repeats, % of the best"),
     }
 

@@ -12,7 +12,7 @@ The package is built in layers; each imports only the ones above it in this list
 - ``helpers.mlp``: the course's subject, the GeGLU MLP: model, workloads, plans, variants, the
   hand-tuned kernel loader, the variants benchmark and its results;
 - ``helpers.attention``: the attention block: model (QKV, heads, RoPE, KV cache), costs, SDPA
-  backends, FlexAttention, workloads, the sequence sweep, the benchmark and its results;
+  backends, FlexAttention, workloads;
 - ``helpers.decoder``: a whole model, a Llama-style decoder built from the two: configs, caches,
   layer swaps, generation and CUDA graphs, a training step, time by model part from a trace;
 - ``helpers.distributed``: several ranks: a data-parallel training step of the decoder under DDP or
@@ -112,13 +112,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "pack_gate_up": ("kernels.gate_up", "pack_gate_up"),
     "unpack_gate_up": ("kernels.gate_up", "unpack_gate_up"),
     "gate_up_config_table": ("kernels.gate_up_tuning", "config_table"),
-    "flash_attention": ("kernels.flash_attention", "flash_attention"),
-    "attention_reference": ("kernels.flash_attention", "attention_reference"),
-    "FlashAttentionFunction": ("kernels.flash_attention", "FlashAttentionFunction"),
-    "CourseFlashAttention": ("kernels.flash_attention", "CourseFlashAttention"),
-    "FlashConfig": ("kernels.flash_attention_tuning", "FlashConfig"),
-    "flash_config_table": ("kernels.flash_attention_tuning", "config_table"),
-    "flash_tuning_log": ("kernels.flash_attention_tuning", "tuning_log"),
     "GeGLU": ("kernels.modules", "GeGLU"),
     "CourseGeGLUMLP": ("kernels.modules", "CourseGeGLUMLP"),
     "FusedGeGLUMLP": ("kernels.modules", "FusedGeGLUMLP"),
@@ -166,32 +159,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_variants_benchmark": ("mlp.bench", "run"),
     "load_benchmark_results": ("mlp.results", "load_results"),
     "BenchResults": ("mlp.results", "BenchResults"),
-    # -- the attention block
-    "AttentionConfig": ("attention.model", "AttentionConfig"),
+    # -- the attention block (lesson 07's own names are in helpers.nb07)
     "CausalSelfAttention": ("attention.model", "CausalSelfAttention"),
-    "KVCache": ("attention.model", "KVCache"),
-    "manual_attention": ("attention.model", "manual_attention"),
-    "future_mask": ("attention.model", "future_mask"),
-    "apply_rope": ("attention.model", "apply_rope"),
-    "AttentionShape": ("attention.costs", "AttentionShape"),
-    "visible_pairs": ("attention.costs", "visible_pairs"),
-    "attention_flops": ("attention.costs", "attention_flops"),
-    "score_matrix_bytes": ("attention.costs", "score_matrix_bytes"),
-    "fused_attention_bytes": ("attention.costs", "fused_attention_bytes"),
-    "manual_attention_plan": ("attention.costs", "manual_attention_plan"),
-    "plan_kernel_costs": ("attention.costs", "plan_kernel_costs"),
-    "SDPA_OPS": ("attention.backends", "SDPA_OPS"),
-    "sdpa_backends": ("attention.backends", "sdpa_backends"),
-    "sdpa_fn": ("attention.backends", "sdpa_fn"),
-    "force_sdpa_backend": ("attention.backends", "force_backend"),
-    "backend_in_trace": ("attention.backends", "backend_in_trace"),
-    "flex_fn": ("attention.flex", "flex_fn"),
-    "flex_block_mask": ("attention.flex", "block_mask"),
-    "attention_workloads": ("attention.workloads", ""),
-    "score_sweep": ("attention.sweep", "score_sweep"),
-    "run_attention_benchmark": ("attention.bench", "run"),
-    "load_attention_results": ("attention.results", "load_attention_results"),
-    "AttentionResults": ("attention.results", "AttentionResults"),
     # -- the whole model (a decoder built from the attention block and the MLP; the rest is in helpers.nb08)
     "DECODER_CONFIGS": ("decoder.config", "DECODER_CONFIGS"),
     # -- several ranks: a data-parallel training step (notebook 09)
@@ -227,9 +196,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "check_geglu_kernel": ("lessons.kernel_exercises", "check_geglu_kernel"),
     "kernel_device": ("lessons.kernel_exercises", "kernel_device"),
     "time_geglu_kernel": ("lessons.kernel_exercises", "time_geglu_kernel"),
-    "check_attention_kernel": ("lessons.attention_exercises", "check_attention_kernel"),
-    "check_attention_prediction": ("lessons.attention_exercises", "check_attention_prediction"),
-    "gpu_view": ("lessons.attention_exercises", "gpu_view"),
     "gpu_run": ("lessons.distributed_lesson", "gpu_run"),
     "prediction_table": ("lessons.distributed_lesson", "prediction_table"),
     "runs_folder": ("lessons.distributed_lesson", "runs_folder"),

@@ -1,17 +1,8 @@
 """PyTorch's scaled-dot-product-attention backends: force one, ask which run here and why not.
 
-``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` picks one of several implementations
-("backends") from the inputs' device, dtype, shapes and mask:
-
-- ``math``: the composite of ATen ops (matmul, softmax, matmul), the score matrix in memory;
-- ``flash``: FlashAttention-2 on CUDA; on a CPU, ATen's own tiled kernel
-  ``_scaled_dot_product_flash_attention_for_cpu``;
-- ``efficient``: the memory-efficient kernel (xFormers / CUTLASS) on CUDA;
-- ``cudnn``: NVIDIA cuDNN's fused attention on CUDA.
-
-``torch.nn.attention.sdpa_kernel(backend)`` restricts the choice to one; if it cannot run, the call
-fails and PyTorch's warnings say why. :func:`sdpa_backends` tries each on the given inputs and
-reports, from a profile of the call, which ATen operator actually ran.
+``F.scaled_dot_product_attention`` picks one implementation per call: ``math`` (ATen ops, the score
+matrix in memory), ``flash`` (FlashAttention-2 on CUDA; ATen's tiled kernel on a CPU), ``efficient``
+and ``cudnn`` (CUDA). ``sdpa_kernel(backend)`` restricts the choice to one.
 """
 
 from __future__ import annotations
@@ -86,10 +77,8 @@ def _first_line(text: str) -> str:
 def sdpa_backends(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True) -> pd.DataFrame:
     """Try every SDPA backend on these inputs: one row each.
 
-    Columns: ``backend``; ``available`` (the forced call ran); ``aten_op`` (the operator a profile of
-    the call shows under ``aten::scaled_dot_product_attention``); ``reason`` (why not, from
-    PyTorch's warnings and error, when it did not run). Also ``chosen``: the backend PyTorch picks
-    by itself for these inputs.
+    Columns ``backend``, ``available`` (the forced call ran), ``aten_op`` (the operator a profile
+    shows), ``chosen`` (PyTorch's own pick here), ``reason`` (PyTorch's warnings and error when not).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 4:

@@ -1,14 +1,8 @@
-"""What attention must compute and move: FLOPs, the score matrix, and the bytes of each plan.
+"""What attention must compute and move: shapes, visible pairs, FLOPs, the score matrix, each plan's bytes.
 
-- :class:`AttentionShape`: batch, heads, sequence lengths, head dim (and key/value heads for GQA).
-- :func:`visible_pairs`, :func:`attention_flops`: the (query, key) pairs a mask keeps, and the
-  FLOPs of the two matrix products over them: ``4 * batch * heads * head_dim * pairs``
-  (``q @ k.T`` and ``p @ v``, one multiply and one add per term). Causal masking keeps
-  ``seq * (seq + 1) / 2`` of the ``seq**2`` pairs: half the FLOPs, plus the diagonal.
-- :func:`score_matrix_bytes`: one ``[batch, heads, seq_q, seq_k]`` score matrix.
-- :func:`fused_attention_bytes`: the least a fused kernel moves (read q, k, v once, write o once).
-- :func:`manual_attention_plan`: the kernels of the hand-written attention, each with the bytes
-  it reads and writes: the score matrix goes to memory and back several times.
+Causal masking keeps ``seq * (seq + 1) / 2`` of the ``seq**2`` (query, key) pairs; the two products
+cost ``4 * batch * heads * head_dim`` FLOPs per pair. A fused kernel moves q, k, v and o once; the
+hand-written plan (:func:`manual_attention_plan`) moves the score matrix several times.
 """
 
 from __future__ import annotations
@@ -64,16 +58,15 @@ class AttentionShape:
 
 def _check_shape(shape: object) -> AttentionShape:
     if not isinstance(shape, AttentionShape):
-        raise TypeError(f"shape must be a helpers.AttentionShape, got {type(shape).__name__}")
+        raise TypeError(f"shape must be an AttentionShape (helpers.nb07.AttentionShape), got {type(shape).__name__}")
     return shape
 
 
 def visible_pairs(seq_q: int, seq_k: int, mask: str = "causal", window: int | None = None) -> int:
     """How many (query, key) pairs a mask keeps, per (batch, head).
 
-    ``"none"``: all ``seq_q * seq_k``. ``"causal"``: query i sees keys j <= i + seq_k - seq_q (the
-    diagonal at the bottom right). ``"sliding_window"``: causal, and only the last `window` keys
-    (j > i + seq_k - seq_q - window).
+    ``"causal"``: query i sees keys j <= i + seq_k - seq_q (the diagonal at the bottom right);
+    ``"sliding_window"``: also only the last `window` keys; ``"none"``: all.
     """
     seq_q, seq_k = positive_int("seq_q", seq_q), positive_int("seq_k", seq_k)
     if mask not in MASKS:
@@ -95,10 +88,7 @@ def _sum_clipped(first: int, last: int, cap: int) -> int:
 
 
 def attention_flops(shape: AttentionShape, mask: str = "causal", window: int | None = None) -> int:
-    """FLOPs of ``q @ k.T`` and ``p @ v`` over the visible pairs: 4 x batch x heads x head_dim x pairs.
-
-    The softmax's exponentials and sums are left out (a few per score, against 4 x head_dim).
-    """
+    """FLOPs of ``q @ k.T`` and ``p @ v`` over the visible pairs (the softmax's few per score left out)."""
     s = _check_shape(shape)
     return 4 * s.batch * s.heads * s.head_dim * visible_pairs(s.seq, s.keys, mask, window)
 
@@ -118,15 +108,12 @@ def fused_attention_bytes(shape: AttentionShape, dtype: torch.dtype | str) -> in
 
 
 def manual_attention_plan(shape: AttentionShape, dtype: torch.dtype | str, causal: bool = True) -> pd.DataFrame:
-    """The kernels of :func:`helpers.manual_attention` on a GPU, in order, with the bytes each must move.
+    """The kernels of :func:`manual_attention` on a GPU, in order, with the bytes each must move.
 
-    One row per kernel: the two batched products, the scaling, the out-of-place ``masked_fill``
-    (a copy of the scores, then the fill in place: read it in a CPU trace as ``aten::clone`` under
-    ``aten::masked_fill``) and the softmax. Columns: ``step``, ``aten_op`` (the operator of the step; the clone's kernel is launched by the
-    ``aten::copy_`` inside it), ``reads``, ``writes`` (what,
-    in words), ``bytes`` (reads + writes, each tensor once), ``score_passes`` (how many times the
-    step reads or writes a score-sized matrix) and ``flops`` (the two products only). The mask is
-    a precomputed ``[seq_q, seq_k]`` bool tensor, broadcast over batch and heads (read once).
+    One row per step: the two products, the scaling, the out-of-place ``masked_fill`` (a copy of the
+    scores, ``aten::clone``, then the fill in place) and the softmax. Columns ``step``, ``aten_op``,
+    ``reads``, ``writes``, ``bytes`` (each tensor once; the bool mask is read once), ``score_passes``
+    (score-sized reads and writes) and ``flops`` (the two products only).
     """
     s = _check_shape(shape)
     size = dtype_size(dtype)
@@ -152,50 +139,3 @@ def manual_attention_plan(shape: AttentionShape, dtype: torch.dtype | str, causa
     frame = pd.DataFrame(rows, columns=["step", "aten_op", "reads", "writes", "bytes", "score_passes", "flops"])
     frame.attrs["score_matrix_bytes"] = S
     return frame
-
-
-# A kernel is launched by the innermost operator: the clone's copy by aten::copy_ inside aten::clone.
-_LAUNCHER_ALIASES = {"aten::copy_": "aten::clone"}
-
-
-def plan_kernel_costs(
-    kernels: pd.DataFrame, shape: AttentionShape, dtype: torch.dtype | str, causal: bool = True
-) -> pd.DataFrame:
-    """Each kernel of one hand-written call (``helpers.kernel_table``) with the bytes and FLOPs of its plan step.
-
-    Kernels are matched to :func:`manual_attention_plan`'s steps, in order, by the operator that
-    launched them. Returns ``name`` (the step), ``kernel`` (short name), ``duration_us``, ``bytes``,
-    ``flops``; kernels no step explains (a memset) are left out and counted in ``attrs["unmatched"]``.
-    Pass the result's rows to ``helpers.roofline_frame``.
-    """
-    missing = {"short_name", "duration_us", "launched_by"} - set(kernels.columns)
-    if missing:
-        raise ValueError(f"kernels must be a helpers.kernel_table(...) frame; missing columns {sorted(missing)}")
-    plan = manual_attention_plan(shape, dtype, causal)
-    unused = list(plan.itertuples())
-    rows, unmatched = [], 0
-    for k in kernels.itertuples():
-        if getattr(k, "kind", "kernel") != "kernel":  # memsets and copies the libraries add: no plan step
-            unmatched += 1
-            continue
-        op = _LAUNCHER_ALIASES.get(str(k.launched_by), str(k.launched_by))
-        step = next((p for p in unused if p.aten_op == op), None)
-        if step is None:
-            unmatched += 1
-            continue
-        unused.remove(step)
-        flops = None if pd.isna(step.flops) else int(step.flops)
-        rows.append(
-            {
-                "name": step.step,
-                "kernel": k.short_name,
-                "duration_us": float(k.duration_us),
-                "bytes": int(step.bytes),
-                "flops": flops,
-            }
-        )
-    out = pd.DataFrame(rows, columns=["name", "kernel", "duration_us", "bytes", "flops"])
-    out["flops"] = out["flops"].astype(object).where(out["flops"].notna(), None)  # None, not NaN: no FLOPs counted
-    out.attrs["unmatched"] = unmatched
-    out.attrs["steps_without_kernel"] = [p.step for p in unused]
-    return out

@@ -1,11 +1,8 @@
 """FlexAttention (``torch.nn.attention.flex_attention``): a mask written in Python, a kernel generated.
 
-A *mask_mod* ``(b, h, q_idx, kv_idx) -> bool`` says which key each query may see. From it,
-``create_block_mask`` builds a :class:`BlockMask`: for each ``128 x 128`` tile of the score
-matrix, whether it is empty (skipped), full (no mask needed) or partial. ``torch.compile`` of
-``flex_attention`` then generates one fused attention kernel (a Triton template on a GPU, C++ on a
-CPU) that calls the mask function inline on partial tiles only. Read it in a trace like any
-Inductor kernel.
+A *mask_mod* ``(b, h, q_idx, kv_idx) -> bool`` says which key each query may see; its
+``BlockMask`` classes each ``128 x 128`` tile as empty (skipped), full or partial, and the compiled
+kernel applies the mask on partial tiles only.
 """
 
 from __future__ import annotations
@@ -43,7 +40,9 @@ def _compiled_flex() -> Callable:
     return torch.compile(flex_attention, dynamic=False)
 
 
-def block_mask(mask: str, seq_q: int, seq_k: int, device: torch.device | str, window: int | None = None) -> BlockMask:
+def flex_block_mask(
+    mask: str, seq_q: int, seq_k: int, device: torch.device | str, window: int | None = None
+) -> BlockMask:
     """The BlockMask of a named mask for one (seq_q, seq_k), shared by every batch and head."""
     if mask not in FLEX_MASKS:
         raise ValueError(f"mask must be one of {FLEX_MASKS}, got {mask!r}")
@@ -52,10 +51,7 @@ def block_mask(mask: str, seq_q: int, seq_k: int, device: torch.device | str, wi
 
 
 def flex_fn(mask: str = "causal", window: int | None = None) -> Callable[..., torch.Tensor]:
-    """``fn(q, k, v)``: compiled FlexAttention with `mask` (``"causal"`` or ``"sliding_window"``).
-
-    Block masks are built on first use for each sequence length and device, then reused.
-    """
+    """``fn(q, k, v)``: compiled FlexAttention with `mask` (``"causal"`` or ``"sliding_window"``); block masks built once per length."""
     if mask not in FLEX_MASKS:
         raise ValueError(f"mask must be one of {FLEX_MASKS}, got {mask!r}")
     if mask == "sliding_window":
@@ -65,7 +61,7 @@ def flex_fn(mask: str = "causal", window: int | None = None) -> Callable[..., to
     def flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         key = (q.shape[-2], k.shape[-2], str(q.device))
         if key not in masks:
-            masks[key] = block_mask(mask, q.shape[-2], k.shape[-2], q.device, window)
+            masks[key] = flex_block_mask(mask, q.shape[-2], k.shape[-2], q.device, window)
         gqa = k.shape[1] != q.shape[1]
         return _compiled_flex()(q, k, v, block_mask=masks[key], enable_gqa=gqa)
 

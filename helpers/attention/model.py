@@ -1,18 +1,9 @@
-"""The causal self-attention block the course profiles (notebook 07), and reused by the decoder (08).
+"""The causal self-attention block the course profiles (notebook 07), reused by the decoder (08).
 
-As people write it (Llama-style, bias-free by default):
-
-    q, k, v = x @ Wq.T, x @ Wk.T, x @ Wv.T          # three projections (or one fused QKV GEMM)
-    split into heads: [batch, seq, heads * d] -> [batch, heads, seq, d]
-    q, k = rope(q), rope(k)                         # rotary position embedding
-    o = softmax(q @ k.T / sqrt(d) + causal mask) @ v
-    y = merge heads(o) @ Wo.T                       # output projection
-
-:class:`CausalSelfAttention` is that block with a choice of attention implementation
-(``"sdpa"``: ``F.scaled_dot_product_attention``; ``"manual"``: :func:`manual_attention`, the
-``q @ k.T``, mask, softmax, ``@ v`` of a textbook; ``"course"``: the course's Triton kernel),
-separate or fused QKV projections, grouped-query attention (fewer key/value heads than query
-heads) and an optional :class:`KVCache` for decoding one token at a time.
+:class:`CausalSelfAttention` is the Llama-style block (QKV projections, heads, RoPE, attention,
+output projection) with a choice of attention (``"sdpa"``, the hand-written ``"manual"``, or the
+course's Triton kernel ``"course"``, imported only when asked for), separate or fused QKV,
+grouped-query attention and a :class:`KVCache` for decoding one token at a time.
 """
 
 from __future__ import annotations
@@ -27,7 +18,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checks import positive_int, positive_number
-from ..kernels.flash_attention import FlashAttentionFunction
 
 ATTENTION_IMPLS = ("sdpa", "manual", "course")
 
@@ -95,11 +85,6 @@ class AttentionConfig:
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# Attention written by hand, and the causal mask
-# ---------------------------------------------------------------------------------------------
-
-
 def future_mask(seq_q: int, seq_k: int, device: torch.device | str | None = None) -> torch.Tensor:
     """[seq_q, seq_k] bool, True where query i must NOT see key j (j > i + seq_k - seq_q)."""
     return torch.ones(seq_q, seq_k, dtype=torch.bool, device=device).triu(diagonal=seq_k - seq_q + 1)
@@ -115,9 +100,8 @@ def manual_attention(
 ) -> torch.Tensor:
     """Attention as a textbook writes it: scores, mask, softmax, weighted sum (each a separate op).
 
-    ``q``: [batch, heads, seq_q, d]; ``k``, ``v``: [batch, kv_heads, seq_k, d]. ``mask``: a
-    precomputed :func:`future_mask` (built here when None and ``causal``). The ``[seq_q, seq_k]``
-    score matrix of every (batch, head) is written to memory, read back and rewritten by each step.
+    ``q``: [batch, heads, seq_q, d]; ``k``, ``v``: [batch, kv_heads, seq_k, d]; ``mask``: a precomputed
+    :func:`future_mask` (built here when None and ``causal``).
     """
     if k.shape[1] != q.shape[1]:  # grouped-query attention: each K/V head serves several query heads
         group = q.shape[1] // k.shape[1]
@@ -130,11 +114,6 @@ def manual_attention(
         scores = scores.masked_fill(mask, float("-inf"))
     probs = scores.softmax(dim=-1)
     return probs @ v
-
-
-# ---------------------------------------------------------------------------------------------
-# Rotary position embedding
-# ---------------------------------------------------------------------------------------------
 
 
 class RotaryEmbedding(nn.Module):
@@ -170,18 +149,12 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return x * cos + rotate_half(x) * sin
 
 
-# ---------------------------------------------------------------------------------------------
-# KV cache and the block
-# ---------------------------------------------------------------------------------------------
-
-
 class KVCache:
     """Keys and values of the positions seen so far, for one attention layer, preallocated.
 
     ``k``, ``v``: [batch, kv_heads, max_len, head_dim]; ``length``: how many positions are filled.
-    :meth:`append` writes new positions in place and returns views of everything filled. When the
-    new keys need gradients (a cached forward in training), it concatenates instead: writing in
-    place would change tensors autograd saved for the earlier positions.
+    When new keys need gradients, :meth:`append` concatenates instead of writing in place (which
+    would change tensors autograd saved for the earlier positions).
     """
 
     def __init__(self, batch: int, kv_heads: int, max_len: int, head_dim: int, device=None, dtype=None) -> None:
@@ -283,6 +256,8 @@ class CausalSelfAttention(nn.Module):
         """Causal attention of q [b, h, sq, d] over k, v [b, kv, sk, d], the diagonal at the bottom right."""
         sq, sk = q.shape[2], k.shape[2]
         if self.attn_impl == "course":
+            from ..kernels.flash_attention import FlashAttentionFunction  # Triton only when asked for
+
             return FlashAttentionFunction.apply(q, k, v, True, None)
         if self.attn_impl == "manual":
             return manual_attention(q, k, v, causal=True)

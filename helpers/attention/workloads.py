@@ -1,9 +1,8 @@
 """The attention workloads notebook 07, the benchmark and the recording script profile, defined once.
 
-On a GPU: a realistic shape in bf16 (batch 4, seq 2048, 16 heads of 128: hidden 2048, a 1B-class
-model); on a CPU: a small float32 shape that profiles in milliseconds on two cores. Each builder
-returns a :class:`helpers.measure.workload.Built` (``fn(*inputs)``); the attention-only ones take
-``(q, k, v)`` of shape ``[batch, heads, seq, head_dim]``, the block takes ``x`` ``[batch, seq, hidden]``.
+A bf16 shape of a 1B-class model on a GPU, a small float32 shape on a CPU. Each builder returns a
+:class:`helpers.measure.workload.Built`: the attention-only ones take ``(q, k, v)``
+``[batch, heads, seq, head_dim]``, the block takes ``x`` ``[batch, seq, hidden]``.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from collections.abc import Callable
 
 import torch
 
-from ..kernels.flash_attention import CourseFlashAttention
 from ..measure.workload import Built, default_dtype, workload_device
 from .backends import sdpa_fn
 from .costs import AttentionShape
@@ -50,8 +48,7 @@ def attention_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random q [batch, heads, seq, d], k and v [batch, kv_heads, seq_k, d], drawn on the device itself.
 
-    Reproducible for a given seed and device (a GPU draws other numbers than a CPU, and draws the
-    hundreds of megabytes of a long-sequence benchmark in milliseconds).
+    Reproducible per seed and device (drawn on a GPU, long-sequence inputs take milliseconds).
     """
     dev, dt, shp = _setup(device, dtype, shape)
     g = torch.Generator(device=dev).manual_seed(seed)
@@ -62,14 +59,7 @@ def attention_inputs(
 
 
 def _details(shp: AttentionShape, **extra) -> dict:
-    return {
-        "batch": shp.batch,
-        "heads": shp.heads,
-        "kv_heads": shp.kv,
-        "seq": shp.seq,
-        "head_dim": shp.head_dim,
-        **extra,
-    }
+    return dict(batch=shp.batch, heads=shp.heads, kv_heads=shp.kv, seq=shp.seq, head_dim=shp.head_dim, **extra)
 
 
 def attention_block(
@@ -139,16 +129,11 @@ def flex(
 
 def course_kernel(device=None, dtype=None, shape: AttentionShape | None = None, seed: int = 0) -> Built:
     """The course's Triton flash-attention kernel (compiled on a GPU, interpreted on a CPU: keep shapes small)."""
+    from ..kernels.flash_attention import CourseFlashAttention  # Triton only when asked for
+
     dev, dt, shp = _setup(device, dtype, shape)
-    return Built(
-        "attention_course",
-        CourseFlashAttention(causal=True),
-        attention_inputs(dev, dt, shp, seed),
-        dev,
-        dt,
-        shp,
-        _details(shp),
-    )
+    fn = CourseFlashAttention(causal=True)
+    return Built("attention_course", fn, attention_inputs(dev, dt, shp, seed), dev, dt, shp, _details(shp))
 
 
 # The GPU views of notebook 07, by name. scripts/record_reference_traces.py records each as

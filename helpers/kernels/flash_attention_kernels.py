@@ -1,35 +1,18 @@
 """The Triton kernels of the course's flash-attention forward (layer 1 of ``flash_attention``).
 
-Attention for one query row ``i`` is ``o_i = sum_j softmax_j(q_i . k_j * scale) v_j``. Written
-naively it builds the ``[seq_q, seq_k]`` score matrix in memory, normalises it, and multiplies it
-by ``V``. These kernels never build it. Each program owns ``BLOCK_M`` query rows of one head,
-keeps them in registers, and streams the keys and values through on-chip memory ``BLOCK_N`` rows
-at a time. For each tile it computes the scores ``S = Q K^T`` in registers and folds them into a
-running result with the **online softmax** (:func:`_online_softmax_update`):
+Each program owns ``BLOCK_M`` query rows of one head and streams the keys and values through
+on-chip memory ``BLOCK_N`` rows at a time; the ``[seq_q, seq_k]`` score matrix is never built. Each
+tile's scores are folded into a running result by the **online softmax**
+(:func:`_online_softmax_update`): per row the largest score so far ``m``, the sum of
+``exp(score - m)`` so far ``l`` and the sum of ``exp(score - m) * v`` so far ``acc``, rescaled by
+``alpha = exp(m - m_new)`` when the maximum grows; at the end ``o = acc / l``. Scores are in base 2
+(``log2(e)`` folded into the scale): one ``exp2`` per score.
 
-- ``m``: the largest score seen so far in each row (kept so that ``exp`` never overflows);
-- ``l``: the sum of ``exp(score - m)`` so far (the softmax's denominator);
-- ``acc``: the sum of ``exp(score - m) * v`` so far (its numerator, a ``[BLOCK_M, head_dim]`` tile).
-
-When a new tile raises the maximum from ``m`` to ``m_new``, everything summed so far was scaled by
-``exp(-m)`` and must be rescaled by ``alpha = exp(m - m_new)``; at the end ``o = acc / l``.
-Scores are handled in base 2: ``exp(x) = exp2(x * log2(e))``, so ``log2(e)`` is folded into the
-softmax scale once and every exponential is one ``exp2`` (a single hardware instruction).
-
-Causal attention (query ``i`` sees keys ``j <= i + seq_k - seq_q``: the diagonal is aligned to the
-bottom right, so a single new query attends to the whole cache, and ``seq_q == seq_k`` is the usual
-lower triangle) skips every key tile above the diagonal: about half the work. The key range of a
-program is split in two loops: tiles wholly below the diagonal, which need no mask, then the few
-tiles that cross it (and the ragged last tile), masked. Programs are launched heaviest first (the
-last query blocks see the most keys), so the short ones fill the gaps at the end.
-
-- ``_flash_attn_fwd_kernel``: plain pointer loads, any strides, any CUDA GPU and Triton's CPU
-  interpreter; the kernel the notebook reads step by step.
-- ``_flash_attn_fwd_tma_kernel``: the same algorithm with Hopper's tensor memory accelerator
-  (host-side 4-D tensor descriptors ``[batch, heads, seq, head_dim]``; out-of-range rows are
-  zero-filled by the copy engine and clipped on store, so ragged lengths need no load masks).
-
-Grouped-query attention: query head ``h`` reads key/value head ``h // GROUP``.
+Causal programs skip every key tile above the diagonal; the tiles wholly below it run without a
+mask, the few that cross it (and the ragged last tile) with one; the heaviest programs start first.
+``_flash_attn_fwd_kernel`` loads through pointers (any GPU, the CPU interpreter: the kernel the
+notebook reads); ``_flash_attn_fwd_tma_kernel`` is the same algorithm with Hopper's tensor memory
+accelerator (rows past the end arrive as zeros). Query head ``h`` reads key/value head ``h // GROUP``.
 """
 
 from __future__ import annotations

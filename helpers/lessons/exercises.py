@@ -291,7 +291,13 @@ class Exercises:
         rows = []
         for key, ex in self.book.items():
             fb = self.results.get(key)
-            rows.append({"exercise": ex.title, "status": fb.status if fb else "not checked", "message": fb.message if fb else ""})
+            rows.append(
+                {
+                    "exercise": ex.title,
+                    "status": fb.status if fb else "not checked",
+                    "message": fb.message if fb else "",
+                }
+            )
         return pd.DataFrame(rows, columns=["exercise", "status", "message"])
 
     def assert_all_correct(self) -> pd.DataFrame:
@@ -318,7 +324,9 @@ def check(name: str, answer: Any, expected: Any, explain: str = "", rel_tol: flo
     if not isinstance(rel_tol, (int, float)) or rel_tol < 0:
         raise ValueError(f"rel_tol must be a number >= 0, got {rel_tol!r}")
     if _is_missing(answer):
-        msg = "write your answer in the cell above, run it, then run this cell again." + (f" Hint: {hint}" if hint else "")
+        msg = "write your answer in the cell above, run it, then run this cell again." + (
+            f" Hint: {hint}" if hint else ""
+        )
         fb = Feedback(name, MISSING, msg, answer, expected)
     else:
         equal, reason = _same(answer, expected, rel_tol)

@@ -29,10 +29,10 @@ from ..decoder.layers import compile_blocks, swap_layers
 from ..decoder.model import PARTS, build_model, random_tokens
 from ..decoder.training import TrainingStep
 from ..paths import LOCAL_TRACES_DIR
+from ..programs import run_program
 from ..trace.kernel_names import decode_kernels
 from ..trace.model import Trace, check_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
-from .programs import run_program
 from .results import Results, load_results
 
 __all__ = [  # the model's names this lesson uses, beside its own

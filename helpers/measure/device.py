@@ -18,7 +18,6 @@ from typing import Any
 import torch
 
 
-
 def resolve_device(device: torch.device | str | None = None) -> torch.device:
     """A concrete device: None means CUDA when available, else CPU; ``"cuda"`` gets its index.
 
@@ -100,7 +99,11 @@ def _git_commit() -> str | None:
         return os.environ["COURSE_GIT_COMMIT"]
     try:
         out = subprocess.run(
-            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):

@@ -32,8 +32,6 @@ CPU_GENERATED_KERNEL = re.compile(r"^(?:graph_\d+_)?cpp_fused_")
 PROVENANCE_KEY = "course_provenance"
 
 
-
-
 class NoKernelsError(ValueError):
     """The trace holds no device kernels, and kernels were asked for."""
 

@@ -24,5 +24,7 @@ def register_kernel_names(entries: Mapping[str, Mapping[str, Any]]) -> None:
             raise ValueError(f"a registered kernel needs a name and a mapping of fields, got {name!r}: {fields!r}")
         extra = set(fields) - _REGISTERED_KEYS
         if extra or not {"family", "source", "summary"} <= set(fields):
-            raise ValueError(f"{name}: fields must be family, source, summary (+ {sorted(_REGISTERED_KEYS)}), got {sorted(fields)}")
+            raise ValueError(
+                f"{name}: fields must be family, source, summary (+ {sorted(_REGISTERED_KEYS)}), got {sorted(fields)}"
+            )
         REGISTERED[name.strip()] = dict(fields)

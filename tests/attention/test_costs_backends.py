@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -127,32 +126,3 @@ def test_cuda_backends_report_reasons() -> None:
     assert table.loc["math", "available"]
     for name, row in table.iterrows():
         assert row["available"] or row["reason"], name
-
-
-def test_plan_kernel_costs_matches_kernels_by_their_launching_operator() -> None:
-    # A kernel table as the H200 shows the hand-written attention (names shortened), with a memset.
-    kernels = pd.DataFrame(
-        {
-            "short_name": ["gemm_a", "mul", "copy", "Memset (Device)", "masked_fill", "softmax", "gemm_b"],
-            "kind": ["kernel", "kernel", "kernel", "memset", "kernel", "kernel", "kernel"],
-            "duration_us": [100.0, 50.0, 60.0, 1.0, 55.0, 70.0, 90.0],
-            "launched_by": [
-                "aten::bmm",
-                "aten::mul",
-                "aten::copy_",
-                "aten::bmm",
-                "aten::masked_fill_",
-                "aten::_softmax",
-                "aten::bmm",
-            ],
-        }
-    )
-    out = costs.plan_kernel_costs(kernels, SMALL, torch.bfloat16)
-    plan = costs.manual_attention_plan(SMALL, torch.bfloat16)
-    assert list(out["name"]) == list(plan["step"])  # every step found its kernel, in order
-    assert out.attrs["unmatched"] == 1 and out.attrs["steps_without_kernel"] == []  # the memset
-    assert list(out["kernel"]) == ["gemm_a", "mul", "copy", "masked_fill", "softmax", "gemm_b"]
-    frame = helpers.roofline_frame(out.to_dict("records"), helpers.H200_REFERENCE)
-    assert set(frame.loc[frame["name"].str.contains("scale|clone|fill|softmax"), "bound_by"]) == {"memory"}
-    with pytest.raises(ValueError, match="kernel_table"):
-        costs.plan_kernel_costs(pd.DataFrame({"name": []}), SMALL, torch.bfloat16)

@@ -76,10 +76,11 @@ def test_committed_without_outputs(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercises_are_self_checking(path):
     cells = _code(_read(path))
-    assert "helpers.exercises.reset()" in cells[0].source, "the first code cell resets the exercises"
+    book = f"nb{path.name[:2]}"
+    assert f"{book}.reset()" in cells[0].source, f"the first code cell resets the lesson's exercises ({book}.reset())"
     final = cells[-1]
-    assert _tagged(final) and "helpers.exercises.assert_all_correct()" in final.source
-    assert final.metadata.get("learner_source") == "helpers.exercises.summary()"
+    assert _tagged(final) and f"{book}.assert_all_correct()" in final.source
+    assert final.metadata.get("learner_source") == f"{book}.summary()"
     answers = [i for i, c in enumerate(cells[:-1]) if _tagged(c)]
     assert len(answers) >= 2, f"{path.name} has {len(answers)} exercises; the course asks for at least two"
     for i in answers:

@@ -29,7 +29,14 @@ LEVELS = {
     "distributed": 6,
     "lessons": 7,
 }
-FOUNDATION = {"helpers", "helpers.paths", "helpers.checks", "helpers.triton_env", "helpers.course_kernel_names"}
+FOUNDATION = {
+    "helpers",
+    "helpers.paths",
+    "helpers.checks",
+    "helpers.triton_env",
+    "helpers.course_kernel_names",
+    "helpers.programs",
+}
 MAX_LINES = 500
 
 

@@ -1,4 +1,4 @@
-"""The course's flash-attention forward (helpers/kernels/flash_attention*.py).
+"""The course's flash-attention forward (helpers/kernels/flash_attention*.py): numerics, checks, configuration choice.
 
 On a CPU-only machine these run the kernels in Triton's interpreter, at small awkward shapes
 (lengths no multiple of any tile, a head dim that is no power of two, grouped K/V heads, strided
@@ -15,8 +15,8 @@ from support import rel_err
 from support import requires_compiled_kernels as requires_cuda
 
 import helpers
+from helpers.kernels import flash_attention_configs as configs_mod
 from helpers.kernels import flash_attention_kernels as kernels
-from helpers.kernels import flash_attention_tuning as tuning
 from helpers.kernels.flash_attention import (
     CourseFlashAttention,
     FlashAttentionFunction,
@@ -119,7 +119,11 @@ def test_backward_with_grouped_heads_and_a_cache_offset() -> None:
         (lambda: (torch.randn(1, 2, 9, 16), torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16)), "more queries"),
         (lambda: (torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 8), torch.randn(1, 2, 8, 8)), "head_dim"),
         (
-            lambda: (torch.randn(1, 2, 8, 16, 2)[..., 0], torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16)),
+            lambda: (
+                torch.randn(1, 2, 8, 16, 2, device=device())[..., 0],
+                torch.randn(1, 2, 8, 16),
+                torch.randn(1, 2, 8, 16),
+            ),
             "contiguous",
         ),
     ],
@@ -164,11 +168,16 @@ def test_kernel_source_shows_the_online_softmax() -> None:
         assert landmark in src
 
 
-def test_tuner_skips_failing_and_wrong_configurations() -> None:
-    configs = [tuning.FlashConfig(64, 64, 4, 3), tuning.FlashConfig(32, 32, 4, 2), tuning.FlashConfig(16, 16, 4, 1)]
-    state = {"current": None}
+def test_the_launcher_keeps_the_first_configuration_that_runs_and_is_right() -> None:
+    configs = [
+        configs_mod.FlashConfig(64, 64, 4, 3),
+        configs_mod.FlashConfig(32, 32, 4, 2),
+        configs_mod.FlashConfig(16, 16, 4, 1),
+    ]
+    state = {"current": None, "launches": 0}
 
     def launch(cfg):
+        state["launches"] += 1
         if cfg.block_m == 64:
             raise RuntimeError("out of resources: shared memory")
         state["current"] = cfg
@@ -177,24 +186,39 @@ def test_tuner_skips_failing_and_wrong_configurations() -> None:
         return "wrong result" if state["current"].block_m == 32 else None
 
     key = ("test", object())
-    tuning._bench_ms, saved = (lambda fn: (fn(), 1.0)[1]), tuning._bench_ms
-    try:
-        chosen = tuning.pick_config(key, configs, launch, check)
-    finally:
-        tuning._bench_ms = saved
-    assert chosen == configs[2]
-    log = tuning.tuning_log()
-    errors = log[log["key"] == str(key)]["error"].tolist()
-    assert "out of resources" in errors[0] and "wrong result" in errors[1] and not isinstance(errors[2], str)
-    assert tuning.pick_config(key, configs, launch, check) is chosen  # remembered: nothing runs again
+    chosen = configs_mod.pick_config(key, configs, launch, check)
+    assert chosen == configs[2] and state["launches"] == 3
+    assert configs_mod.pick_config(key, configs, launch, check) is chosen  # remembered: nothing runs again
+    assert state["launches"] == 3
 
 
-def test_tuner_reports_when_nothing_runs() -> None:
+def test_the_tuned_table_comes_first_for_the_nearest_length() -> None:
+    if configs_mod.triton_mode() == "interpreter":  # one configuration only
+        assert configs_mod.configs_to_try("tma", 4096, 4096, 128, torch.bfloat16, 9) == [configs_mod.INTERPRETER_CONFIG]
+        return
+    first = configs_mod.configs_to_try("tma", 6000, 6000, 128, torch.bfloat16, 9)[0]
+    assert first == configs_mod.FlashConfig(*configs_mod.TUNED_H200[("tma", 128)][8192])
+
+
+def test_configs_to_try_in_compiled_mode(monkeypatch) -> None:
+    monkeypatch.setattr(configs_mod, "triton_mode", lambda: "cuda")
+    tried = configs_mod.configs_to_try("tma", 7000, 7000, 128, torch.bfloat16, 9)
+    assert tried[0] == configs_mod.FlashConfig(128, 64, 4, 2)  # tuned at 8192, the nearest length
+    assert sorted(map(str, tried)) == sorted(map(str, configs_mod.GPU_CONFIGS))  # then every other candidate
+    decode = configs_mod.configs_to_try("pointer", 1, 4096, 128, torch.bfloat16, 9)
+    assert all(c.block_m <= 64 for c in decode)  # one query: no tall blocks, the tuned 128x128 is not among them
+    assert configs_mod.configs_to_try("tma", 7000, 7000, 128, torch.bfloat16, 8) == configs_mod.candidates(
+        7000, 128, torch.bfloat16
+    )
+    assert configs_mod.configs_to_try("pointer", 64, 64, 64, torch.float32, 9) == [configs_mod.FP32_CONFIG]
+
+
+def test_the_launcher_reports_when_nothing_runs() -> None:
     def launch(cfg):
         raise RuntimeError("no")
 
     with pytest.raises(RuntimeError, match="no flash-attention configuration ran"):
-        tuning.pick_config(("none", object()), [tuning.FlashConfig(16, 16, 4, 1)] * 2, launch)
+        configs_mod.pick_config(("none", object()), [configs_mod.FlashConfig(16, 16, 4, 1)] * 2, launch)
 
 
 @requires_cuda
@@ -221,11 +245,11 @@ def test_a_group_that_failed_fails_fast() -> None:
         raise RuntimeError("does not compile")
 
     group = ("group", object())
-    configs = [tuning.FlashConfig(16, 16, 4, 1), tuning.FlashConfig(32, 32, 4, 1)]
+    configs = [configs_mod.FlashConfig(16, 16, 4, 1), configs_mod.FlashConfig(32, 32, 4, 1)]
     with pytest.raises(RuntimeError, match="does not compile"):
-        tuning.pick_config((*group, 64), configs, launch, group=group)
+        configs_mod.pick_config((*group, 64), configs, launch, group=group)
     with pytest.raises(RuntimeError, match="does not compile"):
-        tuning.pick_config((*group, 128), configs, launch, group=group)  # another length: no new compile
+        configs_mod.pick_config((*group, 128), configs, launch, group=group)  # another length: no new compile
     assert len(calls) == 2
 
 
@@ -243,13 +267,13 @@ def test_auto_falls_back_to_pointers_when_the_tma_path_fails(monkeypatch) -> Non
             return broken
         return real_launcher(path, *args)
 
-    configs = iter([[tuning.FlashConfig(16, 16, 4, 1), tuning.FlashConfig(32, 32, 4, 1)]])
+    configs = iter([[configs_mod.FlashConfig(16, 16, 4, 1), configs_mod.FlashConfig(32, 32, 4, 1)]])
     monkeypatch.setattr(fa, "_launcher", launcher)
-    monkeypatch.setattr(fa, "_choose_path", lambda kernel, *tensors: "tma" if kernel == "auto" else kernel)
-    monkeypatch.setattr(fa, "candidates", lambda *a: next(configs, [tuning.INTERPRETER_CONFIG]))
+    monkeypatch.setattr(fa, "choose_path", lambda kernel, *tensors: "tma" if kernel == "auto" else kernel)
+    monkeypatch.setattr(fa, "configs_to_try", lambda *a: next(configs, [configs_mod.INTERPRETER_CONFIG]))
     monkeypatch.setattr(fa, "path_failures", {})
-    monkeypatch.setattr(tuning, "_FAILED", {})  # keep this failure out of the other tests
-    monkeypatch.setattr(tuning, "_TUNED", {})
+    monkeypatch.setattr(configs_mod, "_FAILED", {})  # keep this failure out of the other tests
+    monkeypatch.setattr(configs_mod, "_CHOSEN", {})
     q, k, v = qkv(1, 2, 20, 16, seed=11)
     with pytest.warns(UserWarning, match="using the pointer path"):
         out = fa.flash_attention(q, k, v)

@@ -82,13 +82,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..registry import register_kernel_names
 from .aten import parse_aten
 from .attention import parse_attention
 from .communication import parse_custom_collective, parse_nccl
 from .cudnn import parse_cudnn
 from .extensions import parse_by_words, parse_extensions
 from .inductor import parse_cpp_inductor, parse_triton_inductor
-from ..registry import register_kernel_names
 from .libraries import parse_liger, parse_memory, parse_registered
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
 from .rocm import parse_rocm

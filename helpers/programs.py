@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..paths import REPO_ROOT
+from .paths import REPO_ROOT
 
 
 class ProgramError(RuntimeError):
@@ -57,14 +57,17 @@ def run_program(
     log_path: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
+    on_line: Callable[[str], None] | None = None,
 ) -> Finished:
     """Run ``python args...`` from the repository root (this checkout first on ``PYTHONPATH``).
 
     Prints the lines `show` accepts as they come, with the seconds since the start (`progress`);
     writes every line to `log_path`; `env` adds variables. Raises :class:`ProgramError` with the end
     of the output when it runs longer than `timeout_s` (it is then stopped) or, with `check`, when
-    it exits with an error.
+    it exits with an error. Each line also goes to `on_line`.
     """
+    if isinstance(args, str) or not all(isinstance(a, (str, os.PathLike)) for a in args):
+        raise TypeError("args must be a list of strings, e.g. ['-m', 'benchmarks', 'attention', '--quick']")
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
     cmd = [sys.executable, *map(str, args)]
@@ -88,6 +91,8 @@ def run_program(
     def read() -> None:
         for line in proc.stdout:  # type: ignore[union-attr]
             lines.append(line.rstrip())
+            if on_line is not None:
+                on_line(line.rstrip())
             if log:
                 log.write(line)
             if progress and show(line.rstrip()):

@@ -1,18 +1,11 @@
 """Every attention implementation side by side in one process: time, TFLOP/s, memory, error.
 
-:func:`run` is the core of ``benchmarks/attention.py`` (its command line). For each head dim and
-sequence length (causal, bf16 on a GPU) it runs every variant of :data:`VARIANTS` on the same
-inputs and records: the median time per call (CUDA events on a GPU, wall clock on a CPU), the
-achieved TFLOP/s and its percentage of the matmul ceiling measured in the same run, the peak memory
-of one call, and the relative error against a float32 reference (computed on the first batch
-element and two heads). A variant that is missing or fails is recorded with its reason; the run
-never stops on one. Work is ordered so that a time budget cuts the least important part: the
-fused kernels first, then the compiled ones (each new shape compiles), then the slow
-score-matrix versions.
-
-The shapes follow the usual flash-attention benchmark: ``batch x seq`` = 16384 tokens and
-``heads x head_dim`` = 2048 at every point, so each sequence length does the same projections'
-worth of work and attention's share grows with the length.
+For each head dim and sequence length (causal, bf16 on a GPU; batch x seq = 16384 tokens and
+heads x head_dim = 2048 at every point) :func:`run` measures every variant of :data:`VARIANTS` on
+the same inputs: median time per call, kernel time per call, TFLOP/s, peak memory of one call and
+the error against a float32 reference. A variant that is missing or fails is recorded with its
+reason. Passes are ordered so that a time budget cuts the least important part: fused kernels,
+then score-matrix versions, then the compiled ones (each new shape compiles).
 """
 
 from __future__ import annotations
@@ -24,20 +17,21 @@ from typing import Any
 
 import torch
 
-from ..kernels.flash_attention import flash_attention, path_failures
-from ..kernels.flash_attention_tuning import tuned_configs, tuning_log
-from ..measure.ceilings import Ceilings, measure_ceilings
-from ..measure.device import provenance, resolve_device, synchronize
-from ..measure.memory import peak_memory
-from ..measure.numerics import relative_error
-from ..measure.profile import profile
-from ..measure.roofline import achieved
-from ..measure.timing import time_device, time_per_call
-from .backends import sdpa_fn
-from .costs import AttentionShape, attention_flops, fused_attention_bytes, score_matrix_bytes
-from .flex import flex_fn
-from .model import future_mask, manual_attention
-from .workloads import attention_inputs
+from helpers.attention.backends import sdpa_fn
+from helpers.attention.costs import AttentionShape, attention_flops, fused_attention_bytes, score_matrix_bytes
+from helpers.attention.flex import flex_fn
+from helpers.attention.model import future_mask, manual_attention
+from helpers.attention.workloads import attention_inputs
+from helpers.kernels.flash_attention import flash_attention, path_failures
+from helpers.measure.ceilings import Ceilings, measure_ceilings
+from helpers.measure.device import provenance, resolve_device, synchronize
+from helpers.measure.memory import peak_memory
+from helpers.measure.numerics import relative_error
+from helpers.measure.profile import profile
+from helpers.measure.roofline import achieved
+from helpers.measure.timing import time_device, time_per_call
+
+from . import tuning
 
 SCHEMA = "course-attention-bench/1"
 TOKENS, HIDDEN = 16384, 2048
@@ -66,13 +60,29 @@ def shape_for(seq: int, head_dim: int, tokens: int = TOKENS, hidden: int = HIDDE
     return AttentionShape(batch=max(1, tokens // seq), heads=max(1, hidden // head_dim), seq=seq, head_dim=head_dim)
 
 
-def _variant_fn(name: str) -> Callable:
+def _course_fn(kernel: str, tuned: list[dict], log: list[dict]) -> Callable:
+    """The course's kernel with, per shape, the configuration its tuning sweep found fastest (on the first call)."""
+    chosen: dict[tuple, Any] = {}
+
+    def course(q, k, v):
+        key = (tuple(q.shape), tuple(k.shape), q.dtype)
+        if key not in chosen:
+            chosen[key], rows = tuning.sweep(q, k, v, kernel)
+            log.extend(rows)
+            if chosen[key] is not None and rows:
+                tuned.append(
+                    {**{x: rows[0][x] for x in ("path", "head_dim", "seq_q", "seq_k")}, "config": str(chosen[key])}
+                )
+        return flash_attention(q, k, v, causal=True, kernel=kernel, config=chosen[key])
+
+    return course
+
+
+def _variant_fn(name: str, tuned: list[dict], log: list[dict]) -> Callable:
     if name.startswith("sdpa-"):
         return sdpa_fn(name.removeprefix("sdpa-"))
-    if name == "course":
-        return lambda q, k, v: flash_attention(q, k, v, causal=True)
-    if name == "course-pointer":
-        return lambda q, k, v: flash_attention(q, k, v, causal=True, kernel="pointer")
+    if name in ("course", "course-pointer"):
+        return _course_fn("auto" if name == "course" else "pointer", tuned, log)
     if name == "flex":
         return flex_fn("causal")
 
@@ -123,10 +133,7 @@ def _fits(name: str, shape: AttentionShape, device: torch.device) -> str | None:
 
 
 def kernel_stats(fn: Callable, q, k, v, label: str) -> dict[str, Any]:
-    """Device kernels per call from a profile of two calls: count, summed time, and each kernel's name and time.
-
-    On a CPU there are no device kernels to sum: nothing is profiled and the times are None.
-    """
+    """Device kernels per call from a profile of two calls: count, summed time, each kernel's name and time (none on a CPU)."""
     if q.device.type != "cuda":
         return {"kernel_us": None, "kernels_per_call": 0, "kernels": []}
     trace = profile(fn, q, k, v, steps=2, warmup=0, label=label)
@@ -161,8 +168,7 @@ def measure_variant(
 ) -> dict[str, Any]:
     """One variant at one shape: first call (compile), error, time per call, kernel time, memory, rates.
 
-    Rates use the kernel time (the profiler's sum of device kernels per call) on a GPU, the wall
-    time on a CPU (``rate_basis`` says which).
+    Rates use the kernel time on a GPU, the wall time on a CPU (``rate_basis`` says which).
     """
     q, k, v = inputs
     device = q.device
@@ -207,11 +213,9 @@ def run(
     on_stage: Callable[[dict], None] | None = None,
     command: str | None = None,
 ) -> dict[str, Any]:
-    """Measure every variant at every (head dim, seq); returns a JSON-ready dict (see the module docstring).
+    """Measure every variant at every (head dim, seq); returns a JSON-ready dict of raw measurements.
 
-    `budget_s`: once this many seconds have passed, remaining measurements are recorded as
-    ``skipped`` (what was measured is kept). `on_stage(result)` is called after each pass, so a
-    caller can save partial results.
+    Past `budget_s` seconds the rest is recorded as ``skipped``; `on_stage(result)` runs after each pass.
     """
     log = log or (lambda _: None)
     dev = resolve_device(device)
@@ -244,7 +248,9 @@ def run(
     }
     _allow_recompiles()
     inputs_cache: dict[tuple, tuple] = {}
-    fns = {n: _variant_fn(n) for n in variants}
+    tuned: list[dict] = []
+    sweep_log: list[dict] = []
+    fns = {n: _variant_fn(n, tuned, sweep_log) for n in variants}
 
     def inputs_for(shape: AttentionShape):
         key = (shape.seq, shape.head_dim)
@@ -256,7 +262,7 @@ def run(
 
     for stage in (1, 2, 3):
         for d in head_dims:
-            # compiled variants (pass 3) compile once per length: the lengths the targets are about first
+            # compiled variants (pass 3) compile once per length: lengths 2048 and up first
             order = sorted(seqs, key=lambda s: (s < 2048, s == max(seqs))) if stage == 3 else seqs
             for seq in order:
                 shape = shape_for(seq, d, tokens, hidden)
@@ -291,15 +297,13 @@ def run(
                         if dev.type == "cuda":
                             torch.cuda.empty_cache()
                     result["rows"].append(row)
-        log_frame = tuning_log()
-        result["tuning"] = log_frame.astype(object).where(log_frame.notna(), None).to_dict("records")
-        result["tuned"] = {str(k): str(v) for k, v in tuned_configs().items()}
+        result["tuning"] = list(sweep_log)
+        result["tuned"] = list(tuned)
         result["course_path_failures"] = {str(k): v for k, v in path_failures.items()}
         result["elapsed_s"] = time.perf_counter() - start
         if on_stage:
             on_stage(result)
     result["complete"] = True
-    result["targets"] = targets(result)
     return result
 
 
@@ -310,43 +314,3 @@ def _allow_recompiles() -> None:
     for attr in ("recompile_limit", "cache_size_limit"):
         if hasattr(torch._dynamo.config, attr):
             setattr(torch._dynamo.config, attr, max(getattr(torch._dynamo.config, attr), 64))
-
-
-def row_time_us(row: dict[str, Any]) -> float:
-    """The time a row's rates are based on: kernel time on a GPU, wall time per call on a CPU."""
-    return row["kernel_us"] if row.get("kernel_us") else row["time_us"]
-
-
-def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per (head dim, seq): the course kernel against PyTorch's flash backend and the fastest other variant.
-
-    Times are kernel times on a GPU (wall times on a CPU). ``meets_flash``: course <= 1.0 x flash;
-    ``within_1_2``: course <= 1.2 x the fastest other variant present.
-    """
-    rows = [r for r in result["rows"] if r.get("status") == "ok"]
-    out = []
-    for d in result["config"]["head_dims"]:
-        for seq in result["config"]["seqs"]:
-            here = {r["variant"]: r for r in rows if r["head_dim"] == d and r["seq"] == seq}
-            if "course" not in here:
-                continue
-            others = {n: row_time_us(r) for n, r in here.items() if not n.startswith("course")}
-            fastest = min(others, key=others.__getitem__) if others else None
-            course = row_time_us(here["course"])
-            flash = others.get("sdpa-flash")
-            out.append(
-                {
-                    "head_dim": d,
-                    "seq": seq,
-                    "course_us": course,
-                    "flash_us": flash,
-                    "vs_flash": course / flash if flash else None,
-                    "fastest_other": fastest,
-                    "fastest_other_us": others[fastest] if fastest else None,
-                    "vs_fastest_other": course / others[fastest] if fastest else None,
-                    "meets_flash": bool(course <= flash) if flash else None,
-                    "within_1_2": bool(course <= 1.2 * others[fastest]) if fastest else None,
-                    "course_rel_err": here["course"]["rel_err"],
-                }
-            )
-    return out

@@ -1,4 +1,4 @@
-"""helpers.lessons.programs: a program run from a notebook, its progress shown, stopped at its timeout."""
+"""helpers.programs: a program run from a notebook, its progress shown, stopped at its timeout."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from helpers.lessons.programs import ProgramError, run_program
 from helpers.paths import REPO_ROOT
+from helpers.programs import ProgramError, run_program
 
 
 def test_a_program_runs_from_the_repository_root_and_shows_its_lines(capsys):
@@ -37,3 +37,11 @@ def test_a_program_past_its_timeout_is_stopped():
     assert time.perf_counter() - start < 30
     with pytest.raises(ValueError, match="timeout_s"):
         run_program(["-c", "pass"], timeout_s=0)
+
+
+def test_each_line_goes_to_on_line_and_args_must_be_a_list() -> None:
+    seen: list[str] = []
+    run_program(["-c", "print('a'); print('b')"], timeout_s=60, progress=False, on_line=seen.append)
+    assert seen == ["a", "b"]
+    with pytest.raises(TypeError, match="list of strings"):
+        run_program("-c pass", timeout_s=60)  # type: ignore[arg-type]
