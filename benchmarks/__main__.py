@@ -8,6 +8,7 @@ import sys
 # name -> (module with a main(argv) function, what it measures)
 COMMANDS: dict[str, tuple[str, str]] = {
     "ceilings": ("benchmarks.ceilings", "the memory roof and matmul rate every % of floor divides by"),
+    "ddp": ("benchmarks.ddp", "notebook 09's data-parallel runs on two GPUs: DDP buckets, FSDP2, a straggler"),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }
 
