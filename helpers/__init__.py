@@ -225,23 +225,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_decoder_benchmark": ("decoder.bench", "run"),
     "load_decoder_results": ("decoder.results", "load_decoder_results"),
     "DecoderResults": ("decoder.results", "DecoderResults"),
-    # -- several ranks: a data-parallel training step (notebook 09)
-    "RunOptions": ("distributed.options", "RunOptions"),
-    "ddp_worker": ("distributed.worker", ""),
-    "ddp_configurations": ("distributed.bench", "configurations"),
-    "launch_run": ("distributed.launch", "launch_run"),
-    "launch_command": ("distributed.launch", "command"),
-    "LaunchError": ("distributed.launch", "LaunchError"),
-    "load_run": ("distributed.results", "load_run"),
-    "run_summary": ("distributed.results", "run_summary"),
-    "runs_table": ("distributed.results", "runs_table"),
-    "reference_run": ("distributed.results", "reference_run"),
-    "load_ddp_results": ("distributed.results", "load_ddp_results"),
-    "collectives": ("distributed.analysis", "collectives"),
-    "communication_per_step": ("distributed.analysis", "communication_per_step"),
-    "rank_table": ("distributed.analysis", "rank_table"),
-    "bucket_schedule": ("distributed.predict", "bucket_schedule"),
-    "predict_bucket_change": ("distributed.predict", "predict_bucket_change"),
     # -- lessons: each notebook's own namespace (helpers.nb07.check, ...), then what several share
     **{f"nb{n:02d}": (f"lessons.nb{n:02d}", "") for n in range(10)},
     "exercises": ("lessons.exercises", ""),
@@ -267,9 +250,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "bottleneck": ("lessons.decoder_lesson", "bottleneck"),
     "check_variant": ("lessons.decoder_lesson", "check_variant"),
     "decoder_fixes": ("lessons.decoder_lesson", "decoder_fixes"),
-    "gpu_run": ("lessons.distributed_lesson", "gpu_run"),
-    "prediction_table": ("lessons.distributed_lesson", "prediction_table"),
-    "runs_folder": ("lessons.distributed_lesson", "runs_folder"),
 }
 
 __all__ = sorted(_EXPORTS)
