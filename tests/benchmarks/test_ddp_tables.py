@@ -34,6 +34,11 @@ def test_the_stored_tables_are_what_the_raw_data_gives_today(name):
     assert stored_table(frame, about) == DATA["tables"][name]
 
 
+def _cells(frame) -> list[list]:
+    """A frame's cells as a results file stores them (missing values as None, whatever the column's type)."""
+    return [[None if v is None or v != v else v for v in row] for row in frame.itertuples(name=None)]
+
+
 def test_every_table_the_lesson_reads_is_stored_and_read_as_stored():
     read = _tables_read()
     assert {"runs", "communication", "overlap", "predictions"} <= read
@@ -42,8 +47,7 @@ def test_every_table_the_lesson_reads_is_stored_and_read_as_stored():
         stored = DATA["tables"][name]
         frame = recorded.table(name)
         assert list(frame.columns) == stored["columns"]
-        rows = [[None if v != v else v for v in row] for row in frame.itertuples(index=False, name=None)]
-        assert rows == stored["rows"], name
+        assert [row[1:] for row in _cells(frame)] == stored["rows"], name
 
 
 def test_the_lesson_shows_no_acceptance_target():
@@ -63,3 +67,16 @@ def test_the_recorded_numbers_the_lesson_quotes_are_cells_of_the_stored_tables()
     assert hidden == pytest.approx(
         100 * sum(o["overlap_us"] for o in overlap) / sum(o["communication_us"] for o in overlap)
     )
+
+
+def test_the_lessons_gpu_path_reads_runs_on_gpus_into_the_same_tables(tmp_path):
+    """On GPUs notebook 09 reads its own runs with `python -m benchmarks ddp --runs` (a program); fed the recorded
+    H200 runs, that gives the recording's stored tables, cell for cell."""
+    for name in ("ddp_bucket25", "ddp_one_bucket"):
+        (tmp_path / name).symlink_to(nb09.reference_run(name))
+    live, recorded = nb09.gpu_results(tmp_path), load_results(nb09.REFERENCE_RESULTS)
+    assert "measured live" in live.label and live.path == tmp_path / "ddp.json"
+    for table, key in (("runs", "configuration"), ("communication", "configuration"), ("predictions", "to")):
+        mine = live.table(table).set_index(key).drop(columns=["reason"], errors="ignore")
+        theirs = recorded.table(table).set_index(key).loc[mine.index, mine.columns]
+        assert _cells(mine) == _cells(theirs), table
