@@ -10,6 +10,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ceilings": ("benchmarks.ceilings", "the memory roof and matmul rate every % of floor divides by"),
     "decoder": ("benchmarks.decoder", "the whole decoder in every configuration of notebook 08's final table"),
     "attention": ("benchmarks.attention", "every attention implementation side by side: time, TFLOP/s, memory, error"),
+    "ddp": ("benchmarks.ddp", "notebook 09's data-parallel runs on two GPUs: DDP buckets, FSDP2, a straggler"),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }
 

@@ -163,23 +163,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "CausalSelfAttention": ("attention.model", "CausalSelfAttention"),
     # -- the whole model (a decoder built from the attention block and the MLP; the rest is in helpers.nb08)
     "DECODER_CONFIGS": ("decoder.config", "DECODER_CONFIGS"),
-    # -- several ranks: a data-parallel training step (notebook 09)
-    "RunOptions": ("distributed.options", "RunOptions"),
-    "ddp_worker": ("distributed.worker", ""),
-    "ddp_configurations": ("distributed.bench", "configurations"),
-    "launch_run": ("distributed.launch", "launch_run"),
-    "launch_command": ("distributed.launch", "command"),
-    "LaunchError": ("distributed.launch", "LaunchError"),
-    "load_run": ("distributed.results", "load_run"),
-    "run_summary": ("distributed.results", "run_summary"),
-    "runs_table": ("distributed.results", "runs_table"),
-    "reference_run": ("distributed.results", "reference_run"),
-    "load_ddp_results": ("distributed.results", "load_ddp_results"),
-    "collectives": ("distributed.analysis", "collectives"),
-    "communication_per_step": ("distributed.analysis", "communication_per_step"),
-    "rank_table": ("distributed.analysis", "rank_table"),
-    "bucket_schedule": ("distributed.predict", "bucket_schedule"),
-    "predict_bucket_change": ("distributed.predict", "predict_bucket_change"),
+    # -- several ranks (lesson 09's own names are in helpers.nb09)
     # -- lessons: each notebook's own namespace (helpers.nb07.check, ...), then what several share
     **{f"nb{n:02d}": (f"lessons.nb{n:02d}", "") for n in range(10)},
     "exercises": ("lessons.exercises", ""),
@@ -196,9 +180,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "check_geglu_kernel": ("lessons.kernel_exercises", "check_geglu_kernel"),
     "kernel_device": ("lessons.kernel_exercises", "kernel_device"),
     "time_geglu_kernel": ("lessons.kernel_exercises", "time_geglu_kernel"),
-    "gpu_run": ("lessons.distributed_lesson", "gpu_run"),
-    "prediction_table": ("lessons.distributed_lesson", "prediction_table"),
-    "runs_folder": ("lessons.distributed_lesson", "runs_folder"),
 }
 
 __all__ = sorted(_EXPORTS)

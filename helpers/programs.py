@@ -58,13 +58,14 @@ def run_program(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     on_line: Callable[[str], None] | None = None,
+    log_header: bool = False,
 ) -> Finished:
     """Run ``python args...`` from the repository root (this checkout first on ``PYTHONPATH``).
 
     Prints the lines `show` accepts as they come, with the seconds since the start (`progress`);
     writes every line to `log_path`; `env` adds variables. Raises :class:`ProgramError` with the end
     of the output when it runs longer than `timeout_s` (it is then stopped) or, with `check`, when
-    it exits with an error. Each line also goes to `on_line`.
+    it exits with an error. Each line also goes to `on_line`; with `log_header` the log's first line is the command.
     """
     if isinstance(args, str) or not all(isinstance(a, (str, os.PathLike)) for a in args):
         raise TypeError("args must be a list of strings, e.g. ['-m', 'benchmarks', 'attention', '--quick']")
@@ -75,6 +76,9 @@ def run_program(
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     lines: list[str] = []
     log = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
+    if log is not None and log_header:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd,

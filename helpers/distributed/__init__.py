@@ -1,9 +1,7 @@
-"""Layer 6: several ranks, a data-parallel training step of the course's decoder (notebook 09).
+"""Several ranks: a data-parallel training step of the course's decoder under DDP or FSDP2 (notebook 09).
 
-``options`` (what one run does, shared by the launcher and the script), ``worker`` (what every rank
-of ``scripts/ddp_step.py`` does: DDP or FSDP2, timing, profiling, a straggler), ``launch`` (torchrun
-from a notebook, with a timeout and progress), ``results`` (a run's folder read back, the 2-GPU
-references), ``analysis`` (collectives, communication per step, ranks side by side, from the
-traces alone; no torch), ``predict`` (what a larger DDP bucket does to the step time, from one
-trace; no torch), ``bench`` (the 2-GPU reference run, ``benchmarks/ddp.py``).
+``options`` (what one run does: the launcher and ``scripts/ddp_step.py`` share it), ``workloads``
+(the lesson's runs), ``launch`` (torchrun from a notebook, with a timeout and progress), ``runs``
+(a run's folder read back), ``predict`` (what a larger DDP bucket does to the step time, from one
+trace; no torch). Reading collectives from any trace is the engine's: :mod:`helpers.trace.collectives`.
 """

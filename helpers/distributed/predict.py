@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..trace.collectives import collectives, compute_spans
 from ..trace.model import Trace, check_trace
-from .analysis import _compute_spans, collectives
 
 FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: DDP's first bucket
 
@@ -62,7 +62,7 @@ def bucket_schedule(trace: Trace, bucket_bytes: list[int] | None = None) -> pd.D
             f"{trace.info.describe()} has no NCCL all-reduce kernel in a profiler step: "
             "the prediction needs a DDP trace recorded on GPUs"
         )
-    compute, _ = _compute_spans(trace)
+    compute, _ = compute_spans(trace)
     rows = []
     for (rank, step), g in ar.groupby(["rank", "step"]):
         k = compute[(compute["rank"] == rank) & compute["launch_start"].notna()].sort_values("launch_start")

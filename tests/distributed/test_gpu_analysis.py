@@ -11,8 +11,14 @@ import pytest
 import synthetic_ddp as syn
 
 import helpers
-from helpers.distributed.bench import ORDER
-from helpers.distributed.results import rank_files
+from helpers.distributed.predict import bucket_schedule, predict_bucket_change
+from helpers.distributed.runs import load_run, rank_files, run_summary
+from helpers.distributed.workloads import ORDER
+from helpers.lessons import nb09
+from helpers.lessons.results import load_results
+from helpers.trace.collectives import collectives, communication_per_step, rank_table
+from helpers.trace.overlap import overlap
+from helpers.trace.ranks import load_traces
 
 STEP_COMM = syn.allreduce_us(syn.MIB) + 2 * syn.allreduce_us(25 * syn.MIB)
 STEP_HIDDEN = syn.allreduce_us(syn.MIB) + 120.0  # the 1 MiB bucket, and 120 us of the second
@@ -21,11 +27,11 @@ STEP_EXPOSED = STEP_COMM - STEP_HIDDEN
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return helpers.load_traces(syn.write_run(tmp_path_factory.mktemp("synthetic")))
+    return load_traces(syn.write_run(tmp_path_factory.mktemp("synthetic")))
 
 
 def test_collectives_read_bytes_from_the_kernels_and_steps_from_the_launch(run):
-    c = helpers.collectives(run)
+    c = collectives(run)
     assert len(c) == 2 * 2 * 3 and set(c["collective"]) == {"all_reduce"} and set(c["where"]) == {"GPU kernel"}
     assert sorted(set(c["bytes"])) == [syn.MIB, 25 * syn.MIB]
     assert set(c["dtype"]) == {"bf16"} and set(c["algorithm"]) == {"RING"} and set(c["protocol"]) == {"LL"}
@@ -37,29 +43,29 @@ def test_collectives_read_bytes_from_the_kernels_and_steps_from_the_launch(run):
 
 
 def test_exposed_communication_per_step(run):
-    table = helpers.communication_per_step(run)
+    table = communication_per_step(run)
     assert len(table) == 4 and set(table["on"]) == {"GPU"}
     assert table["communication_us"].tolist() == pytest.approx([STEP_COMM] * 4)
     assert table["overlap_us"].tolist() == pytest.approx([STEP_HIDDEN] * 4)
     assert table["exposed_communication_us"].tolist() == pytest.approx([STEP_EXPOSED] * 4)
     assert table["compute_us"].tolist() == pytest.approx([590.0] * 4)  # forward 200, backward 360, optimizer 30
     assert table["start_idle_us"].tolist() == pytest.approx([3.0] * 4)  # the first aten::mm, 3 us in
-    ranks = helpers.rank_table(run)
+    ranks = rank_table(run)
     assert list(ranks["rank"]) == [0, 1] and ranks["collectives"].tolist() == [3, 3]
 
 
 def test_a_rank_that_starts_its_steps_late_shows_it_before_its_first_operator(tmp_path):
-    late = helpers.load_traces(syn.write_run(tmp_path, late_us={1: 400.0}))
-    table = helpers.rank_table(late).set_index("rank")
+    late = load_traces(syn.write_run(tmp_path, late_us={1: 400.0}))
+    table = rank_table(late).set_index("rank")
     assert table["start_idle_us"].to_dict() == pytest.approx({0: 3.0, 1: 403.0})
 
 
 def test_the_bucket_schedule_and_the_prediction_replay_the_trace(run):
-    schedule = helpers.bucket_schedule(run)
+    schedule = bucket_schedule(run)
     one = schedule[(schedule["rank"] == 0) & (schedule["step"] == 1)]
     assert one["ready_us"].tolist() == pytest.approx([350.0, 470.0, 590.0])  # ends of backward kernels 2, 4, 6
     assert one["backward_end_us"].tolist() == pytest.approx([590.0] * 3)
-    table = helpers.predict_bucket_change(run, 2000, old_cap_mb=25)
+    table = predict_bucket_change(run, 2000, old_cap_mb=25)
     assert table.attrs["latency_us"] == pytest.approx(syn.LATENCY_US)
     assert table.attrs["bandwidth_gb_s"] == pytest.approx(syn.BYTES_PER_US * 1e6 / 1e9)
     # the trace's own tail, replayed exactly; one bucket of 50 MiB after the backward instead
@@ -69,9 +75,9 @@ def test_the_bucket_schedule_and_the_prediction_replay_the_trace(run):
     assert table["predicted_change_us"].tolist() == pytest.approx([merged - STEP_EXPOSED] * 4)
     assert table["new_buckets"].tolist() == [2] * 4  # DDP's first bucket stays at 1 MiB
     with pytest.raises(ValueError, match="smaller cap"):
-        helpers.predict_bucket_change(run, 5, old_cap_mb=25)
+        predict_bucket_change(run, 5, old_cap_mb=25)
     with pytest.raises(ValueError, match="bucket_cap_mb"):
-        helpers.predict_bucket_change(run, -1)
+        predict_bucket_change(run, -1)
 
 
 def test_a_gloo_run_has_no_gpu_schedule(tmp_path):
@@ -94,10 +100,10 @@ def test_a_gloo_run_has_no_gpu_schedule(tmp_path):
     path = tmp_path / "rank0.json.gz"
     path.write_bytes(gzip.compress(json.dumps(doc).encode()))
     trace = helpers.load_trace(path)
-    c = helpers.collectives(trace)
+    c = collectives(trace)
     assert c["bytes"].tolist() == [1024.0] and c["overlapped_us"].tolist() == [15.0]
     with pytest.raises(ValueError, match="recorded on GPUs"):
-        helpers.bucket_schedule(trace)
+        bucket_schedule(trace)
 
 
 # ------------------------------------------------------------------ independent interval arithmetic
@@ -131,7 +137,7 @@ def _by_hand(files):
 
 
 def _check_overlap(files):
-    table = helpers.overlap(helpers.load_traces(files)).set_index("rank")
+    table = overlap(load_traces(files)).set_index("rank")
     for rank, expected in _by_hand(files).items():
         for key, value in expected.items():
             assert table.loc[rank, key] == pytest.approx(value, rel=1e-9, abs=1e-3), (rank, key)
@@ -141,17 +147,17 @@ def test_overlap_equals_an_independent_computation_on_the_synthetic_run(tmp_path
     _check_overlap(syn.write_run(tmp_path))
 
 
-RECORDED = [name for name in ORDER if helpers.reference_run(name) is not None]
+RECORDED = [name for name in ORDER if nb09.reference_run(name) is not None]
 
 
 @pytest.mark.skipif(
-    not RECORDED, reason="the 2-GPU reference runs are not recorded yet (benchmarks/ddp.py on two GPUs)"
+    not RECORDED, reason="the 2-GPU reference runs are not recorded yet (python -m benchmarks ddp on two GPUs)"
 )
 @pytest.mark.parametrize("name", RECORDED)
 def test_reference_runs_are_small_with_provenance_and_their_overlap_checks_out(name):
-    folder = helpers.reference_run(name)
+    folder = nb09.reference_run(name)
     files = rank_files(folder)
-    summary = helpers.run_summary(folder)
+    summary = run_summary(folder)
     assert len(files) == summary["world_size"] >= 2 and summary["backend"] == "nccl"
     for f in files:
         assert f.stat().st_size < 3_000_000, f"{f} is over 3 MB"
@@ -159,21 +165,21 @@ def test_reference_runs_are_small_with_provenance_and_their_overlap_checks_out(n
         assert "GPU" in trace.info.device or "H200" in trace.info.device
         assert trace.info.torch_version != "not recorded" and trace.info.recorded_on != "date not recorded"
     _check_overlap(files)
-    assert helpers.collectives(helpers.load_run(folder))["where"].eq("GPU kernel").all()
+    assert collectives(load_run(folder))["where"].eq("GPU kernel").all()
 
 
 @pytest.mark.skipif(
     "ddp_straggler" not in RECORDED or "ddp_bucket25" not in RECORDED,
-    reason="the 2-GPU straggler and 25 MB runs are not recorded yet (benchmarks/ddp.py on two GPUs)",
+    reason="the 2-GPU straggler and 25 MB runs are not recorded yet (python -m benchmarks ddp on two GPUs)",
 )
 def test_the_straggler_cost_is_read_from_when_each_rank_starts_on_real_h200_traces():
     """Notebook 09's transfer exercise on the 2-GPU reference: the sleeping rank starts its steps about its
     sleep later than the other, and that difference predicts the measured cost within 20%; the others'
     extra communication time (the exercise's tempting answer) overstates it about threefold on GPUs."""
-    slow_folder = helpers.reference_run("ddp_straggler")
-    summary = helpers.run_summary(slow_folder)
-    base = helpers.run_summary(helpers.reference_run("ddp_bucket25"))
-    table = helpers.rank_table(helpers.load_run(slow_folder)).set_index("rank")
+    slow_folder = nb09.reference_run("ddp_straggler")
+    summary = run_summary(slow_folder)
+    base = run_summary(nb09.reference_run("ddp_bucket25"))
+    table = rank_table(load_run(slow_folder)).set_index("rank")
     slow = summary["straggler"]["rank"]
     sleep_ms = summary["straggler"]["ms"]
     assert table.loc[slow, "start_idle_us"] / 1e3 == pytest.approx(sleep_ms, rel=0.15)
@@ -183,8 +189,24 @@ def test_the_straggler_cost_is_read_from_when_each_rank_starts_on_real_h200_trac
     assert predicted == pytest.approx(measured, rel=0.20)
     by_communication = (table["communication_us"].max() - table["communication_us"].min()) / 1e3
     assert by_communication > 2 * measured
-    # the recorded results say the same (benchmarks/ddp.py --repredict, old predictions kept beside them)
-    recorded = helpers.load_ddp_results()
-    (row,) = [p for p in recorded["predictions"] if p["from"] == "ddp_straggler"]
-    assert row["met"] and row["predicted_change_ms"] == pytest.approx(predicted, rel=1e-6)
-    assert "start_idle_us" in recorded["predictions_before"]["note"]
+    # the recorded results say the same (python -m benchmarks ddp --repredict, old predictions kept beside them)
+    recorded = load_results(nb09.REFERENCE_RESULTS)
+    stored = recorded.value("predictions", "predicted_change_ms", **{"from": "ddp_straggler"})
+    assert stored == pytest.approx(predicted, rel=1e-6)
+    assert "start_idle_us" in recorded.data["predictions_before"]["note"]
+
+
+def test_the_collectives_engine_needs_only_the_trace_layer():
+    """helpers.trace.collectives reads any multi-rank trace: it imports no torch, no model and no lesson."""
+    import ast
+    from pathlib import Path
+
+    import helpers.trace.collectives as engine
+
+    tree = ast.parse(Path(engine.__file__).read_text(encoding="utf-8"))
+    relative = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
+    absolute = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    absolute |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    assert all(n.level <= 1 for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)), "imports outside helpers/trace"
+    assert relative <= {"dtypes", "files", "kernel_names", "model", "overlap", "ranks", "columns", "tables"}
+    assert absolute <= {"__future__", "ast", "numpy", "pandas"}, absolute

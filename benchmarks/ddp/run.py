@@ -1,11 +1,10 @@
 """The 2-GPU reference run of notebook 09: every configuration launched, measured, analysed, predicted.
 
-Each configuration is one :func:`helpers.launch_run` (its own torchrun, its own timeout), in
-priority order inside a global time budget: DDP with 25 MB and 200 MB buckets, FSDP2 with and
-without prefetching, a straggler, DDP with one bucket for all gradients (the notebook's transfer
-exercise), FSDP2 with explicit prefetching. A configuration that fails or does not fit is recorded
-with the reason; the results are saved after every configuration (``"complete": false`` until the
-end). Then the predictions made from the 25 MB trace are set against the measured step times.
+Each configuration is one ``launch_run`` (its own torchrun, its own timeout), in the priority order
+of :data:`helpers.distributed.workloads.ORDER` inside a global time budget. A configuration that
+fails or does not fit is recorded with the reason; the results are saved after every configuration
+(``"complete": false`` until the end). Then the predictions made from the small-bucket trace are
+set against the measured step times.
 """
 
 from __future__ import annotations
@@ -15,70 +14,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from ..measure.device import provenance
-from ..trace.overlap import overlap
-from .analysis import collectives, communication_per_step, rank_table
-from .launch import launch_run
-from .predict import predict_bucket_change
-from .results import load_run, run_summary
+from helpers.distributed.launch import launch_run
+from helpers.distributed.predict import predict_bucket_change
+from helpers.distributed.runs import SUMMARY, load_run, run_summary
+from helpers.distributed.workloads import ORDER, configurations
+from helpers.measure.device import provenance
+from helpers.trace.collectives import collectives, communication_per_step, rank_table
+from helpers.trace.overlap import overlap
 
-# The issue's anchor: an 8-layer 2048-wide decoder, batch 4 x 1024 per rank, bf16, fused AdamW.
-ANCHOR = {"config": "8x2048", "batch": 4, "seq": 1024, "optimizer": "fused", "warmup": 3, "timed_steps": 10}
-ANCHOR_TRACE = {"profile_steps": 3, "max_trace_mb": 2.9}
-QUICK = {"config": "tiny", "batch": 2, "seq": 64, "optimizer": "fused", "warmup": 2, "timed_steps": 5}
-QUICK_TRACE = {"profile_steps": 3, "max_trace_mb": 2.9}
-# bucket sizes of the anchor, and their stand-ins for the tiny model of the CPU smoke run
-BUCKETS = {"small": 25.0, "large": 200.0, "all": 2000.0}
-QUICK_BUCKETS = {"small": 0.05, "large": 0.4, "all": 10.0}
-# a straggler's delay per step: about half a step on the H200s; on a small shared CPU, several
-# times the step, so that it stands out of the noise
-STRAGGLER_MS = {"cuda": 20.0, "cpu": 100.0}
-ORDER = (
-    "ddp_bucket25",
-    "ddp_bucket200",
-    "fsdp_prefetch",
-    "fsdp_no_prefetch",
-    "ddp_straggler",
-    "ddp_one_bucket",
-    "fsdp_explicit",
-)
-# the issue's measurement on two H200s, for comparison
+# the issue's measurement on two H200s, kept beside the results for comparison
 ISSUE_ANCHOR = {
     "step_ms": 43.4,
     "ddp_bucket25": {"nccl_kernels": 54, "overlap_pct": 59.0},
     "ddp_bucket200": {"nccl_kernels": 14, "overlap_pct": 74.0},
 }
-PREDICTION_TOLERANCE = 0.20
+PREDICTION_TOLERANCE = 0.20  # a prediction is met within 20% of the measured change
 MIN_START_S = 40.0  # no run starts with less of the budget left
 
 
-def configurations(device: str, quick: bool) -> dict[str, dict[str, Any]]:
-    """Each configuration's run options (see :class:`helpers.distributed.options.RunOptions`).
-
-    `quick`: the tiny model with buckets scaled to it (notebook 09's CPU path, the CI smoke run);
-    otherwise the issue's anchor. Notebook 09 launches the same configurations.
-    """
-    if device not in STRAGGLER_MS:
-        raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
-    caps = QUICK_BUCKETS if quick else BUCKETS
-    base = {**(QUICK if quick else ANCHOR), **(QUICK_TRACE if quick else ANCHOR_TRACE), "device": device}
-    straggler = {"straggler_rank": -2, "straggler_ms": STRAGGLER_MS[device], "straggler_kind": "sleep"}
-    return {
-        "ddp_bucket25": {**base, "mode": "ddp", "bucket_cap_mb": caps["small"]},
-        "ddp_bucket200": {**base, "mode": "ddp", "bucket_cap_mb": caps["large"]},
-        "fsdp_prefetch": {**base, "mode": "fsdp", "prefetch": "default"},
-        "fsdp_no_prefetch": {**base, "mode": "fsdp", "prefetch": "none"},
-        "ddp_straggler": {**base, "mode": "ddp", "bucket_cap_mb": caps["small"], **straggler},
-        "ddp_one_bucket": {**base, "mode": "ddp", "bucket_cap_mb": caps["all"]},
-        "fsdp_explicit": {**base, "mode": "fsdp", "prefetch": "explicit"},
-    }
-
-
 def analyse(folder: Path) -> dict[str, Any]:
-    """What the notebook reads from a run's traces, in numbers: collectives, overlap, exposed communication."""
+    """What the lesson reads from a run's traces, in numbers: collectives, overlap, exposed communication."""
     run = load_run(folder)
     coll = collectives(run)
     steps = max(len(run.steps), 1)
@@ -93,13 +50,19 @@ def analyse(folder: Path) -> dict[str, Any]:
     return out
 
 
-def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -> list[dict[str, Any]]:
-    """The notebook's predictions from the traces (bucket sizes, the straggler), against the measured step times."""
-    runs = results["runs"]
-    out = []
+def _met(predicted: float, measured: float) -> bool:
+    return bool(abs(predicted - measured) <= PREDICTION_TOLERANCE * abs(measured))
+
+
+def predictions(runs: dict[str, Any], folders: dict[str, Path]) -> list[dict[str, Any]]:
+    """The lesson's predictions from the traces (bucket sizes, the straggler), against the measured step times.
+
+    `runs`: configuration -> entry (``status``, ``summary``); `folders`: configuration -> its traces.
+    """
+    out: list[dict[str, Any]] = []
 
     def ok(name: str) -> bool:
-        return runs.get(name, {}).get("status") == "ok"
+        return runs.get(name, {}).get("status") == "ok" and name in folders
 
     if not ok("ddp_bucket25"):
         return out
@@ -111,7 +74,7 @@ def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -
         new = runs[target]["summary"]
         row: dict[str, Any] = {"prediction": f"step-time change with {what}", "from": "ddp_bucket25", "to": target}
         try:
-            run = run or load_run(traces / names["ddp_bucket25"])
+            run = run or load_run(folders["ddp_bucket25"])
             table = predict_bucket_change(
                 run,
                 new["options"]["bucket_cap_mb"],
@@ -126,7 +89,7 @@ def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -
                 measured_tail_ms=float(table["measured_tail_us"].mean() / 1e3),
                 replayed_tail_ms=float(table["replayed_tail_us"].mean() / 1e3),
                 model=dict(table.attrs),
-                met=bool(abs(predicted - measured) <= PREDICTION_TOLERANCE * abs(measured)),
+                met=_met(predicted, measured),
             )
         except Exception as err:  # noqa: BLE001 - recorded: the traces are kept and can be read again
             row.update(status="not predicted", reason=f"{type(err).__name__}: {err}")
@@ -135,19 +98,24 @@ def _predictions(results: dict[str, Any], traces: Path, names: dict[str, str]) -
         slow = runs["ddp_straggler"]["summary"]
         row = {"prediction": "step time the straggler costs", "from": "ddp_straggler", "to": "ddp_bucket25"}
         try:
-            table = rank_table(load_run(traces / names["ddp_straggler"]))
+            table = rank_table(load_run(folders["ddp_straggler"]))
             # how late the slowest rank starts its steps: what the others wait at their first collective
             predicted = float((table["start_idle_us"].max() - table["start_idle_us"].min()) / 1e3)
             measured = float(slow["step_ms"] - base["step_ms"])
-            row.update(
-                predicted_change_ms=predicted,
-                measured_change_ms=measured,
-                met=bool(abs(predicted - measured) <= PREDICTION_TOLERANCE * abs(measured)),
-            )
+            row.update(predicted_change_ms=predicted, measured_change_ms=measured, met=_met(predicted, measured))
         except Exception as err:  # noqa: BLE001 - recorded: the traces are kept and can be read again
             row.update(status="not predicted", reason=f"{type(err).__name__}: {err}")
         out.append(row)
     return out
+
+
+def _entry(folder: Path, shown: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"status": "ok", "folder": shown, "summary": run_summary(folder)}
+    try:
+        entry["analysis"] = analyse(folder)
+    except Exception as err:  # noqa: BLE001 - the run is kept; the analysis failure is recorded
+        entry["analysis_error"] = f"{type(err).__name__}: {err}"
+    return entry
 
 
 def run(
@@ -164,9 +132,9 @@ def run(
 ) -> dict[str, Any]:
     """Every configuration (or `names`) on `nproc` ranks; traces under ``<out>/traces``; returns the results.
 
-    A run starts only while `budget_s` leaves it :data:`MIN_START_S` (a run takes about 30 s on two
-    H200s); each has the time left (at most 120 s) as its timeout. Trace folders are named
-    ``<prefix><configuration>`` (default ``<device><nproc>_``; ``h200x2_`` for the H200 references).
+    A run starts only while `budget_s` leaves it :data:`MIN_START_S`; each has the time left (at
+    most 120 s) as its timeout. Trace folders are named ``<prefix><configuration>`` (default
+    ``<device><nproc>_``; ``h200x2_`` for the H200 references).
     """
     if device == "cuda" and torch.cuda.device_count() < nproc:
         raise ValueError(f"{nproc} ranks need {nproc} GPUs; {torch.cuda.device_count()} here")
@@ -175,7 +143,7 @@ def run(
     if unknown:
         raise ValueError(f"unknown configuration(s) {unknown}; known: {', '.join(ORDER)}")
     prefix = prefix or f"{device}{nproc}_"
-    folders = {name: f"{prefix}{name}" for name in chosen}
+    folders = {name: out / "traces" / f"{prefix}{name}" for name in chosen}
     start = time.perf_counter()
     results: dict[str, Any] = {
         "benchmark": "ddp",
@@ -186,7 +154,6 @@ def run(
         "runs": {},
         "complete": False,
     }
-    traces = out / "traces"
     for name in chosen:
         left = budget_s - (time.perf_counter() - start)
         if left < MIN_START_S:
@@ -196,21 +163,13 @@ def run(
         log(f"{name}: launching ({left:.0f} s of budget left)")
         try:
             folder = launch_run(
-                folders[name],
+                folders[name].name,
                 nproc=nproc,
                 timeout_s=min(left, 120.0),
-                out=traces / folders[name],
+                out=folders[name],
                 **results["configurations"][name],
             )
-            entry: dict[str, Any] = {
-                "status": "ok",
-                "folder": str(Path("traces") / folders[name]),
-                "summary": run_summary(folder),
-            }
-            try:
-                entry["analysis"] = analyse(folder)
-            except Exception as err:  # noqa: BLE001 - the run is kept; the analysis failure is recorded
-                entry["analysis_error"] = f"{type(err).__name__}: {err}"
+            entry = _entry(folder, str(Path("traces") / folders[name].name))
             log(f"{name}: step {entry['summary']['step_ms']:.2f} ms")
         except Exception as err:  # noqa: BLE001 - one failed configuration must not lose the others
             entry = {"status": "failed", "reason": f"{type(err).__name__}: {str(err)[-3000:]}"}
@@ -218,33 +177,53 @@ def run(
         results["runs"][name] = entry
         if on_stage:
             on_stage(results)
-    results["predictions"] = _predictions(results, traces, folders)
+    results["predictions"] = predictions(results["runs"], folders)
     results["seconds"] = time.perf_counter() - start
     results["complete"] = True
     return results
 
 
+def from_runs(root: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Results of runs launched already, one folder per configuration under `root` (``<root>/ddp_bucket25`` ...).
+
+    What notebook 09 reads of its own runs on GPUs: the same analysis and predictions as :func:`run`.
+    """
+    folders = {name: root / name for name in ORDER if (root / name / SUMMARY).is_file()}
+    if not folders:
+        raise ValueError(f"{root} holds no finished run of a known configuration ({', '.join(ORDER)})")
+    runs = {}
+    for name, folder in folders.items():
+        log(f"{name}: reading its traces")
+        runs[name] = _entry(folder, str(folder))
+    first = next(iter(runs.values()))["summary"]
+    return {
+        "benchmark": "ddp",
+        "live": True,
+        "provenance": {**first.get("provenance", {}), "ranks": first["world_size"]},
+        "configurations": {name: r["summary"]["options"] for name, r in runs.items()},
+        "runs": runs,
+        "predictions": predictions(runs, folders),
+        "complete": True,
+    }
+
+
 def repredict(results: dict[str, Any], root: Path, note: str) -> dict[str, Any]:
     """`results` with its predictions made again from its runs' trace folders (relative to `root`).
 
-    For a recorded run whose traces are committed: when the way of predicting changes, the new
-    predictions are made from the same traces, against the same measured step times. The old ones
-    stay under ``predictions_before`` with `note` (what changed), so the change is on record.
+    When the way of predicting changes, the new predictions are made from the same traces, against
+    the same measured step times; the old ones stay under ``predictions_before`` with `note`.
     """
     if not isinstance(results, dict) or "runs" not in results:
         raise ValueError("results must be a ddp benchmark's JSON (a dict with 'runs')")
-    folders = {name: Path(r["folder"]).name for name, r in results["runs"].items() if r.get("folder")}
-    traces = {Path(r["folder"]).parent for r in results["runs"].values() if r.get("folder")}
-    if len(traces) != 1:
-        raise ValueError(f"the runs' folders are not in one traces folder: {sorted(map(str, traces))}")
+    folders = {name: root / r["folder"] for name, r in results["runs"].items() if r.get("folder")}
     out = dict(results)
     out["predictions_before"] = {"note": note, "predictions": results.get("predictions")}
-    out["predictions"] = _predictions(results, root / traces.pop(), folders)
+    out["predictions"] = predictions(results["runs"], folders)
     return out
 
 
 def summary_lines(results: dict[str, Any]) -> list[str]:
-    """The table printed at the end: each configuration, then each prediction."""
+    """The table printed at the end: each configuration, then each prediction against its target."""
     lines = [
         f"{'configuration':18s} {'status':8s} {'step ms':>8s} {'per rank':>16s} {'NCCL/step':>9s} {'overlap%':>8s}"
     ]
@@ -257,14 +236,13 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         comm = sum(o["communication_us"] for o in ov)
         pct = 100.0 * sum(o["overlap_us"] for o in ov) / comm if comm else float("nan")
         per_rank = ",".join(f"{x['median_step_ms']:.1f}" for x in s["ranks"])
-        lines.append(
-            f"{name:18s} ok       {s['step_ms']:8.2f} {per_rank:>16s} {a.get('nccl_kernels_per_step', np.nan):9.1f} {pct:8.1f}"
-        )
+        kernels = a.get("nccl_kernels_per_step", float("nan"))
+        lines.append(f"{name:18s} ok       {s['step_ms']:8.2f} {per_rank:>16s} {kernels:9.1f} {pct:8.1f}")
     for p in results.get("predictions") or []:
         if "predicted_change_ms" in p:
             lines.append(
                 f"[{'met' if p['met'] else 'NOT met'}] {p['prediction']}: predicted {p['predicted_change_ms']:+.2f} ms, "
-                f"measured {p['measured_change_ms']:+.2f} ms (within 20% asked)"
+                f"measured {p['measured_change_ms']:+.2f} ms (target: within {PREDICTION_TOLERANCE:.0%})"
             )
         else:
             lines.append(f"[not predicted] {p['prediction']}: {p.get('reason')}")

@@ -1,20 +1,11 @@
-"""A data-parallel run read from its per-rank traces: collectives, communication per step, ranks side by side.
+"""Collectives of a multi-rank trace, communication per step, ranks side by side (any torch.distributed run).
 
-Works on a run of :func:`helpers.load_traces` (or one rank's trace) from either backend:
+* **NCCL on GPUs**: a collective is a device kernel; message sizes come from the kernel's own
+  ``In msg nelems`` / ``Out msg nelems`` / ``dtype`` arguments, read from the rank's file.
+* **gloo on CPUs**: a ``gloo:<collective>`` range on gloo's threads, sized by its ``Input Dims``;
+  compute is every operator of the rank's other threads.
 
-* **NCCL on GPUs**: a collective is a device kernel (``ncclDevKernel_AllReduce_Sum_bf16_RING_LL``);
-  compute is every other kernel; both come from :func:`helpers.trace.overlap.device_work`. Message
-  sizes come from the kernel's own ``In msg nelems`` / ``Out msg nelems`` / ``dtype`` arguments,
-  read from the rank's file.
-* **gloo on CPUs**: gloo runs each collective on its own worker threads, as a ``gloo:all_reduce``
-  (``gloo:all_gather`` ...) range whose ``Input Dims`` give the message size; compute is every
-  operator (``cpu_op``) of the rank's other threads.
-
-Steps are read by time: an event belongs to the profiler step (``ProfilerStep#N`` on the rank's
-main thread) during which it started, or, for device work, during which its launch call started.
-(Events on threads without ``ProfilerStep`` ranges, the autograd engine's and gloo's, carry step
--1 in ``trace.events``.) Overlap uses the interval arithmetic of :mod:`helpers.trace.overlap`.
-No torch needed.
+An event belongs to the profiler step during which it (or, for device work, its launch) started.
 """
 
 from __future__ import annotations
@@ -24,12 +15,12 @@ import ast
 import numpy as np
 import pandas as pd
 
-from ..trace.dtypes import lookup
-from ..trace.files import read_document
-from ..trace.kernel_names import decode_kernels
-from ..trace.model import Trace, check_trace
-from ..trace.overlap import device_work, intersection_length, length, union
-from ..trace.ranks import MultiRankTrace, event_ranks
+from .dtypes import lookup
+from .files import read_document
+from .kernel_names import decode_kernels
+from .model import Trace, check_trace
+from .overlap import device_work, intersection_length, length, union
+from .ranks import MultiRankTrace, event_ranks
 
 HOST_COLLECTIVE = "gloo:"  # gloo's ranges: gloo:all_reduce, gloo:all_gather, gloo:broadcast ...
 # host operators that only hand a collective to the backend: not compute
@@ -211,7 +202,7 @@ def _itemsize(name: object) -> float:
         return float("nan")
 
 
-def _compute_spans(trace: Trace) -> tuple[pd.DataFrame, bool]:
+def compute_spans(trace: Trace) -> tuple[pd.DataFrame, bool]:
     """(compute intervals with rank and step, on_gpu): GPU compute kernels, or host operators on a CPU run."""
     windows = step_windows(trace)
     work = device_work(trace)
@@ -294,7 +285,7 @@ def communication_per_step(trace: Trace) -> pd.DataFrame:
     """
     windows = step_windows(trace)
     comm = collectives(trace)
-    compute, on_gpu = _compute_spans(trace)
+    compute, on_gpu = compute_spans(trace)
     _, host_ops = _host_tables(trace)
     rows = []
     for w in windows.itertuples():
@@ -330,13 +321,10 @@ def communication_per_step(trace: Trace) -> pd.DataFrame:
 def rank_table(trace: Trace) -> pd.DataFrame:
     """One row per rank: the median step of :func:`communication_per_step`, and how often its step was the longest.
 
-    Medians over the profiled steps (one disturbed step does not move them). The slowest rank of a
-    synchronised job rarely has the longest step (every rank waits for the last one at each
-    collective): it is the one that waits least in its collectives. How late it arrives shows in
-    ``start_idle_us`` when it starts its steps late (a sleeping rank, a slow data loader). The
-    others' extra communication time overstates it on GPUs, where a profiled rank's collectives
-    also wait on its own host: on 2 H200s a 20 ms sleep gave 56 ms of extra communication to the
-    other rank, and 20.0 ms more ``start_idle_us`` on the sleeping one (measured cost 19.0 ms).
+    The slowest rank of a synchronised job is the one that waits least in its collectives; when it
+    starts its steps late (a sleeping rank, a slow data loader), ``start_idle_us`` shows by how much.
+    On GPUs the others' extra communication time overstates that: a profiled rank's collectives also
+    wait on its own host.
     """
     per_step = communication_per_step(trace)
     steps = per_step[per_step["step"] >= 0]

@@ -1,12 +1,7 @@
-"""A run's folder read back: its traces as one run, its summary, runs side by side, and the 2-GPU references.
+"""A run's folder read back: its traces as one run (:func:`load_run`), its ``summary.json``, runs side by side.
 
-* :func:`load_run`: the folder's ``rank<r>.json.gz`` files as one :class:`helpers.MultiRankTrace`
-  (``summary.json`` beside them is not a trace);
-* :func:`run_summary` / :func:`runs_table`: what the worker measured without the profiler (step
-  times per rank, peak memory, bytes of state per rank, DDP's buckets);
-* :func:`reference_run`: the folder of a run recorded on two H200s (``traces/h200x2_<name>/``),
-  or None while it is not recorded yet;
-* :func:`load_ddp_results`: the whole 2-GPU benchmark (``benchmarks/results/h200x2_ddp.json``).
+The summary holds what the ranks measured without the profiler: step times per rank, peak memory,
+bytes of state per rank, DDP's buckets.
 """
 
 from __future__ import annotations
@@ -19,11 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..paths import REPO_ROOT, TRACES_DIR
 from ..trace.ranks import MultiRankTrace, load_traces
 
-REFERENCE_PREFIX = "h200x2_"
-RESULTS_PATH = REPO_ROOT / "benchmarks" / "results" / "h200x2_ddp.json"
+SUMMARY = "summary.json"  # written by rank 0 last, after every rank's trace
 _RANK_FILE = re.compile(r"^rank(\d+)\.json(\.gz)?$")
 
 
@@ -32,7 +25,7 @@ def _as_folder(folder: str | os.PathLike) -> Path:
         raise TypeError(f"expected a run's folder (str or pathlib.Path), got {type(folder).__name__}")
     path = Path(folder)
     if not path.is_dir():
-        raise FileNotFoundError(f"{path} is not a folder; helpers.launch_run(...) returns the folder of a run")
+        raise FileNotFoundError(f"{path} is not a folder; launch_run(...) returns the folder of a run")
     return path
 
 
@@ -47,7 +40,7 @@ def rank_files(folder: str | os.PathLike) -> list[Path]:
 
 def run_summary(folder: str | os.PathLike) -> dict[str, Any]:
     """The run's ``summary.json`` (written by rank 0 at the end of the run)."""
-    path = _as_folder(folder) / "summary.json"
+    path = _as_folder(folder) / SUMMARY
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the run did not finish (see launch.log beside it)")
     return json.loads(path.read_text(encoding="utf-8"))
@@ -80,6 +73,7 @@ def summary_row(summary: dict[str, Any]) -> dict[str, Any]:
         "buckets": ddp.get("num_buckets"),
         "prefetch": o["prefetch"] if o["mode"] == "fsdp" else None,
         "straggler": "none" if o["straggler_rank"] == -1 else f"{o['straggler_ms']:g} ms {o['straggler_kind']}",
+        "straggler_rank": (summary.get("straggler") or {}).get("rank"),
         "step_ms": summary["step_ms"],
         "step_ms_per_rank": [round(r["median_step_ms"], 2) for r in ranks],
         "state_mb_per_rank": max(r["state_bytes"]["total"] for r in ranks) / 1e6,
@@ -94,23 +88,3 @@ def runs_table(*folders_or_summaries: str | os.PathLike | dict[str, Any]) -> pd.
         raise ValueError("runs_table needs at least one run folder (or summary)")
     rows = [summary_row(s if isinstance(s, dict) else run_summary(s)) for s in folders_or_summaries]
     return pd.DataFrame(rows)
-
-
-def reference_run(name: str) -> Path | None:
-    """The folder of run `name` recorded on two H200s (``traces/h200x2_<name>/``), or None when not recorded yet."""
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a run name such as 'ddp_bucket25', got {name!r}")
-    folder = TRACES_DIR / f"{REFERENCE_PREFIX}{name}"
-    try:
-        rank_files(folder)
-    except FileNotFoundError:
-        return None
-    return folder
-
-
-def load_ddp_results(path: str | os.PathLike | None = None) -> dict[str, Any] | None:
-    """The 2-GPU benchmark's results (``benchmarks/results/h200x2_ddp.json``), or None when not recorded yet."""
-    p = Path(path) if path is not None else RESULTS_PATH
-    if not p.is_file():
-        return None
-    return json.loads(p.read_text(encoding="utf-8"))
