@@ -14,6 +14,9 @@ BIN := $(VENV)/bin
 # Reinstall when the dependency files change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile requirements.lock | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
+# Tests run in a new random order each time (pytest-randomly prints the seed): `make test SEED=N` replays one.
+SEED ?=
+RANDOM_ORDER := $(if $(SEED),--randomly-seed=$(SEED),)
 SITE_DIR ?= site
 SITE_NOTEBOOKS ?=
 CHROMIUM ?= /usr/bin/chromium
@@ -58,7 +61,7 @@ lab: install learner
 test: install learner-test
 	status=0; \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pre-commit run --all-files --show-diff-on-failure || status=1; \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" $(RANDOM_ORDER) --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
 		--ignore=notebooks/learner tests notebooks $(LEARNER_TEST_DIR) || status=1; \
 	$(BIN)/python -m pytest -m browser tests/browser || status=1; \
 	exit $$status

@@ -5,10 +5,14 @@ Also :func:`key_averages_frame`: any ``torch.profiler.profile`` a learner ran th
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import inspect
+import os
+import re
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,36 @@ def _tensors_in(obj: Any, found: list[tuple[str, torch.Tensor]], where: str) -> 
     elif isinstance(obj, dict):
         for key, item in obj.items():
             _tensors_in(item, found, f"{where}[{key!r}]")
+
+
+# Kineto's own progress notices, printed on the process's C-level stderr at each start and stop.
+_NOTICE = re.compile(rb"^(USDT|STAGE):\S* .*(profiler_start|profiler_stop|Completed Stage)")
+
+
+@contextlib.contextmanager
+def profiler_notices_dropped() -> Iterator[None]:
+    """Drop Kineto's ``USDT: ... profiler_start`` notices from stderr; every other line is written out after."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2 to redirect (an embedded interpreter)
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            try:
+                sys.stderr.flush()
+            except ValueError:
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            kept = [line for line in sink.read().splitlines(keepends=True) if not _NOTICE.match(line)]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def infer_device(fn: Callable, inputs: tuple, kwargs: dict | None = None) -> torch.device:
@@ -205,7 +239,7 @@ def profile(
             )
             if "acc_events" in inspect.signature(torch.profiler.profile.__init__).parameters:
                 options["acc_events"] = True  # keep every active step in key_averages() (torch >= 2.4)
-            with torch.profiler.profile(**options) as prof:
+            with profiler_notices_dropped(), torch.profiler.profile(**options) as prof:
                 for i in range(steps + 1):  # one profiler warm-up step, then the active steps
                     with record_function(label):
                         call("profiled", i)

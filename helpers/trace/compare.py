@@ -338,6 +338,10 @@ def _order_rows(out: pd.DataFrame, names: list[str], by: str, per_step: bool) ->
 
 
 # --------------------------------------------------------------------------- what changed, what stayed
+# graph_<N>_ before an Inductor C++ kernel's name: N depends on what compiled before, not on the kernel
+_GRAPH_PREFIX = r"^graph_\d+_(?=cpp_)"
+
+
 def compare_kernels(a: Trace, b: Trace, labels: tuple[str, str] | None = None) -> pd.DataFrame:
     """Which kernels two traces share and which are only in one of them (by exact kernel name).
 
@@ -348,7 +352,9 @@ def compare_kernels(a: Trace, b: Trace, labels: tuple[str, str] | None = None) -
     ``df.attrs["labels"]`` holds {"a": ..., "b": ...}. For eager vs compiled MLP on a GPU: the
     three GEMMs are "both", the gelu and mul kernels "only a", ``triton_poi_fused_..._gelu_mul``
     "only b"; on a CPU the same holds for ``aten::mm``, ``aten::gelu``/``aten::mul`` and
-    ``graph_0_cpp_fused_..._gelu_mul_0``.
+    ``cpp_fused_..._gelu_mul_0``. Inductor's ``graph_<N>_`` prefix of generated C++ kernels counts the
+    graphs compiled earlier in the process (and its on-disk cache keeps whatever number compiled
+    first), so it is left out of the name two traces are matched by.
     """
     check_trace(a, "a")
     check_trace(b, "b")
@@ -356,6 +362,7 @@ def compare_kernels(a: Trace, b: Trace, labels: tuple[str, str] | None = None) -
     sides = []
     for suffix, trace in (("a", a), ("b", b)):
         items = _in_steps(trace, work_items(trace))
+        items = items.assign(name=items["name"].str.replace(_GRAPH_PREFIX, "", regex=True))
         n_steps = max(len(trace.steps), 1)
         g = items.groupby("name", sort=False).agg(
             family=("family", "first"), calls=("name", "size"), total=("duration_us", "sum")

@@ -116,11 +116,12 @@ def test_cpu_compare_kernels_shows_the_generated_kernel(cpu_pair):
     eager, compiled = cpu_pair
     diff = helpers.compare_kernels(eager, compiled)
     status = dict(zip(diff["name"], diff["status"]))
-    assert status["graph_0_cpp_fused__unsafe_view_gelu_mul_0"] == "only b"
+    # matched without Inductor's graph_<N>_ prefix, whose N depends on what compiled before in the process
+    assert status["cpp_fused__unsafe_view_gelu_mul_0"] == "only b"
     assert status["aten::gelu"] == "only a" and status["aten::mul"] == "only a"
     assert status["aten::mm"] == "both"
     # views and metadata ops are not work: nothing but these four names
-    assert set(status) == {"graph_0_cpp_fused__unsafe_view_gelu_mul_0", "aten::gelu", "aten::mul", "aten::mm"}
+    assert set(status) == {"cpp_fused__unsafe_view_gelu_mul_0", "aten::gelu", "aten::mul", "aten::mm"}
     mm = diff.set_index("name").loc["aten::mm"]
     assert mm["calls_a"] == mm["calls_b"] == 3
 
