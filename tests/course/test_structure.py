@@ -183,3 +183,62 @@ def test_test_files_have_unique_names():
     """pytest imports test files by their base name (rootdir mode): two test_model.py shadow each other."""
     names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
     assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+
+
+ENGINE = {"trace", "measure"}
+
+
+def test_helpers_never_imports_the_harness():
+    """benchmarks/ produces and judges recorded numbers; helpers reads what it stored, never its code."""
+    offenders = []
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if any(n == "benchmarks" or n.startswith("benchmarks.") for n in names):
+                offenders.append(f"{name} (line {node.lineno})")
+    assert not offenders, f"helpers imports benchmarks in {offenders}"
+
+
+def test_the_engine_knows_no_lesson_model_kernel_or_repository():
+    """trace and measure read and measure any profile: they import nothing of the course's own."""
+    offenders = []
+    for module, deps in _graph().items():
+        if module in FOUNDATION or _layer(module) not in ENGINE:
+            continue
+        for dep in deps:
+            if dep in {"helpers.paths", "helpers.course_kernel_names", "helpers.programs"} or (
+                dep not in FOUNDATION and _layer(dep) not in ENGINE
+            ):
+                offenders.append(f"{module} imports {dep}")
+    assert not offenders, "\n".join(offenders)
+
+
+def _definition_name(value: object) -> str | None:
+    if isinstance(value, type(helpers)):
+        return value.__name__.rsplit(".", 1)[-1]
+    return getattr(value, "__name__", None)
+
+
+def test_exports_are_few_named_as_defined_and_used_by_notebooks():
+    """Each top-level name is its definition's name and is used by two or more notebooks; what one lesson
+    alone uses lives in that lesson's namespace (helpers.nbNN)."""
+    assert len(helpers.__all__) <= 90, f"{len(helpers.__all__)} top-level names (at most 90)"
+    code = {p.name[:2]: _notebook_code(p) for p in NOTEBOOKS}
+    renamed, unused = [], []
+    for name in helpers.__all__:
+        module, attr = helpers._EXPORTS[name]
+        if attr and attr != name:
+            renamed.append(f"{name} -> {module}.{attr}")
+        users = [
+            nb
+            for nb, src in code.items()
+            if re.search(rf"(?<![\w.])helpers\.{name}\b|from helpers import [^\n]*\b{name}\b", src)
+        ]
+        own_lesson = re.fullmatch(r"nb(\d\d)", name)
+        if (own_lesson and own_lesson.group(1) not in users) or (not own_lesson and len(users) < 2):
+            unused.append(f"{name} (used by {users or 'no notebook'})")
+    assert not renamed, f"exported under another name than their definition's: {renamed}"
+    assert not unused, f"top-level names not used by two or more notebooks: {unused}"
