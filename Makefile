@@ -28,7 +28,13 @@ LEARNER_TEST_DIR ?= build/learner-test
 # The lesson `make learner-reset NB=03` regenerates (its old copy is backed up first).
 NB ?=
 
-.PHONY: install lab test unit notebooks learner learner-reset learner-test browser browser-deps site clean
+# The GPU test command (`make test-gpu`): unit tests and every notebook on a CUDA machine, notebooks four at a
+# time as a workshop shares a GPU. GPU_PY=python3 uses a machine's own CUDA build of torch instead of .venv.
+GPU_PY ?= $(BIN)/python
+GPU_WORKERS ?= 8
+GPU_NOTEBOOK_WORKERS ?= 4
+
+.PHONY: install lab test test-gpu unit notebooks learner learner-reset learner-test browser browser-deps site clean
 # nbmake's per-cell timeout (seconds); notebooks on CPU are designed to take well under it
 NB_TIMEOUT ?= 300
 
@@ -64,6 +70,18 @@ test: install learner-test
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" $(RANDOM_ORDER) --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
 		--ignore=notebooks/learner tests notebooks $(LEARNER_TEST_DIR) || status=1; \
 	$(BIN)/python -m pytest -m browser tests/browser || status=1; \
+	exit $$status
+
+# Every unit test and every notebook (lessons and fresh learner copies) on a CUDA GPU; browser tests are
+# the CPU suite's. Installs .venv only when GPU_PY is its python.
+test-gpu: $(if $(filter $(BIN)/python,$(GPU_PY)),install)
+	@$(GPU_PY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu needs a CUDA GPU: use make test here')"
+	rm -rf $(LEARNER_TEST_DIR)
+	$(GPU_PY) scripts/make_learner_copies.py --dest $(LEARNER_TEST_DIR) --fresh
+	status=0; \
+	$(GPU_PY) -m pytest -n $(GPU_WORKERS) -m "not browser" $(RANDOM_ORDER) tests || status=1; \
+	$(GPU_PY) -m pytest -n $(GPU_NOTEBOOK_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) --ignore=notebooks/learner \
+		notebooks $(LEARNER_TEST_DIR) || status=1; \
 	exit $$status
 
 # Learner copies (solutions replaced by prompts) in notebooks/learner/: the missing ones are created,
