@@ -172,6 +172,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "environment_report": ("lessons.display", "environment_report"),
     "side_by_side": ("lessons.display", "side_by_side"),
     "reference_trace": ("lessons.display", "reference_trace"),
+    "static_figures": ("lessons.display", "static_figures"),
     "kernel_source": ("lessons.display", "kernel_source"),
     "layout_table": ("lessons.strides", "layout_table"),
     "storage_index": ("lessons.strides", "storage_index"),
