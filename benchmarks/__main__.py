@@ -11,6 +11,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "decoder": ("benchmarks.decoder", "the whole decoder in every configuration of notebook 08's final table"),
     "attention": ("benchmarks.attention", "every attention implementation side by side: time, TFLOP/s, memory, error"),
     "ddp": ("benchmarks.ddp", "notebook 09's data-parallel runs on two GPUs: DDP buckets, FSDP2, a straggler"),
+    "timing-methods": (
+        "benchmarks.timing_methods",
+        "the MLP timed end to end by every method, to show what each hides",
+    ),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }
 
