@@ -8,6 +8,7 @@ import sys
 # name -> (module with a main(argv) function, what it measures)
 COMMANDS: dict[str, tuple[str, str]] = {
     "ceilings": ("benchmarks.ceilings", "the memory roof and matmul rate every % of floor divides by"),
+    "mlp": ("benchmarks.mlp", "every GeGLU MLP variant of notebooks 04-06: shapes, training, a sweep over M"),
     "decoder": ("benchmarks.decoder", "the whole decoder in every configuration of notebook 08's final table"),
     "attention": ("benchmarks.attention", "every attention implementation side by side: time, TFLOP/s, memory, error"),
     "ddp": ("benchmarks.ddp", "notebook 09's data-parallel runs on two GPUs: DDP buckets, FSDP2, a straggler"),

@@ -52,11 +52,11 @@ def fmt(v: Any, spec: str) -> str:
 
 
 def variants_table(result: Mapping[str, Any]) -> str:
-    """The tables of a helpers.mlp.bench result as text (what the command line prints at the end)."""
+    """The tables of an MLP benchmark result as text (what the command line prints at the end)."""
     import pandas as pd
 
-    from helpers.mlp.results import BenchResults
-    from helpers.mlp.targets import check_targets
+    from .mlp.results import BenchResults
+    from .mlp.targets import check_targets
 
     r = BenchResults(result, source="live")
     c = r.ceilings

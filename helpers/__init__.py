@@ -10,7 +10,7 @@ The package is built in layers; each imports only the ones above it in this list
   rooflines, compile costs;
 - ``helpers.kernels``: the course's own Triton kernels and the layers built on them;
 - ``helpers.mlp``: the course's subject, the GeGLU MLP: model, workloads, plans, variants, the
-  hand-tuned kernel loader, the variants benchmark and its results;
+  hand-tuned kernel loader;
 - ``helpers.attention``: the attention block: model (QKV, heads, RoPE, KV cache), costs, SDPA
   backends, FlexAttention, workloads;
 - ``helpers.decoder``: a whole model, a Llama-style decoder built from the two: configs, caches,
@@ -79,7 +79,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Ceilings": ("measure.ceilings", "Ceilings"),
     "measure_ceilings": ("measure.ceilings", "measure_ceilings"),
     "H200_REFERENCE": ("measure.ceilings", "H200_REFERENCE"),
-    "ceilings_for": ("lessons.results", "ceilings_for"),
+    "ceilings_for": ("measure.ceilings", "ceilings_for"),
     "reference_ceilings": ("lessons.results", "reference_ceilings"),
     "load_results": ("lessons.results", "load_results"),
     "kernel_floors": ("measure.kernel_floors", "kernel_floors"),
@@ -152,13 +152,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "COURSE_KERNEL_REPO": ("mlp.hub_cache", "COURSE_KERNEL_REPO"),
     "TRAINING_VARIANTS": ("mlp.variants", "TRAINING_VARIANTS"),
     "build_training_variant": ("mlp.variants", "build_training"),
-    "saved_bytes": ("mlp.bench_measure", "saved_bytes"),
-    "MLP_BENCH_SHAPES": ("mlp.bench_shapes", "SHAPES"),
-    "check_mlp_targets": ("mlp.targets", "check_targets"),
-    "LIVE_VARIANTS": ("mlp.bench", "LIVE_VARIANTS"),
-    "run_variants_benchmark": ("mlp.bench", "run"),
-    "load_benchmark_results": ("mlp.results", "load_results"),
-    "BenchResults": ("mlp.results", "BenchResults"),
     # -- the attention block (lesson 07's own names are in helpers.nb07)
     "CausalSelfAttention": ("attention.model", "CausalSelfAttention"),
     # -- the whole model (a decoder built from the attention block and the MLP; the rest is in helpers.nb08)
@@ -186,14 +179,22 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = sorted(_EXPORTS)
 
 
+def _h200_ceilings() -> Any:
+    from .lessons.results import reference_ceilings
+
+    return reference_ceilings()
+
+
 def _configure_engine() -> None:
-    """Tell the engine what it must not know by itself: where the course keeps traces."""
+    """Tell the engine what it must not know by itself: where the course keeps traces, its kernels'
+    names, and the recorded ceilings of the H200 its reference traces come from."""
     from . import paths
     from .course_kernel_names import COURSE_KERNELS
-    from .trace.registry import register_kernel_names
+    from .trace.registry import register_kernel_names, register_reference_ceilings
     from .trace.saving import configure_saving
 
     configure_saving(paths.LOCAL_TRACES_DIR, reference_dirs=(paths.TRACES_DIR,))
+    register_reference_ceilings("H200", _h200_ceilings)
     register_kernel_names(
         {
             name: {"family": family, "source": "course-triton", "summary": f"The course's own Triton kernel: {what}."}

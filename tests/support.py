@@ -13,6 +13,8 @@ import torch
 import helpers
 
 DATA = Path(__file__).parent / "data"  # third-party traces (SOURCES.tsv says where each comes from)
+# The course's recorded H200 ceilings (benchmarks/results/h200_ceilings.json), as every lesson divides by them.
+H200_REFERENCE = helpers.reference_ceilings()
 requires_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(),
     reason="needs a CUDA GPU: this machine has none (CI never has one); the CUDA parsing path is tested on "

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..measure.ceilings import Ceilings, ceilings_from_dict, measure_ceilings
+from ..measure.ceilings import Ceilings, ceilings_from_dict
 from ..paths import REPO_ROOT
 
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
@@ -151,19 +151,3 @@ def reference_ceilings(name: str = "h200_ceilings") -> Ceilings:
         row["recorded"] = str(res.provenance.get("date") or row.get("recorded") or "")[:10] or None
         _REFERENCE[name] = ceilings_from_dict(row)
     return _REFERENCE[name]
-
-
-def ceilings_for(trace: Any) -> Ceilings:
-    """Used by notebooks 01, 03: the ceilings of the machine that recorded ``trace``: measured here for a live profile, the
-    recorded set for a shipped H200 trace; ValueError for any other (never this machine's for another's)."""
-    info = getattr(trace, "info", None)
-    if info is None:
-        raise TypeError(f"ceilings_for needs a Trace, got {type(trace).__name__}")
-    if info.source == "live":
-        return measure_ceilings("cuda" if trace.device_lanes else "cpu")
-    if "H200" in str(info.device):
-        return reference_ceilings()
-    raise ValueError(
-        f"no known ceilings for {info.describe()}: pass ceilings measured on the machine that recorded it "
-        "(helpers.measure_ceilings() there, or python -m benchmarks ceilings)"
-    )

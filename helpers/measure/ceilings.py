@@ -8,10 +8,9 @@ reaches, and the FLOPs it must do by the best matmul rate: the larger quotient i
   device copies (bytes read + written), sums (read) and fills (written), the memory roof being the
   fastest of the three, and large matmuls, medians of timed runs after warm-ups
   (:mod:`helpers.measure.timing`).
-* :data:`H200_REFERENCE`: the H200 figures recorded for the course by the same function
-  (``benchmarks/ceilings.py`` writes ``benchmarks/results/h200_ceilings.json``), so a CPU-only
-  learner can judge the reference traces against the hardware they were recorded on. A recorded
-  reference, not a live measurement, and it says so (``source == "reference"``).
+* ``helpers.trace.registry.register_reference_ceilings``: ceilings recorded on another machine (the course registers
+  its H200 set), so a CPU-only learner can judge a recorded trace against the hardware it was
+  recorded on. A recorded reference, not a live measurement, and it says so (``source == "reference"``).
 
 One way everywhere: medians of timed runs after warm-ups (CUDA events on a GPU). A ceiling is a
 measurement, not the datasheet: a kernel measured faster than its floor means the ceiling is
@@ -24,7 +23,7 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ import pandas as pd
 import torch
 
 from ..checks import positive_int, positive_number
-from ..paths import REPO_ROOT
+from ..trace.registry import REFERENCE_CEILINGS
 from .device import cpu_name, resolve_device
 from .timing import time_device, time_per_call
 
@@ -178,10 +177,7 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     return Ceilings(**values)
 
 
-# The H200's ceilings, written by benchmarks/ceilings.py on the GPU (helpers.measure_ceilings, with
-# the run's provenance). Every "% of floor" the course shows for an H200 trace or an H200 benchmark
-# divides by these two numbers.
-H200_CEILINGS_PATH = REPO_ROOT / "benchmarks" / "results" / "h200_ceilings.json"
+# The schema benchmarks/ceilings.py writes (measure_ceilings' values with the run's provenance).
 CEILINGS_SCHEMA = "course-ceilings/1"
 
 
@@ -214,7 +210,12 @@ def load_reference_ceilings(path: str | os.PathLike) -> Ceilings:
     return ceilings_from_dict(values)
 
 
-H200_REFERENCE: Ceilings = load_reference_ceilings(H200_CEILINGS_PATH)
+def reference_ceilings_for(device: str) -> Ceilings | None:
+    """The recorded ceilings registered for a device name (``trace.registry``), or None when none is."""
+    for fragment, load in REFERENCE_CEILINGS.items():
+        if fragment in str(device):
+            return load()
+    return None
 
 
 # How many timed runs each ceiling is the median of, after how many untimed warm-ups.
@@ -362,41 +363,19 @@ def ceilings_for(trace: Any) -> Ceilings:
     """The ceilings of the machine that recorded `trace`, so its kernels are judged against their own GPU.
 
     A live profile: measured here (:func:`measure_ceilings` on the GPU it ran on, or the CPU). A
-    shipped H200 trace: :data:`H200_REFERENCE`. Anything else raises ValueError: pass ceilings
-    measured on the machine that recorded it (never this machine's for another's trace).
+    recorded trace: the ceilings registered for its device (:func:`register_reference_ceilings`).
+    Anything else raises ValueError: pass ceilings measured on the machine that recorded it (never
+    this machine's for another's trace).
     """
     from ..trace.model import check_trace
 
     check_trace(trace)
     if trace.info.source == "live":
         return measure_ceilings("cuda" if trace.device_lanes else "cpu")
-    if "H200" in str(trace.info.device):
-        return H200_REFERENCE
+    recorded = reference_ceilings_for(trace.info.device)
+    if recorded is not None:
+        return recorded
     raise ValueError(
         f"no known ceilings for {trace.info.describe()}: pass ceilings=... measured on the machine that "
         "recorded it (helpers.measure_ceilings() there, or benchmarks/ceilings.py)"
-    )
-
-
-def ceilings_of_recording(stored: Mapping[str, Any], provenance: Mapping[str, Any], live: bool) -> Ceilings:
-    """The ceilings a benchmark's numbers are judged against: one set per machine across the course.
-
-    `stored` is the ``ceilings`` dict a benchmark measured in its own session, `provenance` the
-    file's provenance. A live run is judged against its own ceilings. A recorded H200 run against
-    :data:`H200_REFERENCE`, so notebooks 03-08 divide by the same numbers (a session's own
-    measurement moves by a few percent with power and clocks; it stays in the file). A recorded
-    run of any other machine against its own ceilings, marked as a recorded reference.
-    """
-    if not isinstance(stored, Mapping) or not isinstance(provenance, Mapping):
-        raise TypeError("ceilings_of_recording expects the file's 'ceilings' and 'provenance' dicts")
-    own = ceilings_from_dict(stored)
-    if live:
-        return own
-    if "H200" in str(provenance.get("device", "")) and own.device_type == "cuda":
-        return H200_REFERENCE
-    return replace(
-        own,
-        source="reference",
-        method=f"measured in the benchmark run on {provenance.get('device', own.device)}: {own.method}",
-        recorded=str(provenance.get("date", own.recorded or ""))[:10] or None,
     )

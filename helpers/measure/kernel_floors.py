@@ -194,7 +194,7 @@ def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | st
     """Every device event of a profiler step with its floor and how close it came (``pct_of_floor``).
 
     `ceilings`: those of the machine that recorded the trace (default :func:`ceilings_for`: measured
-    here for a live profile, :data:`helpers.H200_REFERENCE` for a shipped H200 trace). `step`: a
+    here for a live profile, the registered recorded set for a shipped H200 trace). `step`: a
     profiler step number, None for the first, ``"all"`` for every step. Columns: ``step``,
     ``short_name``, ``family``, ``duration_us``, ``bytes_moved``, ``flops``, ``floor_us``,
     ``pct_of_floor`` (floor / duration * 100; 100 means at the ceiling), ``bound_by``,

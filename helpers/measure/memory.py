@@ -284,3 +284,27 @@ def peak_memory(fn: Callable, *inputs: Any) -> int:
             synchronize(device)
             return int(torch.cuda.max_memory_allocated(device) - before)
         return _cpu_peak(fn, inputs)
+
+
+def saved_bytes(fn: Callable[[], Any], exclude: tuple[torch.Tensor, ...] = ()) -> int:
+    """Bytes of the distinct tensors autograd saves for the backward while ``fn()`` runs.
+
+    Counted with ``torch.autograd.graph.saved_tensors_hooks``; tensors sharing storage with one in
+    `exclude` (the parameters, the input) are not counted, nor is a storage counted twice.
+    """
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        try:
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
+            if ptr not in skip:
+                seen[ptr] = max(seen.get(ptr, 0), storage.nbytes())
+        except (RuntimeError, NotImplementedError):  # tensors without a storage (fakes, wrappers)
+            pass
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return sum(seen.values())

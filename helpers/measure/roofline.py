@@ -102,7 +102,7 @@ def achieved(
     """
     if not isinstance(ceilings, Ceilings):
         raise TypeError(
-            f"ceilings must be a Ceilings (from measure_ceilings() or H200_REFERENCE), got {type(ceilings).__name__}"
+            f"ceilings must be a Ceilings (from measure_ceilings() or reference_ceilings()), got {type(ceilings).__name__}"
         )
     duration_us = positive_number("duration_us", duration_us)
     if bytes_moved is None and flops is None:

@@ -1,8 +1,8 @@
-"""Kernel names a project registers for its own kernels: the engine knows no project's kernels by name."""
+"""What a project registers about itself: its kernels' names, and the ceilings of machines its recorded traces come from."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # Kernel names a package registers for itself (register_kernel_names): the engine knows no
@@ -28,3 +28,17 @@ def register_kernel_names(entries: Mapping[str, Mapping[str, Any]]) -> None:
                 f"{name}: fields must be family, source, summary (+ {sorted(_REGISTERED_KEYS)}), got {sorted(fields)}"
             )
         REGISTERED[name.strip()] = dict(fields)
+
+
+# Recorded ceilings of other machines: a device-name fragment ("H200") -> a function returning them
+# (called only when needed, so registering imports nothing heavy).
+REFERENCE_CEILINGS: dict[str, Callable[[], Any]] = {}
+
+
+def register_reference_ceilings(device_fragment: str, load: Callable[[], Any]) -> None:
+    """Judge recorded traces whose device name contains `device_fragment` against ``load()``'s ceilings."""
+    if not isinstance(device_fragment, str) or not device_fragment:
+        raise ValueError("device_fragment must be a non-empty part of a device name, e.g. 'H200'")
+    if not callable(load):
+        raise TypeError(f"load must be a function returning Ceilings, got {type(load).__name__}")
+    REFERENCE_CEILINGS[device_fragment] = load

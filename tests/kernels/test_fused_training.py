@@ -28,7 +28,7 @@ from helpers.kernels import (
     plans_table,
     unpack_gate_up,
 )
-from helpers.mlp.bench_measure import saved_bytes
+from helpers.measure.memory import saved_bytes
 from helpers.mlp.model import MLPConfig, SimpleGeGLUMLP
 
 # (M, dim, hidden, bias): 37 and 70 tokens are no multiple of a tile; hidden 13 in fp32 has

@@ -12,6 +12,7 @@ import torch
 from support import data_file
 
 import helpers
+from helpers.mlp.plans import geglu_bytes
 
 BLOG_HIDDEN = 3072
 
@@ -92,7 +93,7 @@ def test_01_a_transposing_copy_on_the_h200_is_far_below_the_roof(h200):
     # section 6: the views' two copies fit in the L2 cache (no DRAM floor) and still run far below the roof
     floors = helpers.kernel_floors(h200["views_copy"], step="all")
     assert (floors["family"] == "copy").all() and set(floors["launched_by"]) == {"aten::copy_"}
-    assert (floors["achieved_tbps"] < 0.25 * helpers.H200_REFERENCE.bandwidth_tbps).all()
+    assert (floors["achieved_tbps"] < 0.25 * helpers.reference_ceilings().bandwidth_tbps).all()
     # ... and at 268 MB (beyond the L2), ATen's transposing copy is far below its floor, the straight
     # copy at it and the compiled, tiled transpose in between
     copies = helpers.kernel_floors(helpers.load_trace(data_file("h200_transpose_copies.json.gz")))
@@ -215,12 +216,13 @@ def test_06_the_pointwise_work_of_each_variant_against_its_floor():
     """Section 1's table (recorded H200 run): eager's GeGLU is two kernels far from the floor, the compiled
     and the course's one kernel each; the course's runs near the floor (87.5% of the memory roof, the write
     bandwidth of h200_ceilings.json); every floor is 3 tensors at the roof."""
-    recorded = helpers.load_benchmark_results()
-    pointwise = recorded.pointwise().set_index("variant")
+    recorded = helpers.load_results("h200_mlp_variants")
+    pointwise = recorded.table("pointwise").set_index("variant")
     counts = pointwise["pointwise_kernels"]
     assert counts["eager"] == 2 and counts["compile"] == 1 and counts["course-geglu"] == 1
-    shape = recorded.shape
-    floor_us = helpers.geglu_bytes(shape.tokens, shape.hidden, recorded.dtype) / recorded.ceilings.bandwidth_bytes_per_s
+    setup = recorded.table("setup").iloc[0]
+    floor_us = geglu_bytes(setup["tokens"], setup["hidden"], getattr(torch, setup["dtype"]))
+    floor_us /= helpers.reference_ceilings().bandwidth_bytes_per_s
     assert pointwise["floor_us"].to_numpy() == pytest.approx(floor_us * 1e6, rel=1e-9)
     assert 85 <= pointwise.loc["course-geglu", "pct_of_floor"] <= 100
     assert pointwise.loc["eager", "pct_of_floor"] < 70  # its two kernels move 5 tensors' worth, not 3

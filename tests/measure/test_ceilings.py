@@ -27,17 +27,11 @@ import json
 from pathlib import Path
 
 import pytest
+from support import H200_REFERENCE
 
 import helpers
 from benchmarks.ceilings import main as ceilings_main
-from helpers.measure.ceilings import (
-    CEILINGS_SCHEMA,
-    H200_CEILINGS_PATH,
-    H200_REFERENCE,
-    ceilings_for,
-    ceilings_of_recording,
-    load_reference_ceilings,
-)
+from helpers.measure.ceilings import CEILINGS_SCHEMA, ceilings_for, load_reference_ceilings
 from helpers.measure.kernel_floors import kernel_floors
 from helpers.mlp.model import MLPShape
 from helpers.mlp.plans import geglu_bytes, geglu_mlp_flops, min_mlp_bytes, plan_floor_us
@@ -49,6 +43,7 @@ LIMIT = 100.0 + TOLERANCE_PCT
 COMPUTE_TOLERANCE_PCT = 6.0
 COMPUTE_LIMIT = 100.0 + COMPUTE_TOLERANCE_PCT
 RESULTS = REPO_ROOT / "benchmarks" / "results"
+H200_CEILINGS_PATH = RESULTS / "h200_ceilings.json"
 H200_TRACES = sorted(TRACES_DIR.glob("h200_*.json.gz"))
 
 
@@ -73,47 +68,37 @@ def test_h200_reference_is_the_committed_measurement():
     assert H200_REFERENCE.matmul_tflops > 700 and H200_REFERENCE.copy_tbps > 4.2
 
 
-@pytest.mark.parametrize("name", ["mlp_variants"])  # attention: tests/benchmarks/test_attention.py
-def test_recorded_benchmarks_are_judged_against_the_one_reference(name: str):
-    """Notebooks 06-08 read these files: their percentages divide by H200_REFERENCE, not by the few-percent-off
-    ceilings each benchmark measured in its own session (kept in the file, and close to the reference)."""
-    loader = {
-        "mlp_variants": helpers.load_benchmark_results,
-    }[name]
-    results = loader(RESULTS / f"h200_{name}.json")
-    assert results.ceilings is H200_REFERENCE
-    session = json.loads((RESULTS / f"h200_{name}.json").read_text())["ceilings"]
+def test_recorded_benchmarks_are_judged_against_the_one_reference():
+    """Notebooks 04-08 read these tables: their percentages divide by the course's one H200 set, not by the
+    few-percent-off ceilings each benchmark measured in its own session (kept in the file, close to the set)."""
+    results = helpers.load_results("h200_mlp_variants")
+    assert results.table("setup")["ceilings"].iloc[0] == H200_REFERENCE.label
+    session = json.loads((RESULTS / "h200_mlp_variants.json").read_text())["ceilings"]
     assert session["matmul_flop_per_s"] == pytest.approx(H200_REFERENCE.matmul_flop_per_s, rel=0.10)
     assert session["copy_bytes_per_s"] == pytest.approx(H200_REFERENCE.copy_bytes_per_s, rel=0.05)
 
 
 def test_the_mlp_sweep_floors_follow_the_one_reference_too():
-    """The sweep (notebook 06's last figure) stored its session's floors; the reader recomputes them, so
-    the sweep and the per-variant tables of the same notebook divide by the same ceilings."""
-    results = helpers.load_benchmark_results(RESULTS / "h200_mlp_variants.json")
-    stored = json.loads((RESULTS / "h200_mlp_variants.json").read_text())["sweep"]["rows"]
-    sweep = results.sweep()
-    assert len(sweep) == len(stored) >= 9
-    at_blog = sweep.loc[sweep["m"] == results.shape.tokens, "floor_us"]
-    assert at_blog.to_numpy() == pytest.approx(results.variant("eager")["mlp_floor_us"], rel=1e-9)
-    assert all(row["floor_us"] != f for row, f in zip(stored, sweep["floor_us"]))  # the session's were others
+    """The sweep (notebook 06's last figure) stored its session's floors; the stored table divides by the same
+    ceilings as the per-variant tables of the same notebook."""
+    results = helpers.load_results("h200_mlp_variants")
+    raw = json.loads((RESULTS / "h200_mlp_variants.json").read_text())["sweep"]["rows"]
+    sweep = results.table("sweep")
+    assert len(sweep) == len(raw) >= 9
+    tokens = results.table("setup")["tokens"].iloc[0]
+    at_blog = sweep.loc[sweep["m"] == tokens, "floor_us"]
+    eager = results.value("variants", "mlp_floor_us", variant="eager")
+    assert at_blog.to_numpy() == pytest.approx(eager, rel=1e-9)
 
 
-def test_ceilings_of_recording_other_machines_and_live_runs():
-    own = H200_REFERENCE.as_dict() | {
-        "device": "NVIDIA A100-SXM4-80GB",
-        "matmul_flop_per_s": 280e12,
-        "source": "measured",
-    }
-    a100 = {"device": "NVIDIA A100-SXM4-80GB", "date": "2026-10-01T10:00:00"}
-    recorded = ceilings_of_recording(own, a100, live=False)
-    assert recorded.matmul_flop_per_s == 280e12 and recorded.source == "reference"
-    assert recorded.recorded == "2026-10-01" and "A100" in recorded.method
-    assert ceilings_of_recording(own, a100, live=True).source == "measured"  # a live run keeps its own
-    h200_live = ceilings_of_recording(H200_REFERENCE.as_dict(), {"device": "NVIDIA H200"}, live=True)
-    assert h200_live is not H200_REFERENCE and h200_live == H200_REFERENCE
-    with pytest.raises(TypeError, match="'ceilings' and 'provenance'"):
-        ceilings_of_recording(own, None, live=False)  # type: ignore[arg-type]
+def test_recorded_traces_are_judged_by_the_registered_ceilings():
+    """The engine knows no file: the course registers its H200 set, and a trace of another GPU gets none."""
+    from helpers.measure.ceilings import reference_ceilings_for
+
+    assert reference_ceilings_for("NVIDIA H200") == H200_REFERENCE
+    assert reference_ceilings_for("NVIDIA A100-SXM4-80GB") is None
+    with pytest.raises(ValueError, match="non-empty"):
+        helpers.trace.registry.register_reference_ceilings("", lambda: H200_REFERENCE)
 
 
 def test_each_ceiling_is_the_best_of_its_recorded_repeats():
@@ -159,7 +144,7 @@ def test_the_ceilings_script_cpu_path_writes_a_loadable_file(tmp_path, capsys):
 
 def test_ceilings_for_a_trace(linear_trace):
     h200 = helpers.load_trace(H200_TRACES[0])
-    assert ceilings_for(h200) is H200_REFERENCE
+    assert ceilings_for(h200) == H200_REFERENCE
     assert ceilings_for(linear_trace).device_type == "cpu"
 
 

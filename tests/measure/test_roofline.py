@@ -11,8 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 import torch
+from support import H200_REFERENCE
 
-from helpers.measure.ceilings import H200_REFERENCE, Ceilings, ceilings_from_dict, measure_ceilings
+from helpers.measure.ceilings import Ceilings, ceilings_from_dict, measure_ceilings
 from helpers.measure.roofline import (
     ACHIEVED_KEYS,
     achieved,

@@ -6,10 +6,9 @@ import dataclasses
 
 import pytest
 import torch
-from support import data_file
+from support import H200_REFERENCE, data_file
 
 import helpers
-from helpers.measure import ceilings
 from helpers.mlp import fusion, plans
 
 
@@ -51,7 +50,7 @@ def test_work_rows_per_step(h200):
 def test_cpu_eager_trace_uses_the_operators(mlp_trace):
     work = fusion.geglu_work(mlp_trace)
     assert set(work["name"]) == {"aten::gelu", "aten::mul"} and (work["where"] == "CPU operator").all()
-    row = fusion.geglu_row("eager", mlp_trace, ceilings=ceilings.H200_REFERENCE)
+    row = fusion.geglu_row("eager", mlp_trace, ceilings=H200_REFERENCE)
     assert row["tensors moved"] == 5 and row["shape"] == "[32, 128] float32"
 
 

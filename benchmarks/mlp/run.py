@@ -23,18 +23,19 @@ from typing import Any
 
 import torch
 
-from ..kernels.gate_up_tuning import load_table
-from ..kernels.launch_plans import plans_table
-from ..measure.ceilings import Ceilings, measure_ceilings
-from ..measure.device import provenance, resolve_device
-from ..measure.timing import time_end_to_end
-from ..paths import REPO_ROOT
-from ..triton_env import ensure_interpreter_ready, portable_kernels, triton_mode
-from . import plans as P
-from . import variants as V
-from .bench_measure import graphed, kernel_stats, measure_training, measure_variant
-from .bench_shapes import SHAPES, ShapePreset, check_shapes
-from .model import MLPShape, SimpleGeGLUMLP, reference_forward
+from helpers.kernels.gate_up_tuning import load_table
+from helpers.kernels.launch_plans import plans_table
+from helpers.measure.ceilings import Ceilings, measure_ceilings
+from helpers.measure.device import provenance, resolve_device
+from helpers.measure.timing import time_end_to_end
+from helpers.mlp import plans as P
+from helpers.mlp import variants as V
+from helpers.mlp.model import MLPShape, SimpleGeGLUMLP, reference_forward
+from helpers.paths import REPO_ROOT
+from helpers.triton_env import ensure_interpreter_ready, portable_kernels, triton_mode
+
+from .measure import graphed, kernel_stats, measure_training, measure_variant
+from .shapes import SHAPES, ShapePreset, check_shapes
 
 SCHEMA = "course-mlp-variants/2"
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"

@@ -1,21 +1,22 @@
 """Benchmark every GeGLU MLP variant of notebook 06 in one process: several shapes, training, a sweep over M.
 
-    python benchmarks/mlp_variants.py                        # on an H200 (about 6 minutes): writes benchmarks/results/h200_mlp_variants.json
-    python benchmarks/mlp_variants.py --shapes blog --sweep-m '' --out /tmp/blog.json        # the blog shape only
-    python benchmarks/mlp_variants.py --device cpu --quick --out /tmp/mlp_variants_cpu.json   # CI smoke run, < 1 min
+    python -m benchmarks mlp                        # on an H200 (about 6 minutes): writes benchmarks/results/h200_mlp_variants.json
+    python -m benchmarks mlp --shapes blog --sweep-m '' --out /tmp/blog.json        # the blog shape only
+    python -m benchmarks mlp --device cpu --quick --out /tmp/mlp_variants_cpu.json   # CI smoke run, < 1 min
 
 Variants (helpers/mlp/variants.py): eager, torch.compile (default), torch.compile
 max-autotune-no-cudagraphs, Liger's LigerGEGLUMLP (if liger-kernel imports), the course's GeGLU
 kernel in the MLP (two ways), the course's fused gate+up GEMM with a GeGLU epilogue. For each, at
-each shape (helpers/mlp/bench_shapes.py; --shapes picks them): kernels per forward and kernel time
+each shape (benchmarks/mlp/shapes.py; --shapes picks them): kernels per forward and kernel time
 (torch.profiler), wall time per call with and without a synchronise after each call, host
 overhead (synchronised wall time minus kernel time), host time per call, time per call replayed
 from a CUDA graph, achieved TFLOP/s and % of the floor against ceilings measured in the same run,
 relative error against a float32 reference. Training at the main shape: step time (forward +
 backward), peak memory and bytes saved for the backward, for eager, compile, Liger and the
 course's fused MLP in its save and recompute modes. Then kernel, wall and graphed times for M =
-batch x seq from 128 to 32768 (seq 128) at the main shape's dims. The end of the output checks
-issue 14's targets on this run.
+batch x seq from 128 to 32768 (seq 128) at the main shape's dims. The JSON holds the raw
+measurements and the tables the lessons read (``tables.py``); the end of the output checks the
+course kernel's targets on this run.
 
 Progress is printed as it goes; the JSON is rewritten after every stage, so an interrupted run
 still leaves what it measured (``"complete": false``). ``--budget-s`` (default 330) skips stages
@@ -30,25 +31,26 @@ import shlex
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / "benchmarks"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+import torch
 
-import torch  # noqa: E402
-from common import default_out_allowed, iter_sizes, log, variants_table  # noqa: E402
+from helpers.mlp.model import MLPShape
+from helpers.mlp.variants import VARIANT_NAMES
 
-from helpers.mlp import bench as mlp_bench  # noqa: E402
-from helpers.mlp.bench_shapes import GPU_SHAPES, SHAPES  # noqa: E402
-from helpers.mlp.model import MLPShape  # noqa: E402
-from helpers.mlp.variants import VARIANT_NAMES  # noqa: E402
+from ..common import ROOT, default_out_allowed, iter_sizes, log, store_tables, variants_table, write_json
+from . import run as mlp_run
+from .shapes import GPU_SHAPES, SHAPES
+from .tables import RESULTS, tables
 
+__all__ = ["RESULTS", "main", "tables"]
 QUICK_SHAPE = MLPShape(batch=1, seq=16, dim=32, hidden=64)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+        prog="python -m benchmarks mlp",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
     )
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available, else cpu")
     ap.add_argument(
@@ -60,7 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--out",
         type=Path,
         default=None,
-        help=f"JSON to write (default on an H200: {mlp_bench.RESULTS_PATH.relative_to(ROOT)}; "
+        help=f"JSON to write (default on an H200: {mlp_run.RESULTS_PATH.relative_to(ROOT)}; "
         "required elsewhere, so other machines never write an h200_* file)",
     )
     ap.add_argument(
@@ -102,11 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         if "H200" not in device_name:
             print(
                 f"this machine ({device_name}) is not an H200: pass --out PATH (the default "
-                f"{mlp_bench.RESULTS_PATH.relative_to(ROOT)} holds H200 results only)",
+                f"{mlp_run.RESULTS_PATH.relative_to(ROOT)} holds H200 results only)",
                 file=sys.stderr,
             )
             return 2
-        out = mlp_bench.RESULTS_PATH
+        out = mlp_run.RESULTS_PATH
     if not default_out_allowed(device_name, out):
         print(
             f"refusing to write {device_name} results to {out}: files named h200_* hold H200 results only",
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.quick:
         sweep_m = [16, 32]
     else:
-        sweep_m = list(mlp_bench.GPU_SWEEP_M) if device == "cuda" else [128, 256]
+        sweep_m = list(mlp_run.GPU_SWEEP_M) if device == "cuda" else [128, 256]
     if args.quick:
         kwargs.update(shape=QUICK_SHAPE, steps=2, warmup=1, e2e_iters=3, train_steps=2, sweep_steps=2, sweep_seq=16)
         # Compiling again at every sweep size costs ~10 s on 2 CPU cores: keep the quick sweep uncompiled.
@@ -138,14 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     elif device == "cpu":
         kwargs.update(steps=3, warmup=1, e2e_iters=10, train_steps=3, sweep_steps=2)
     command = " ".join(
-        shlex.quote(a) for a in ["python", "benchmarks/mlp_variants.py", *(sys.argv[1:] if argv is None else argv)]
+        shlex.quote(a) for a in ["python", "-m", "benchmarks", "mlp", *(sys.argv[1:] if argv is None else argv)]
     )
 
     def save(partial: dict) -> None:
-        mlp_bench.save_results(partial, out)
+        try:
+            data = store_tables(partial, tables(partial))
+        except (KeyError, ValueError, StopIteration):  # a stage in progress may lack a table's input: keep its raw rows
+            data = dict(partial)
+        write_json(out, data)
 
     try:
-        result = mlp_bench.run(
+        result = mlp_run.run(
             device, sweep_m=sweep_m, budget_s=args.budget_s, log=log, on_stage=save, command=command, **kwargs
         )
     except ValueError as err:
@@ -156,7 +162,3 @@ def main(argv: list[str] | None = None) -> int:
     print(variants_table(result))
     log(f"wrote {out}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import variants as V
-from .model import MLPShape
+from helpers.mlp import variants as V
+from helpers.mlp.model import MLPShape
 
 # The variants measured away from the main shape (the course's GeGLU-only variants add little there).
 CORE_VARIANTS: tuple[str, ...] = ("eager", "compile", "liger", "course-geglu-cat", "course-fused")

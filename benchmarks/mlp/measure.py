@@ -30,17 +30,18 @@ from typing import Any
 
 import torch
 
-from ..measure.ceilings import Ceilings
-from ..measure.device import synchronize
-from ..measure.numerics import relative_error
-from ..measure.profile import profile
-from ..measure.timing import time_end_to_end, time_graphed
-from ..trace.model import Trace
-from . import plans as P
-from . import variants as V
-from .model import MLPShape
+from helpers.measure.ceilings import Ceilings
+from helpers.measure.device import synchronize
+from helpers.measure.memory import saved_bytes
+from helpers.measure.numerics import relative_error
+from helpers.measure.profile import profile
+from helpers.measure.timing import time_end_to_end, time_graphed
+from helpers.mlp import plans as P
+from helpers.mlp import variants as V
+from helpers.mlp.model import MLPShape
+from helpers.trace.model import Trace
 
-__all__ = ["kernel_stats", "kernel_summary", "derive_rates", "measure_variant", "measure_training", "saved_bytes"]
+__all__ = ["kernel_stats", "kernel_summary", "derive_rates", "measure_variant", "measure_training"]
 
 
 def kernel_stats(fn: Callable, x: torch.Tensor, steps: int, warmup: int, label: str) -> dict[str, Any]:
@@ -211,30 +212,6 @@ def graphed(fn: Callable, x: torch.Tensor, iters: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # training
 # ---------------------------------------------------------------------------------------------
-
-
-def saved_bytes(fn: Callable[[], Any], exclude: tuple[torch.Tensor, ...] = ()) -> int:
-    """Bytes of the distinct tensors autograd saves for the backward while ``fn()`` runs.
-
-    Counted with ``torch.autograd.graph.saved_tensors_hooks``; tensors sharing storage with one in
-    `exclude` (the parameters, the input) are not counted, nor is a storage counted twice.
-    """
-    skip = {t.untyped_storage().data_ptr() for t in exclude}
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        try:
-            storage = t.untyped_storage()
-            ptr = storage.data_ptr()
-            if ptr not in skip:
-                seen[ptr] = max(seen.get(ptr, 0), storage.nbytes())
-        except (RuntimeError, NotImplementedError):  # tensors without a storage (fakes, wrappers)
-            pass
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return sum(seen.values())
 
 
 def _zero_grads(module: torch.nn.Module, x: torch.Tensor) -> None:

@@ -1,29 +1,28 @@
-"""Read a benchmark result of :mod:`helpers.mlp.bench` back: the tables and figures of notebook 06.
+"""The MLP benchmark's raw measurements turned into the tables notebooks 04 and 06 show (``tables.py`` stores them).
 
-:func:`load_results` reads a saved result (by default the H200 run committed in
-``benchmarks/results/``); :meth:`BenchResults.from_run` wraps one measured in this process. Both
-give a :class:`BenchResults`, labelled with where and when it was recorded. Results of the first
-schema (one shape, no graphed or training times) are read too: what they lack shows as missing.
+:class:`BenchResults` wraps one run (a saved file, or one measured in this process) and derives
+each table from the raw rows, judged against the course's ceilings. Lessons never use it: they read
+the stored tables with ``helpers.load_results``. Results of the first schema (one shape, no graphed
+or training times) are read too: what they lack shows as missing.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import torch
 
-from ..measure.ceilings import Ceilings, ceilings_from_dict, ceilings_of_recording
-from ..measure.roofline import roofline_figure, roofline_frame
-from ..paths import REPO_ROOT
-from .bench import RESULTS_ENV, RESULTS_PATH, SCHEMA
-from .bench_measure import derive_rates
-from .model import MLPShape
-from .plans import POINTWISE_ROLES, kernel_role, mlp_floor_us
+from helpers.lessons.results import reference_ceilings
+from helpers.measure.ceilings import Ceilings, ceilings_from_dict
+from helpers.measure.roofline import roofline_figure, roofline_frame
+from helpers.mlp.model import MLPShape
+from helpers.mlp.plans import POINTWISE_ROLES, kernel_role, mlp_floor_us
+
+from .measure import derive_rates
+from .run import SCHEMA
 
 OLD_SCHEMA = "course-mlp-variants/1"
 # The four times of an inference call, in the order the notebook explains them.
@@ -49,17 +48,17 @@ def _upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class BenchResults:
-    """A benchmark result (from :func:`helpers.mlp.bench.run` or a saved file) with the notebook's tables."""
+    """A benchmark result (from :func:`benchmarks.mlp.run.run` or a saved file) with the notebook's tables."""
 
     @classmethod
     def from_run(cls, result: Mapping[str, Any]) -> BenchResults:
-        """Wrap the dict :func:`helpers.mlp.bench.run` returned in this process."""
+        """Wrap the dict :func:`benchmarks.mlp.run.run` returned in this process."""
         return cls(result, source="live")
 
     def __init__(self, data: Mapping[str, Any], source: str, path: str | None = None) -> None:
         schema = data.get("schema") if isinstance(data, Mapping) else None
         if schema not in (SCHEMA, OLD_SCHEMA):
-            raise ValueError(f"not a {SCHEMA} result (schema {schema!r}); write one with benchmarks/mlp_variants.py")
+            raise ValueError(f"not a {SCHEMA} result (schema {schema!r}); write one with python -m benchmarks mlp")
         need = ("provenance", "config", "ceilings", "sweep") + (("shapes",) if schema == SCHEMA else ("variants",))
         missing = [k for k in need if k not in data]
         if missing:
@@ -150,9 +149,13 @@ class BenchResults:
 
     @property
     def ceilings(self) -> Ceilings:
-        """The ceilings these numbers are judged against (:func:`helpers.measure.ceilings.ceilings_of_recording`):
-        a live run's own; for a recorded H200 run the course's one reference, :data:`helpers.H200_REFERENCE`."""
-        return ceilings_of_recording(self.data["ceilings"], self.provenance, live=self.source == "live")
+        """The ceilings these numbers are judged against: a live run's own; a recorded H200 run's are the course's
+        one reference set (``helpers.reference_ceilings()``), so every lesson divides by the same numbers; any
+        other recorded run's are those it measured in its own session."""
+        own = ceilings_from_dict(self.data["ceilings"])
+        if self.source != "live" and own.device_type == "cuda" and "H200" in str(self.provenance.get("device", "")):
+            return reference_ceilings()
+        return own
 
     @property
     def session_ceilings(self) -> Ceilings:
@@ -361,7 +364,7 @@ class BenchResults:
         df = self.sweep()
         df = df[df["status"] == "ok"].copy()
         if df.empty:
-            raise ValueError(f"no sweep in {self.label}: run benchmarks/mlp_variants.py with a sweep")
+            raise ValueError(f"no sweep in {self.label}: run python -m benchmarks mlp with a sweep")
         if metric is None:
             metric = "kernel_us" if df["kernel_us"].notna().all() else "e2e_nosync_us"
         if metric not in df.columns:
@@ -443,26 +446,3 @@ class BenchResults:
 
 def _short(name: str, width: int = 60) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
-
-
-def load_results(path: str | os.PathLike | None = None) -> BenchResults:
-    """Read a saved result (default: ``benchmarks/results/h200_mlp_variants.json``, the committed H200 run).
-
-    The environment variable ``COURSE_MLP_RESULTS`` points the default elsewhere (for developing
-    the notebook); the result's own provenance is always what the tables show. A missing file
-    raises FileNotFoundError that says how to record it.
-    """
-    if path is None:
-        path = os.environ.get(RESULTS_ENV) or RESULTS_PATH
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(
-            f"no benchmark results at {p}. They are recorded on a GPU (about 6 minutes on an H200) with\n"
-            f"    python benchmarks/mlp_variants.py --out {RESULTS_PATH.relative_to(REPO_ROOT)}\n"
-            "and committed; notebook 06 reads them on machines without a GPU."
-        )
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{p} is not valid JSON ({err}); was the benchmark interrupted while writing?") from None
-    return BenchResults(data, source="file", path=str(p))
