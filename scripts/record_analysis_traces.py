@@ -165,11 +165,11 @@ def case_ddp(device, dtype, quick, out: Path):
     return [out / "ddp_rank0.json.gz", out / "ddp_rank1.json.gz"]
 
 
-def analyse(trace: helpers.Trace) -> dict[str, Any]:
+def analyse(trace: helpers.trace.Trace) -> dict[str, Any]:
     """What helpers reads in one trace: coverage, unknown names, launch calls vs graph launches."""
     k = trace.kernels(allow_empty=True)
     if k.empty:  # a CPU run: the host ops that did the work, by family
-        items = helpers.work_items(trace)
+        items = helpers.trace.compare.work_items(trace)
         families = items.groupby("family")["duration_us"].sum()
         return {
             "kernels": 0,
@@ -180,7 +180,7 @@ def analyse(trace: helpers.Trace) -> dict[str, Any]:
         }
     families = helpers.decode_kernels(k["name"].unique()).set_index("name")
     fam = k["name"].map(families["family"])
-    items = helpers.work_items(trace)
+    items = helpers.trace.compare.work_items(trace)
     return {
         "kernels": int(len(k)),
         "kernel_us": float(k["duration_us"].sum()),
@@ -242,11 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         print("ddp (2 ranks) ...", flush=True)
         try:
             files = case_ddp(device, dtype, args.quick, args.out)
-            run = helpers.load_traces(files)
+            run = helpers.trace.load_traces(files)
             results["ddp"] = {
                 "files": [str(f) for f in files],
                 **analyse(run),
-                "overlap": helpers.overlap(run).round(3).to_dict(orient="records"),
+                "overlap": helpers.trace.overlap(run).round(3).to_dict(orient="records"),
                 "step_times": run.step_times().round(3).to_dict(orient="records"),
             }
         except Exception as err:

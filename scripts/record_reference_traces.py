@@ -220,7 +220,7 @@ def record(recipe: Recipe, device: torch.device, out_dir: Path, prefix: str, bas
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=helpers.TRACES_DIR)
+    parser.add_argument("--out", type=Path, default=helpers.paths.TRACES_DIR)
     parser.add_argument("--device", default=None, help="cuda (default when present) or cpu")
     parser.add_argument("--only", nargs="*", default=None, help="recipe names to record (default: all)")
     args = parser.parse_args(argv)

@@ -11,7 +11,7 @@ import helpers
 
 
 @pytest.fixture(scope="session")
-def linear_trace() -> helpers.Trace:
+def linear_trace() -> helpers.trace.Trace:
     """A live CPU profile of nn.Linear(32, 64, bias=True) on [128, 32]."""
     torch.manual_seed(0)
     layer = torch.nn.Linear(32, 64)
@@ -19,7 +19,7 @@ def linear_trace() -> helpers.Trace:
 
 
 @pytest.fixture(scope="session")
-def mlp_trace() -> helpers.Trace:
+def mlp_trace() -> helpers.trace.Trace:
     """A live CPU profile of the GeGLU MLP at a small shape."""
     built = helpers.workloads.geglu_mlp("cpu", shape=helpers.MLPShape(batch=2, seq=16, dim=64, hidden=128))
     return helpers.profile(built.fn, *built.inputs, steps=2, label="mlp")

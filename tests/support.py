@@ -113,7 +113,7 @@ def _decoder_step(step: int, t0: float, names: dict[str, str]) -> list[dict]:
 DECODER_KERNELS = {n: n for n in ("gemm_a", "add_a", "gemm_b", "mul_b", "gemm_bwd", "adamw")}
 
 
-def synthetic_decoder_trace(path, names: dict[str, str] | None = None, steps: int = 2) -> helpers.Trace:
+def synthetic_decoder_trace(path, names: dict[str, str] | None = None, steps: int = 2) -> helpers.trace.Trace:
     """A gzipped Kineto-style GPU trace of `steps` model steps with known answers (see ``_decoder_step``).
 
     `names` renames the six kernels (e.g. real cuBLAS names to test layout letters).

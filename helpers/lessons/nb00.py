@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from ..measure.profile import key_averages_frame  # noqa: F401  (used by the notebook as helpers.nb00.<name>)
+from ..paths import LOCAL_TRACES_DIR, REPO_ROOT  # noqa: F401  (used by the notebook as helpers.nb00.<name>)
+from ..trace.queries import launch_calls  # noqa: F401  (used by the notebook as helpers.nb00.<name>)
+from .display import environment_report  # noqa: F401  (used by the notebook as helpers.nb00.<name>)
 from .exercises import Exercise, Exercises
 
 EXERCISES = Exercises(

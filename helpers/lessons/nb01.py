@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..trace.queries import op_costs  # noqa: F401  (used by the notebook as helpers.nb01.<name>)
 from .exercises import Exercise, Exercises
+from .strides import layout_table, storage_index, strides_figure  # noqa: F401  (used by the notebook as helpers.nb01.<name>)
 
 EXERCISES = Exercises(
     "01",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from ..measure.roofline import elementwise_bytes, gemm_flops  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
+from ..mlp.model import CPU_SHAPE  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
+from ..trace.queries import device_properties, mm_dims  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 from .exercises import Exercise, Exercises
 
 EXERCISES = Exercises(

@@ -8,3 +8,30 @@ process); ``model`` holds :class:`Trace`; ``kernel_names`` reads what a kernel n
 traces of several ranks into one run, ``overlap`` splits a GPU's time into compute,
 communication, overlap and idle (with its cause), ``flops`` gives achieved TFLOP/s from shapes.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# The engine's public names, for a trace from anywhere (``from helpers import trace``; ``trace.load_traces(...)``):
+# name -> module. The lessons' names are in ``helpers`` itself; these work on any Kineto trace. Functions named
+# as their module (compare, overlap, collectives) are reached through it: ``trace.overlap.overlap(run)``.
+_API: dict[str, str] = {
+    "Trace": "model", "load_trace": "model", "NoKernelsError": "model",
+    "load_traces": "ranks", "combine_ranks": "ranks", "MultiRankTrace": "ranks",
+    "decode_kernel": "kernel_names", "decode_kernels": "kernel_names",
+    "compare_kernels": "compare", "kernel_breakdown": "compare",
+    "idle_gaps": "overlap", "rank_summary": "overlap",
+    "communication_per_step": "collectives", "rank_table": "collectives",
+    "achieved_flops": "flops",
+}  # fmt: skip
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(
+            f"module 'helpers.trace' has no attribute {name!r}; its public names: {', '.join(__all__)}"
+        )
+    return getattr(importlib.import_module(f".{_API[name]}", __name__), name)

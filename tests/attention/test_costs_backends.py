@@ -47,7 +47,7 @@ def test_bad_shapes_and_masks() -> None:
 
 
 @pytest.fixture(scope="module")
-def manual_trace() -> helpers.Trace:
+def manual_trace() -> helpers.trace.Trace:
     built = aw.manual("cpu", shape=SMALL)
     return helpers.profile(built.fn, *built.inputs, steps=2, label="manual")
 

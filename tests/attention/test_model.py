@@ -9,6 +9,7 @@ import torch
 from support import rel_err
 
 import helpers
+import helpers.attention.model
 from helpers.attention.model import (
     AttentionConfig,
     CausalSelfAttention,
@@ -146,4 +147,4 @@ def test_cache_and_input_errors() -> None:
 
 
 def test_exported_names() -> None:
-    assert helpers.CausalSelfAttention is CausalSelfAttention  # notebooks 07 and 08; the rest by module
+    assert helpers.attention.model.CausalSelfAttention is CausalSelfAttention  # notebooks 07 and 08; the rest by module

@@ -11,36 +11,37 @@ import torch
 from support import data_file
 
 import helpers
+import helpers.trace.queries
 from helpers.lessons import display
 
 matplotlib.use("Agg")
 
 
 @pytest.fixture(scope="module")
-def mlp_h200() -> helpers.Trace:
+def mlp_h200() -> helpers.trace.Trace:
     return helpers.load_trace(data_file("h200_mlp_eager.json.gz"))
 
 
 @pytest.fixture(scope="module")
-def linear_h200() -> helpers.Trace:
+def linear_h200() -> helpers.trace.Trace:
     return helpers.load_trace(data_file("h200_linear_bias.json.gz"))
 
 
 @pytest.fixture(scope="module")
-def views_h200() -> helpers.Trace:
+def views_h200() -> helpers.trace.Trace:
     """The shipped reference trace of notebook 01 (recorded on an H200)."""
     return helpers.load_trace(helpers.reference_trace_path("h200_views_copy"))
 
 
 @pytest.fixture(scope="module")
-def views_cpu() -> helpers.Trace:
+def views_cpu() -> helpers.trace.Trace:
     built = helpers.workloads.views_and_copies("cpu", rows=256, cols=128)
     return helpers.profile(built.fn, *built.inputs, steps=2, label="views_cpu")
 
 
 # ------------------------------------------------------------------------------------ environment
 def test_environment_report_describes_this_machine():
-    report = helpers.environment_report()
+    report = helpers.nb00.environment_report()
     assert list(report.columns) == ["item", "value"]
     values = dict(zip(report["item"], report["value"]))
     assert values["torch"] == torch.__version__
@@ -70,16 +71,16 @@ def test_trace_cards_label_live_and_reference(linear_trace):
 def test_trace_cards_errors(linear_trace):
     with pytest.raises(ValueError, match="at least one"):
         helpers.trace_cards()
-    with pytest.raises(TypeError, match=r"traces\[1\] must be a helpers.Trace"):
+    with pytest.raises(TypeError, match=r"traces\[1\] must be a helpers.trace.Trace"):
         helpers.trace_cards(linear_trace, "trace.json")
 
 
 def test_device_properties(mlp_h200, linear_trace):
-    props = helpers.device_properties(mlp_h200)
+    props = helpers.nb03.device_properties(mlp_h200)
     assert props["name"] == "NVIDIA H200" and props["numSms"] == 132
     if not torch.cuda.is_available():  # on a CUDA host even a CPU-only profile lists the GPUs
         with pytest.raises(ValueError, match="no GPU properties"):
-            helpers.device_properties(linear_trace)
+            helpers.nb03.device_properties(linear_trace)
 
 
 # ------------------------------------------------------------------------------------ side by side
@@ -115,7 +116,7 @@ def test_kernel_table_of_the_eager_mlp(mlp_h200):
     gemms = table[table["family"] == "gemm"]
     assert sorted(gemms["tile"].unique()) == ["192x128x64", "256x128x64"]
     assert set(gemms["launched_by"]) == {"aten::mm"}
-    assert sorted({helpers.mm_dims(s) for s in gemms["input_shapes"]}) == [(8192, 768, 3072), (8192, 3072, 768)]
+    assert sorted({helpers.nb03.mm_dims(s) for s in gemms["input_shapes"]}) == [(8192, 768, 3072), (8192, 3072, 768)]
     assert set(table.loc[table["family"] == "elementwise", "op"]) == {"gelu", "mul"}
     assert set(table.loc[table["kind"] == "memset", "launched_by"]) == {"aten::mm"}
     assert table.attrs["trace"].endswith("step 1")
@@ -125,7 +126,7 @@ def test_kernel_table_of_the_eager_mlp(mlp_h200):
 
 
 def test_kernel_table_errors(mlp_h200, linear_trace):
-    with pytest.raises(helpers.NoKernelsError, match="launches none"):
+    with pytest.raises(helpers.trace.NoKernelsError, match="launches none"):
         helpers.kernel_table(linear_trace)
     with pytest.raises(ValueError, match="not in this trace"):
         helpers.kernel_table(mlp_h200, step=99)
@@ -140,7 +141,7 @@ def test_kernels_per_forward(mlp_h200, linear_h200, linear_trace):
     assert helpers.kernels_per_forward(linear_h200, kinds=None) == 1
     with pytest.raises(ValueError, match="unknown kinds"):
         helpers.kernels_per_forward(mlp_h200, kinds=("kernels",))
-    with pytest.raises(helpers.NoKernelsError):
+    with pytest.raises(helpers.trace.NoKernelsError):
         helpers.kernels_per_forward(linear_trace)
 
 
@@ -154,23 +155,23 @@ def test_kernels_per_forward_refuses_unequal_steps(mlp_h200, monkeypatch):
 
 def test_views_launch_nothing_and_copies_one_kernel_on_the_h200(views_h200):
     views = ["aten::t", "aten::transpose", "aten::view", "aten::reshape", "aten::as_strided"]
-    costs = helpers.op_costs(views_h200, views + ["aten::contiguous", "aten::flatten"]).set_index("name")
+    costs = helpers.nb01.op_costs(views_h200, views + ["aten::contiguous", "aten::flatten"]).set_index("name")
     assert (costs.loc[views, "kernels_per_call"] == 0).all() and (costs.loc[views, "device_us_per_call"] == 0).all()
     assert (costs.loc[["aten::contiguous", "aten::flatten"], "kernels_per_call"] == 1).all()
     assert (costs.loc[["aten::contiguous", "aten::flatten"], "device_us_per_call"] > 0).all()
-    assert helpers.kernels_under(views_h200, "aten::copy_") == 1.0
+    assert helpers.trace.queries.kernels_under(views_h200, "aten::copy_") == 1.0
     assert helpers.kernels_per_forward(views_h200) == 2
 
 
 def test_op_costs_on_a_cpu_profile(views_cpu):
-    costs = helpers.op_costs(views_cpu, ["aten::t", "aten::copy_"]).set_index("name")
+    costs = helpers.nb01.op_costs(views_cpu, ["aten::t", "aten::copy_"]).set_index("name")
     assert (costs["device_us_per_call"] == 0).all() and (costs["kernels_per_call"] == 0).all()
     assert costs.loc["aten::copy_", "calls"] == 2 * 2  # two copies per call, two steps
     assert costs.loc["aten::copy_", "self_cpu_us_per_call"] > 0
     with pytest.raises(TypeError, match="non-empty list"):
-        helpers.op_costs(views_cpu, "aten::t")
+        helpers.nb01.op_costs(views_cpu, "aten::t")
     with pytest.raises(ValueError, match=r"\['aten::nothing'\] are not in"):
-        helpers.op_costs(views_cpu, ["aten::t", "aten::nothing"])
+        helpers.nb01.op_costs(views_cpu, ["aten::t", "aten::nothing"])
 
 
 def test_chain_tree_shortens_kernel_names(views_h200, linear_trace):
@@ -242,18 +243,18 @@ def test_op_input_needs_shapes():
     ],
 )
 def test_mm_dims(text, dims):
-    assert helpers.mm_dims(text) == dims
+    assert helpers.nb03.mm_dims(text) == dims
 
 
 def test_mm_dims_errors():
     with pytest.raises(ValueError, match="matching inner dimensions"):
-        helpers.mm_dims("[[8, 4], [5, 2]]")
+        helpers.nb03.mm_dims("[[8, 4], [5, 2]]")
     with pytest.raises(ValueError, match="two matrix operands"):
-        helpers.mm_dims("[[8, 4]]")
+        helpers.nb03.mm_dims("[[8, 4]]")
     with pytest.raises(ValueError, match="cannot read"):
-        helpers.mm_dims("[[8, 4")
+        helpers.nb03.mm_dims("[[8, 4")
     with pytest.raises(TypeError):
-        helpers.mm_dims([[8, 4], [4, 2]])
+        helpers.nb03.mm_dims([[8, 4], [4, 2]])
 
 
 def test_tile_waves():
@@ -277,29 +278,31 @@ def test_tile_waves():
 # ------------------------------------------------------------------------------------ strides
 def test_layout_table_tells_views_from_copies():
     x = torch.arange(12.0).reshape(3, 4)
-    table = helpers.layout_table({"x": x, "x.t()": x.t(), "x[1:]": x[1:], "copy": x.t().contiguous()}).set_index("name")
+    table = helpers.nb01.layout_table({"x": x, "x.t()": x.t(), "x[1:]": x[1:], "copy": x.t().contiguous()}).set_index(
+        "name"
+    )
     assert table.loc["x.t()", "stride"] == (1, 4) and not table.loc["x.t()", "is_contiguous"]
     assert table.loc["x[1:]", "storage_offset"] == 4
     assert table.loc[["x", "x.t()", "x[1:]"], "shares_storage_with_first"].all()
     assert not table.loc["copy", "shares_storage_with_first"] and table.loc["copy", "stride"] == (3, 1)
     assert (table["storage_elements"] == 12).all()
     with pytest.raises(TypeError, match="non-empty dict"):
-        helpers.layout_table([x])
+        helpers.nb01.layout_table([x])
     with pytest.raises(TypeError, match="not a tensor"):
-        helpers.layout_table({"x": [1, 2]})
+        helpers.nb01.layout_table({"x": [1, 2]})
 
 
 def test_storage_index_matches_the_buffer():
     x = torch.arange(12).reshape(3, 4)  # values equal their buffer positions
     for view in (x, x.t(), x[1:, 1::2], x.view(12).as_strided((5, 3), (2, 1))):
-        assert torch.equal(helpers.storage_index(view), view)
+        assert torch.equal(helpers.nb01.storage_index(view), view)
     with pytest.raises(TypeError):
-        helpers.storage_index([1, 2])
+        helpers.nb01.storage_index([1, 2])
 
 
 def test_strides_figure_draws_each_view():
     x = torch.arange(12.0).reshape(3, 4)
-    fig = helpers.strides_figure({"x": x, "x.t()": x.t()})
+    fig = helpers.nb01.strides_figure({"x": x, "x.t()": x.t()})
     assert isinstance(fig, matplotlib.figure.Figure)
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert len(fig.axes) == 3 and titles[0].startswith("storage: one buffer of 12")
@@ -311,11 +314,11 @@ def test_strides_figure_draws_each_view():
 def test_strides_figure_errors():
     x = torch.arange(12.0).reshape(3, 4)
     with pytest.raises(ValueError, match="is a copy, not a view"):
-        helpers.strides_figure({"x": x, "copy": x.t().contiguous()})
+        helpers.nb01.strides_figure({"x": x, "copy": x.t().contiguous()})
     with pytest.raises(ValueError, match="at most 64"):
-        helpers.strides_figure({"big": torch.zeros(10, 10)})
+        helpers.nb01.strides_figure({"big": torch.zeros(10, 10)})
     with pytest.raises(ValueError, match="3 dimensions"):
-        helpers.strides_figure({"x": x, "3d": x.view(3, 2, 2)})
+        helpers.nb01.strides_figure({"x": x, "3d": x.view(3, 2, 2)})
 
 
 def test_views_and_copies_workload():
@@ -330,7 +333,7 @@ def test_views_and_copies_workload():
         helpers.workloads.views_and_copies("cpu", rows=0, cols=4)
     with pytest.raises(ValueError, match="contiguous 2-D"):
         helpers.workloads.views_then_copies(x.t())
-    assert isinstance(helpers.layout_table({"x": x}), pd.DataFrame)
+    assert isinstance(helpers.nb01.layout_table({"x": x}), pd.DataFrame)
 
 
 def test_op_call_times_per_call_statistics(linear_trace, linear_h200):
@@ -371,7 +374,7 @@ def test_op_call_times_of_every_op_resist_one_stall(linear_h200):
 
 
 def test_launch_calls_name_the_api_and_what_was_launched(mlp_h200, linear_trace):
-    calls = helpers.launch_calls(mlp_h200)
+    calls = helpers.nb00.launch_calls(mlp_h200)
     by_call = calls.groupby("call")["api"].first().to_dict()
     assert by_call["cuLaunchKernelEx"].startswith("CUDA driver") and by_call["cudaLaunchKernel"].startswith(
         "CUDA runtime"
@@ -384,6 +387,6 @@ def test_launch_calls_name_the_api_and_what_was_launched(mlp_h200, linear_trace)
     )
     gemms = calls[calls["launches"].str.startswith("nvjet")]
     assert set(gemms["call"]) == {"cuLaunchKernelEx"} and len(gemms) == 3
-    assert helpers.launch_calls(linear_trace).empty
+    assert helpers.nb00.launch_calls(linear_trace).empty
     with pytest.raises(ValueError, match="not in this trace"):
-        helpers.launch_calls(mlp_h200, step=99)
+        helpers.nb00.launch_calls(mlp_h200, step=99)

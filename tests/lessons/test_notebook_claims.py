@@ -18,7 +18,7 @@ BLOG_HIDDEN = 3072
 
 
 @pytest.fixture(scope="module")
-def h200() -> dict[str, helpers.Trace]:
+def h200() -> dict[str, helpers.trace.Trace]:
     names = (
         "linear_bias",
         "matmul_add",
@@ -40,7 +40,7 @@ def test_00_device_time_sits_under_the_launching_op(h200):
     assert set(trace.kernels()["launched_by"]) == {"aten::addmm"}
     assert ops.loc["aten::addmm", "self_device_us"] > 0 and ops.loc["aten::t", "device_total_us"] == 0
     assert ops.loc["aten::linear", "device_total_us"] == pytest.approx(ops.loc["aten::addmm", "device_total_us"])
-    calls = helpers.launch_calls(trace)
+    calls = helpers.nb00.launch_calls(trace)
     assert not calls["call"].str.contains("Occupancy").any()  # the notebook says: no occupancy query on the H200
 
 
@@ -60,9 +60,9 @@ def test_00_raw_profiler_schedule_keeps_only_active_steps():
             with record_function("my_linear"):
                 layer(x)
             prof.step()
-    table = helpers.key_averages_frame(prof).set_index("name")
+    table = helpers.nb00.key_averages_frame(prof).set_index("name")
     assert table.loc["aten::linear", "calls"] == 4 and table.loc["my_linear", "calls"] == 4
-    by_shape = helpers.key_averages_frame(prof, group_by_input_shape=True)
+    by_shape = helpers.nb00.key_averages_frame(prof, group_by_input_shape=True)
     assert "[[16, 8], [4, 8], [4]]" in set(by_shape.loc[by_shape["name"] == "aten::linear", "input_shapes"])
 
 
@@ -71,9 +71,9 @@ def test_key_averages_frame_by_shape_needs_recorded_shapes():
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         torch.nn.Linear(8, 4)(torch.randn(2, 8))
-    assert not helpers.key_averages_frame(prof).empty
+    assert not helpers.nb00.key_averages_frame(prof).empty
     with pytest.raises(ValueError, match="record_shapes=True"):
-        helpers.key_averages_frame(prof, group_by_input_shape=True)
+        helpers.nb00.key_averages_frame(prof, group_by_input_shape=True)
 
 
 # ------------------------------------------------------------------ 01

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-import sys
 import subprocess
+import sys
 
 import pytest
 import torch
 
 import helpers
+import helpers.measure.profile
+import helpers.paths
 
 
 def test_bias_linear_is_one_addmm_under_linear_and_no_add(linear_trace):
@@ -58,7 +60,7 @@ def test_steps_each_hold_one_call(linear_trace):
 
 
 def test_no_kernels_on_cpu_eager_gives_a_clear_error(linear_trace):
-    with pytest.raises(helpers.NoKernelsError, match="CPU-only run"):
+    with pytest.raises(helpers.trace.NoKernelsError, match="CPU-only run"):
         linear_trace.kernels()
     assert linear_trace.kernels(allow_empty=True).empty
     assert not linear_trace.has_kernels
@@ -106,7 +108,7 @@ def test_save_roundtrip(linear_trace, tmp_path):
 
 def test_save_refuses_reference_folder(linear_trace):
     with pytest.raises(ValueError, match="read-only"):
-        linear_trace.save(helpers.TRACES_DIR / "should_not_exist.json.gz")
+        linear_trace.save(helpers.paths.TRACES_DIR / "should_not_exist.json.gz")
     with pytest.raises(ValueError, match=".json.gz"):
         linear_trace.save("/tmp/x.json")
 
@@ -170,7 +172,7 @@ def test_mixed_devices_are_named():
             self.register_buffer("b", torch.empty(1, device="meta"))
 
     with pytest.raises(ValueError, match=r"mixed devices: cpu \(inputs\[0\]\), meta \(module.b\)"):
-        helpers.infer_device(FakeDevice(), (torch.ones(1),))
+        helpers.measure.profile.infer_device(FakeDevice(), (torch.ones(1),))
 
 
 def test_model_error_keeps_the_cause():

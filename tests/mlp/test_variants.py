@@ -14,6 +14,7 @@ import triton.language as tl
 from support import H200_REFERENCE, data_file
 
 import helpers
+import helpers.kernels.modules
 from helpers.lessons import kernel_exercises as ke
 from helpers.lessons.exercises import MISSING, RIGHT, WRONG
 from helpers.mlp import plans, variants
@@ -66,10 +67,10 @@ def test_uncompiled_variants_match_fp32_reference(name: str) -> None:
 
 def test_course_geglu_copies_weights_and_cat_packs_them() -> None:
     mlp, _ = tiny_mlp()
-    plain = helpers.CourseGeGLUMLP.from_module(mlp)
+    plain = helpers.kernels.modules.CourseGeGLUMLP.from_module(mlp)
     assert torch.equal(plain.gate_proj.weight, mlp.gate_proj.weight)
     assert plain.gate_proj.weight.data_ptr() != mlp.gate_proj.weight.data_ptr()  # a layer of its own
-    cat = helpers.CourseGeGLUMLP.from_module(mlp, concat=True)
+    cat = helpers.kernels.modules.CourseGeGLUMLP.from_module(mlp, concat=True)
     assert torch.equal(cat.gate_up_proj.weight, torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]))
     with pytest.raises(variants.VariantUnavailable, match="bias-free"):
         variants.build_variant("course-geglu", SimpleGeGLUMLP(8, 16, bias=True))

@@ -1,4 +1,4 @@
-"""helpers.compare / compare_kernels on real traces: H200 eager vs compiled (torch 2.11) and CPU
+"""helpers.trace.compare / compare_kernels on real traces: H200 eager vs compiled (torch 2.11) and CPU
 eager vs compiled recorded here (torch 2.13, generated C++ kernels profiled)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import torch
 from support import data_file
 
 import helpers
+import helpers.trace.compare
 from helpers.trace.compare import work_items
 
 
@@ -34,7 +35,7 @@ def cpu_pair():
 
 # --------------------------------------------------------------------------- H200
 def test_family_view_h200(h200):
-    table = helpers.compare(h200["eager"], h200["compiled"])
+    table = helpers.trace.compare.compare(h200["eager"], h200["compiled"])
     assert list(table.columns.get_level_values(0).unique()) == ["eager", "compiled"]
     assert table.index[-1] == "total" and table.index.name == "family"
     e, c = table["eager"], table["compiled"]
@@ -65,7 +66,7 @@ def test_family_view_h200(h200):
 
 
 def test_step_view_h200(h200):
-    table = helpers.compare(h200["eager"], h200["compiled"], by="step")
+    table = helpers.trace.compare.compare(h200["eager"], h200["compiled"], by="step")
     assert list(table.index) == [1, 2, 3, "mean"]
     assert table[("eager", "kernels")].tolist() == [7, 7, 7, 7]
     assert table[("compiled", "kernels")].tolist() == [6, 6, 6, 6]
@@ -77,17 +78,17 @@ def test_step_view_h200(h200):
 
 
 def test_op_and_annotation_views_h200(h200):
-    by_op = helpers.compare(h200["eager"], h200["compiled"], by="op")
+    by_op = helpers.trace.compare.compare(h200["eager"], h200["compiled"], by="op")
     assert by_op.loc["aten::gelu", ("eager", "kernels")] == 1 and by_op.loc["aten::gelu", ("compiled", "kernels")] == 0
     assert by_op.loc["aten::mm", ("eager", "kernels")] == by_op.loc["aten::mm", ("compiled", "kernels")] == 5
-    by_ann = helpers.compare(h200["eager"], h200["compiled"], by="annotation")
+    by_ann = helpers.trace.compare.compare(h200["eager"], h200["compiled"], by="annotation")
     compiled_groups = by_ann.index[by_ann[("compiled", "kernels")] > 0].tolist()
     assert any(g.startswith("## Call CompiledFxGraph") for g in compiled_groups)
     assert by_ann.loc["h200_mlp_eager", ("eager", "kernels")] == 7  # record_function(label) of the recording
 
 
 def test_per_step_rows_h200(h200):
-    table = helpers.compare(h200["eager"], h200["compiled"], per_step=True)
+    table = helpers.trace.compare.compare(h200["eager"], h200["compiled"], per_step=True)
     assert table.index.names == ["step", "group"]
     assert table.loc[(2, "elementwise"), ("eager", "kernels")] == 2
     assert table.loc[(2, "total"), ("compiled", "kernels")] == 6
@@ -95,7 +96,7 @@ def test_per_step_rows_h200(h200):
 
 
 def test_compare_kernels_h200_what_changed_and_what_stayed(h200):
-    diff = helpers.compare_kernels(h200["eager"], h200["compiled"])
+    diff = helpers.trace.compare_kernels(h200["eager"], h200["compiled"])
     assert diff.attrs["labels"] == {"a": "eager", "b": "compiled"}
     both = diff[diff["status"] == "both"]
     assert sorted(both["family"]) == ["gemm", "gemm", "memset"]
@@ -114,7 +115,7 @@ def test_compare_kernels_h200_what_changed_and_what_stayed(h200):
 # --------------------------------------------------------------------------- CPU
 def test_cpu_compare_kernels_shows_the_generated_kernel(cpu_pair):
     eager, compiled = cpu_pair
-    diff = helpers.compare_kernels(eager, compiled)
+    diff = helpers.trace.compare_kernels(eager, compiled)
     status = dict(zip(diff["name"], diff["status"]))
     # matched without Inductor's graph_<N>_ prefix, whose N depends on what compiled before in the process
     assert status["cpp_fused__unsafe_view_gelu_mul_0"] == "only b"
@@ -127,7 +128,7 @@ def test_cpu_compare_kernels_shows_the_generated_kernel(cpu_pair):
 
 
 def test_cpu_family_view(cpu_pair):
-    table = helpers.compare(*cpu_pair)
+    table = helpers.trace.compare.compare(*cpu_pair)
     assert table.loc["gemm", ("eager", "kernels")] == table.loc["gemm", ("compiled", "kernels")] == 3
     assert table.loc["elementwise", ("eager", "kernels")] == 2
     assert table.loc["fused", ("compiled", "kernels")] == 1 and table.loc["fused", ("eager", "kernels")] == 0
@@ -172,24 +173,24 @@ def test_work_items_columns_h200(h200):
 
 # --------------------------------------------------------------------------- arguments
 def test_labels_and_errors(h200, linear_trace):
-    same = helpers.compare(h200["eager"], h200["eager"])
+    same = helpers.trace.compare.compare(h200["eager"], h200["eager"])
     assert list(same.columns.get_level_values(0).unique()) == ["eager", "eager (2)"]
-    named = helpers.compare(h200["eager"], linear_trace, labels=["gpu", "cpu"])
+    named = helpers.trace.compare.compare(h200["eager"], linear_trace, labels=["gpu", "cpu"])
     assert list(named.columns.get_level_values(0).unique()) == ["gpu", "cpu"]
     with pytest.raises(ValueError, match="at least one trace"):
-        helpers.compare()
-    with pytest.raises(TypeError, match="argument 2 must be a helpers.Trace"):
-        helpers.compare(h200["eager"], "compiled.json.gz")
+        helpers.trace.compare.compare()
+    with pytest.raises(TypeError, match="argument 2 must be a helpers.trace.Trace"):
+        helpers.trace.compare.compare(h200["eager"], "compiled.json.gz")
     with pytest.raises(ValueError, match="by must be one of"):
-        helpers.compare(h200["eager"], by="kernel")
+        helpers.trace.compare.compare(h200["eager"], by="kernel")
     with pytest.raises(ValueError, match="one label per trace"):
-        helpers.compare(h200["eager"], h200["compiled"], labels=["x"])
-    with pytest.raises(TypeError, match="b must be a helpers.Trace"):
-        helpers.compare_kernels(h200["eager"], None)
+        helpers.trace.compare.compare(h200["eager"], h200["compiled"], labels=["x"])
+    with pytest.raises(TypeError, match="b must be a helpers.trace.Trace"):
+        helpers.trace.compare_kernels(h200["eager"], None)
 
 
 def test_trace_has_no_compare_method(h200):
-    """One way to compare: helpers.compare(a, b) (a Trace.compare method made trace <-> compare a circle)."""
+    """One way to compare: helpers.trace.compare.compare(a, b) (a Trace.compare method made trace <-> compare a circle)."""
     assert not hasattr(h200["eager"], "compare")
 
 
@@ -199,13 +200,13 @@ def test_eager_compiled_and_hand_tuned_side_by_side():
         helpers.load_trace(helpers.reference_trace_path(f"h200_mlp_{n}"), label=n)
         for n in ("eager", "compiled", "liger")
     ]
-    table = helpers.compare(*traces)
+    table = helpers.trace.compare.compare(*traces)
     kernels = table.xs("kernels", axis=1, level=1)
     assert kernels.loc["gemm"].tolist() == [3, 3, 3]
     assert kernels.loc["fused"].tolist() == [0, 1, 1] and kernels.loc["elementwise"].tolist() == [2, 0, 0]
     device = table.xs("device_us", axis=1, level=1)
     # the GEMMs are the same kernels in all three: their time agrees within a few percent
     assert device.loc["gemm"].max() / device.loc["gemm"].min() < 1.05
-    diff = helpers.compare_kernels(traces[0], traces[2])
+    diff = helpers.trace.compare_kernels(traces[0], traces[2])
     assert diff.loc[diff["status"] == "only b", "name"].tolist() == ["_geglu_tanh_forward_kernel"]
     assert set(diff.loc[diff["status"] == "both", "family"]) == {"gemm", "memset"}

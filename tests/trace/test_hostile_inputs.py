@@ -24,6 +24,7 @@ import pytest
 from support import data_file
 
 import helpers
+import helpers.trace.compare
 from helpers.trace import events as events_mod
 from helpers.trace import files as tracefile
 
@@ -49,7 +50,7 @@ def near_byte(err: BaseException) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def load(path, keep_document: bool, **kwargs) -> helpers.Trace:
+def load(path, keep_document: bool, **kwargs) -> helpers.trace.Trace:
     return helpers.load_trace(path, keep_document=keep_document, **kwargs)
 
 
@@ -205,7 +206,7 @@ def test_utf8_byte_order_mark_is_accepted_on_both_paths(tmp_path, keep_document)
 
 # --------------------------------------------------------------------------- 6-9. saving
 @pytest.fixture
-def trace() -> helpers.Trace:
+def trace() -> helpers.trace.Trace:
     return helpers.load_trace(data_file("h200_linear_bias.json.gz"), label="mine")
 
 
@@ -399,7 +400,7 @@ def test_a_kernel_with_an_empty_name_is_named_and_compare_works(tmp_path, keep_d
     (note,) = [n for n in trace.notes if "empty name" in n]
     assert note.startswith("1 events had an empty name") and "kernel event" in note
     assert (trace.kernels()["name"] == "(no name)").sum() == 1
-    table = helpers.compare(trace, helpers.load_trace(data_file("h200_mlp_eager.json.gz")))
+    table = helpers.trace.compare.compare(trace, helpers.load_trace(data_file("h200_mlp_eager.json.gz")))
     assert len(table) > 1
 
 

@@ -11,6 +11,7 @@ import pytest
 from support import data_file
 
 import helpers
+import helpers.trace.overlap
 
 RANK0 = "hta__timeline_analysis_sampled_rank-0.json.gz"
 RANK1 = "hta__trace_filter_sampled_rank-1.json.gz"
@@ -54,7 +55,7 @@ def test_a_merged_two_rank_trace_keeps_every_kernel_on_its_rank(tmp_path, renumb
     ]
     assert ids[0] & ids[1], "the two ranks reuse correlation ids: the case being tested"
     alone = [helpers.load_trace(data_file(f)) for f in (RANK0, RANK1)]
-    run = helpers.load_traces(merged(tmp_path, renumber_device))
+    run = helpers.trace.load_traces(merged(tmp_path, renumber_device))
     assert run.ranks == [0, 1]
     k = run.kernels()
     for rank, single in enumerate(alone):
@@ -69,7 +70,7 @@ def test_a_merged_two_rank_trace_keeps_every_kernel_on_its_rank(tmp_path, renumb
 
 def test_load_traces_gives_one_table_a_timeline_per_rank_and_the_slowest_rank(tmp_path):
     files = [data_file(RANK0), data_file(RANK1)]
-    run = helpers.load_traces(files)
+    run = helpers.trace.load_traces(files)
     k = run.kernels()
     counts = k.groupby("rank").size().to_dict()
     assert counts == {0: len(helpers.load_trace(files[0]).kernels()), 1: len(helpers.load_trace(files[1]).kernels())}
@@ -78,7 +79,7 @@ def test_load_traces_gives_one_table_a_timeline_per_rank_and_the_slowest_rank(tm
     folder.mkdir()
     for f in files:
         (folder / f.name).write_bytes(f.read_bytes())
-    assert helpers.load_traces(folder).kernels().groupby("rank").size().to_dict() == counts
+    assert helpers.trace.load_traces(folder).kernels().groupby("rank").size().to_dict() == counts
     # timeline: one group of lanes per rank, host threads before device streams inside each
     lanes = run.timeline().layout.meta["lanes"]
     ranks_in_order = [int(lane.split()[1]) for lane in lanes]
@@ -135,7 +136,7 @@ def test_overlap_equals_an_independent_interval_computation():
         "busy_us": sum(e - s for s, e in busy),
         "idle_us": (busy[-1][1] - busy[0][0]) - sum(e - s for s, e in busy),
     }
-    row = helpers.overlap(helpers.load_trace(data_file(NCCL))).iloc[0]
+    row = helpers.trace.overlap.overlap(helpers.load_trace(data_file(NCCL))).iloc[0]
     assert row["rank"] == 0 and row["gpu"] == "GPU 0"
     for key, value in expected.items():
         assert row[key] == pytest.approx(value, rel=1e-9, abs=1e-6), key
@@ -159,7 +160,7 @@ def test_idle_causes_against_the_launch_calls():
             cause = "unknown" if call is None else ("cpu-bound" if call["ts"] + call["dur"] > reach else "waiting")
             expected[cause] += e["ts"] - reach
         reach = max(reach, e["ts"] + e["dur"])
-    gaps = helpers.idle_gaps(helpers.load_trace(data_file(NCCL)))
+    gaps = helpers.trace.idle_gaps(helpers.load_trace(data_file(NCCL)))
     got = gaps.groupby("cause")["idle_us"].sum().to_dict()
     for cause, value in expected.items():
         assert got.get(cause, 0.0) == pytest.approx(value, rel=1e-9, abs=1e-6), cause
@@ -167,10 +168,10 @@ def test_idle_causes_against_the_launch_calls():
 
 
 def test_overlap_per_rank_and_step_on_a_run():
-    run = helpers.load_traces([data_file(RANK0), data_file(RANK1)])
-    table = helpers.overlap(run)
+    run = helpers.trace.load_traces([data_file(RANK0), data_file(RANK1)])
+    table = helpers.trace.overlap.overlap(run)
     assert list(table["rank"]) == [0, 1] and (table["communication_us"] > 0).all()
-    per_step = helpers.overlap(run, per_step=True)
+    per_step = helpers.trace.overlap.overlap(run, per_step=True)
     assert {551, 552} <= set(per_step["step"]) and set(per_step["rank"]) == {0, 1}
 
 
@@ -188,7 +189,9 @@ def test_achieved_tflops_of_the_h200_gemms():
         key = str(e["args"]["Input Dims"])
         flops, us = expected.get(key, (0, 0.0))
         expected[key] = (flops + 2 * m * n * k, us + kernel_us[e["args"]["External id"]])
-    table = helpers.achieved_flops(helpers.load_trace(data_file("h200_mlp_eager.json.gz"))).set_index("input_shapes")
+    table = helpers.trace.achieved_flops(helpers.load_trace(data_file("h200_mlp_eager.json.gz"))).set_index(
+        "input_shapes"
+    )
     assert set(table["op"]) == {"aten::mm"} and set(table["family"]) == {"gemm"}
     for shapes, (flops, us) in expected.items():
         assert table.loc[shapes, "tflops"] == pytest.approx(flops / us / 1e6)
@@ -234,7 +237,7 @@ def test_achieved_tflops_of_attention_and_convolution(tmp_path):
         "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4, false, false, cutlass::half_t>>()",
         10.0,
     )
-    row = helpers.achieved_flops(sdpa).iloc[0]
+    row = helpers.trace.achieved_flops(sdpa).iloc[0]
     qk, pv = 2 * b * h * lq * lk * e, 2 * b * h * lq * lk * e
     assert row["family"] == "attention" and row["tflops"] == pytest.approx((qk + pv) / 10.0 / 1e6)
     assert "causal" in row["note"]
@@ -247,17 +250,17 @@ def test_achieved_tflops_of_attention_and_convolution(tmp_path):
         4.0,
         concrete=["", "", "", "[2, 1]", "[1, 0]", "[1, 1]", "False", "[0, 0]", "1"],
     )
-    row = helpers.achieved_flops(conv).iloc[0]
+    row = helpers.trace.achieved_flops(conv).iloc[0]
     out_h, out_w = (33 + 2 * 1 - 5) // 2 + 1, (17 - 3) // 1 + 1
     assert row["gflop_per_call"] == pytest.approx(2 * 2 * 8 * out_h * out_w * 3 * 5 * 3 / 1e9)
     bare = _one_op_trace(tmp_path, "aten::convolution", [[2, 3, 33, 17], [8, 3, 5, 3], [8]], "x_kernel", 4.0)
-    row = helpers.achieved_flops(bare).iloc[0]
+    row = helpers.trace.achieved_flops(bare).iloc[0]
     assert row["tflops"] != row["tflops"] and "Concrete Inputs" in row["note"]  # NaN, and why
 
 
 def test_kernel_breakdown_by_family_and_library():
     trace = helpers.load_trace(data_file(NCCL))
-    table = helpers.kernel_breakdown(trace)
+    table = helpers.trace.kernel_breakdown(trace)
     work = [e for e in load_json(NCCL)["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     assert table["kernels"].sum() == len(work)
     assert table["device_us"].sum() == pytest.approx(sum(e["dur"] for e in work))
@@ -265,18 +268,18 @@ def test_kernel_breakdown_by_family_and_library():
     rows = table.set_index(["family", "source"])
     assert rows.loc[("communication", "nccl"), "example"].startswith("ncclKernel_AllReduce")
     assert ("convolution", "cudnn") in rows.index and ("unknown", "unknown") not in rows.index
-    run = helpers.load_traces([data_file(RANK0), data_file(RANK1)])
-    per_rank = helpers.kernel_breakdown(run)
+    run = helpers.trace.load_traces([data_file(RANK0), data_file(RANK1)])
+    per_rank = helpers.trace.kernel_breakdown(run)
     assert per_rank.groupby("rank")["pct"].sum().round(6).tolist() == [100.0, 100.0]
 
 
 def test_rank_summary_adds_up_the_gpus_and_the_steps():
-    run = helpers.load_traces([data_file(RANK0), data_file(RANK1)])
-    summary = helpers.rank_summary(run).set_index("rank")
-    per_gpu = helpers.overlap(run).groupby("rank")["communication_us"].sum()
+    run = helpers.trace.load_traces([data_file(RANK0), data_file(RANK1)])
+    summary = helpers.trace.rank_summary(run).set_index("rank")
+    per_gpu = helpers.trace.overlap.overlap(run).groupby("rank")["communication_us"].sum()
     assert summary["communication_us"].to_dict() == pytest.approx(per_gpu.to_dict())
     steps = run.step_times()
     assert summary["slowest_in_steps"].sum() == len(steps)
     assert summary.loc[1, "mean_step_us"] == pytest.approx(steps["rank 1"].mean())
     with pytest.raises(TypeError, match="load_traces"):
-        helpers.rank_summary(helpers.load_trace(data_file(NCCL)))
+        helpers.trace.rank_summary(helpers.load_trace(data_file(NCCL)))

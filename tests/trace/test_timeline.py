@@ -7,21 +7,22 @@ from support import data_file
 from test_trace_scale import tile_document
 
 import helpers
+import helpers.trace.model
 from helpers.trace import files as tracefile
 from helpers.trace import saving
 from helpers.trace import timeline as timeline_mod
 
 
 @pytest.fixture(scope="module")
-def big_trace() -> helpers.Trace:
+def big_trace() -> helpers.trace.Trace:
     """The H200 eager MLP tiled 600 times: ~80,000 events, 1,800 profiler steps."""
     doc = tile_document(tracefile.read_document(data_file("h200_mlp_eager.json.gz")), copies=600)
-    info = helpers.TraceInfo(label="tiled", source="file", device="NVIDIA H200")
-    return helpers.Trace(doc, info, keep_document=False)
+    info = helpers.trace.model.TraceInfo(label="tiled", source="file", device="NVIDIA H200")
+    return helpers.trace.Trace(doc, info, keep_document=False)
 
 
 @pytest.fixture(scope="module")
-def h200_eager() -> helpers.Trace:
+def h200_eager() -> helpers.trace.Trace:
     return helpers.load_trace(data_file("h200_mlp_eager.json.gz"))
 
 

@@ -17,6 +17,7 @@ import pytest
 from support import data_file
 
 import helpers
+import helpers.trace.compare
 from helpers.trace import files as tracefile
 
 OLD = "kineto__plugin_samples_resnet50_num_workers_0_worker0.pt.trace.json.gz"
@@ -37,7 +38,7 @@ def write(tmp_path, doc, name="t.json.gz"):
 
 
 @pytest.fixture(scope="module")
-def old() -> helpers.Trace:
+def old() -> helpers.trace.Trace:
     return helpers.load_trace(data_file(OLD))
 
 
@@ -52,7 +53,7 @@ def test_torch_1_8_format_gives_real_tables(old):
     assert old.steps == [5, 6, 7, 8, 9, 10]
     ops = old.ops().set_index("name")
     assert ops.loc["aten::cudnn_convolution", "device_total_us"] > 0
-    table = helpers.compare(old)
+    table = helpers.trace.compare.compare(old)
     assert table.loc["convolution", (table.columns[0][0], "kernels")] > 0
     assert any("Operator -> cpu_op" in n and "Kernel -> kernel" in n for n in old.notes)
     assert old.events["cat"].isin(["Operator", "Kernel", "Runtime"]).sum() == 0
@@ -110,7 +111,7 @@ def test_mtia_trace_gives_real_tables():
 def test_a_trace_without_kernel_timings_says_what_it_holds():
     trace = helpers.load_trace(data_file(CUPTI))
     ranges = sum(1 for e in raw_events(CUPTI) if e.get("cat") == "cuda_profiler_range")
-    with pytest.raises(helpers.NoKernelsError, match=rf"{ranges} 'cuda_profiler_range' events .*replay"):
+    with pytest.raises(helpers.trace.NoKernelsError, match=rf"{ranges} 'cuda_profiler_range' events .*replay"):
         trace.kernels()
     assert trace.kernels(allow_empty=True).empty
 
@@ -149,7 +150,7 @@ def test_graph_replay_counts_one_launch_call(tmp_path):
     }
     doc["traceEvents"] = [e for e in events if e not in inside] + [launch]
     trace = helpers.load_trace(write(tmp_path, doc))
-    by_step = helpers.compare(trace, by="step")
+    by_step = helpers.trace.compare.compare(trace, by="step")
     label = by_step.columns[0][0]
     assert by_step.loc[2, (label, "launches")] == 1
     assert by_step.loc[2, (label, "kernels")] == len(kernels)

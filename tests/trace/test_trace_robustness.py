@@ -37,7 +37,7 @@ def write(tmp_path, doc, name="t.json", gz=False, indent=False) -> str:
     return str(path)
 
 
-def kernel_links(trace: helpers.Trace) -> pd.DataFrame:
+def kernel_links(trace: helpers.trace.Trace) -> pd.DataFrame:
     return trace.kernels()[["name", "step", "launched_by", "launch_call"]]
 
 
@@ -178,7 +178,7 @@ def test_cpu_trace_declaring_gpus_draws_no_gpu_lanes(tmp_path, linear_trace):
     fig = trace.timeline()
     assert fig.layout.meta["lanes"] == trace.host_lanes
     assert not any(lane.startswith("GPU") for lane in fig.layout.meta["lanes"])
-    with pytest.raises(helpers.NoKernelsError, match="CPU-only run"):
+    with pytest.raises(helpers.trace.NoKernelsError, match="CPU-only run"):
         trace.kernels()
 
 

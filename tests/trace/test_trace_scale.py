@@ -16,6 +16,7 @@ import pytest
 from support import data_file
 
 import helpers
+import helpers.trace.compare
 from helpers.trace import events as events_mod
 from helpers.trace import files as tracefile
 
@@ -94,7 +95,7 @@ def test_every_copy_keeps_its_links(tiled_file):
 def test_compare_on_the_tiled_trace_matches_one_copy(tiled_file):
     big = helpers.load_trace(tiled_file, keep_document=False, label="big")
     one = helpers.load_trace(data_file("h200_mlp_eager.json.gz"), label="one")
-    table = helpers.compare(big, one)
+    table = helpers.trace.compare.compare(big, one)
     np.testing.assert_allclose(table[("big", "kernels")], table[("one", "kernels")])
     np.testing.assert_allclose(table[("big", "device_us")], table[("one", "device_us")], rtol=1e-9)
 
@@ -106,7 +107,7 @@ def test_reading_traces_does_not_import_torch():
 
     code = (
         "import sys, helpers; t = helpers.load_trace(sys.argv[1]); t.kernels(); t.ops(); "
-        "helpers.compare(t, t); print('torch' in sys.modules)"
+        "helpers.trace.compare.compare(t, t); print('torch' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(data_file("h200_mlp_eager.json.gz"))],
