@@ -78,6 +78,8 @@ What is documented and what is inferred
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
@@ -87,16 +89,25 @@ from .aten import parse_aten
 from .attention import parse_attention
 from .communication import parse_custom_collective, parse_nccl
 from .cudnn import parse_cudnn
-from .extensions import parse_by_words, parse_extensions
+from .extensions import parse_extensions
+from .inference import enrich, parse_by_tokens, parse_moe_context
 from .inductor import parse_cpp_inductor, parse_triton_inductor
 from .libraries import parse_liger, parse_memory, parse_registered
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
 from .rocm import parse_rocm
 
-__all__ = ["decode_kernel", "decode_kernels", "register_kernel_names", "FAMILIES", "FIELDS", "MAX_NAME_CHARS"]
+__all__ = [
+    "decode_kernel",
+    "decode_kernels",
+    "register_kernel_names",
+    "FAMILIES",
+    "FIELDS",
+    "MAX_NAME_CHARS",
+    "READ_CHARS",
+]
 
-# What a kernel is for, as a user compares traces by. `other` is a kernel whose job is known (a
-# sort, an embedding lookup: see `op`) but is none of the others; `unknown` says nothing is known.
+# What a kernel is for, as a user compares traces by. `other` is a kernel whose job is known (an
+# upsampling, an RNN cell: see `op`) but is none of the others; `unknown` says nothing is known.
 FAMILIES: tuple[str, ...] = (
     "gemm",
     "convolution",
@@ -109,12 +120,22 @@ FAMILIES: tuple[str, ...] = (
     "fused",
     "memset",
     "copy",
+    "embedding",
+    "sort",
+    "moe-routing",
+    "quantize",
     "other",
     "unknown",
 )
 # Longer names are not read (the longest real C++ kernel names, CUTLASS 3 / CuTe templates, are
 # around 10-20 thousand characters): a name past this is reported as too long to decode.
 MAX_NAME_CHARS = 32_768
+# A name longer than this is read from its first READ_CHARS characters: a C++ name keeps its
+# function, namespaces and outer template arguments there, and reading 30k characters with every
+# library's patterns costs tens of milliseconds a name. The summary says when a name was cut.
+READ_CHARS = 4_096
+# Distinct names decoded and kept (a trace has a few hundred to a few thousand distinct names).
+_CACHE_NAMES = 8_192
 
 # Keys in the order a table shows them; the optional ones are absent unless the name says them.
 _CORE_HEAD = ("name", "short_name", "family", "source")
@@ -124,6 +145,8 @@ _OPTIONAL = (
     "tile",
     "dtype",
     "out_dtype",
+    "scale_dtype",
+    "scale_layout",
     "accumulate",
     "stages",
     "instruction",
@@ -173,10 +196,11 @@ _PARSERS = (
     parse_cpp_inductor,
     parse_liger,
     parse_registered,
+    parse_moe_context,
     parse_extensions,
     parse_aten,
     parse_custom_collective,
-    parse_by_words,
+    parse_by_tokens,
 )
 
 
@@ -185,6 +209,7 @@ def decode_kernel(name: str) -> dict[str, Any]:
 
     Raises TypeError for a non-string and ValueError for an empty or blank string. Unknown names
     are not an error: they come back as family "unknown", source "unknown", with no other field.
+    Each distinct name is decoded once and cached; the dict returned is the caller's own copy.
     """
     if not isinstance(name, str):
         raise TypeError(f"decode_kernel expects a kernel name as str, got {type(name).__name__}: {name!r}")
@@ -193,11 +218,20 @@ def decode_kernel(name: str) -> dict[str, Any]:
         raise ValueError("decode_kernel got an empty kernel name")
     if len(text) > MAX_NAME_CHARS:
         return _finish(text, _too_long(len(text)))
-    for parser in _PARSERS:
-        fields = parser(text)
-        if fields is not None:
-            return _finish(text, fields)
-    return _finish(text, _unknown())
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in _decode_cached(text).items()}
+
+
+@lru_cache(maxsize=_CACHE_NAMES)
+def _decode_cached(text: str) -> MappingProxyType:
+    """The decoding of one stripped name, read-only (lists stored as tuples) so no caller can change the cache."""
+    read = text[:READ_CHARS]
+    fields = next((f for parser in _PARSERS if (f := parser(read)) is not None), None)
+    fields = _unknown() if fields is None else enrich(read, fields)
+    if len(text) > READ_CHARS:
+        fields = {**fields, "summary": f"{fields['summary']} (Only the first {READ_CHARS:,} of {len(text):,} "
+                  "characters were read.)"}
+    out = _finish(text, fields)
+    return MappingProxyType({k: tuple(v) if isinstance(v, list) else v for k, v in out.items()})
 
 
 def decode_kernels(names: Iterable[str]) -> pd.DataFrame:

@@ -86,10 +86,11 @@ _WORD_FAMILIES = (
     (r"gemm|moe|(?<![a-z])mm_|(?<![a-z])wv_splitk|gemv", "gemm"),
     (r"rmsnorm|layernorm|layer_norm|rms_norm|groupnorm|batchnorm|norm2d", "normalization"),
     (r"softmax", "softmax"),
-    (r"topk|sort", "other"),
+    (r"topk|sort", "sort"),
     (r"reduce|reduction", "reduction"),
     (r"transpose|permute|copy", "copy"),
-    (r"elementwise|rope|quant|activation|silu|gelu|(?<![a-z])(?:add|mul)(?![a-z])", "elementwise"),
+    (r"quant", "quantize"),
+    (r"elementwise|rope|activation|silu|gelu|(?<![a-z])(?:add|mul)(?![a-z])", "elementwise"),
 )
 
 
@@ -187,7 +188,7 @@ def parse_rocm_runtime(text: str) -> dict[str, Any] | None:
         }
     m = re.search(r"\brocprim::\w*?(sort|scan|reduce|select|histogram|transform|merge)\w*", text)
     if m:
-        family = {"sort": "other", "scan": "reduction", "reduce": "reduction", "transform": "elementwise"}.get(
+        family = {"sort": "sort", "select": "sort", "histogram": "sort", "scan": "reduction", "reduce": "reduction", "transform": "elementwise"}.get(
             m.group(1), "other"
         )
         return {
