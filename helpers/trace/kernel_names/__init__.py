@@ -90,8 +90,8 @@ from .attention import parse_attention
 from .communication import parse_custom_collective, parse_nccl
 from .cudnn import parse_cudnn
 from .extensions import parse_extensions
-from .inference import enrich, parse_by_tokens, parse_moe_context
 from .inductor import parse_cpp_inductor, parse_triton_inductor
+from .inference import enrich, parse_by_tokens, parse_moe_context
 from .libraries import parse_liger, parse_memory, parse_registered
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
 from .rocm import parse_rocm
@@ -130,10 +130,10 @@ FAMILIES: tuple[str, ...] = (
 # Longer names are not read (the longest real C++ kernel names, CUTLASS 3 / CuTe templates, are
 # around 10-20 thousand characters): a name past this is reported as too long to decode.
 MAX_NAME_CHARS = 32_768
-# A name longer than this is read from its first READ_CHARS characters: a C++ name keeps its
-# function, namespaces and outer template arguments there, and reading 30k characters with every
-# library's patterns costs tens of milliseconds a name. The summary says when a name was cut.
-READ_CHARS = 4_096
+# Only the first READ_CHARS characters of a name are read: a C++ name keeps its function,
+# namespaces and outer template arguments there, and reading 30k characters with every library's
+# patterns costs tens of milliseconds a name. The summary says when a name was cut.
+READ_CHARS = 1_024
 # Distinct names decoded and kept (a trace has a few hundred to a few thousand distinct names).
 _CACHE_NAMES = 8_192
 
@@ -228,8 +228,8 @@ def _decode_cached(text: str) -> MappingProxyType:
     fields = next((f for parser in _PARSERS if (f := parser(read)) is not None), None)
     fields = _unknown() if fields is None else enrich(read, fields)
     if len(text) > READ_CHARS:
-        fields = {**fields, "summary": f"{fields['summary']} (Only the first {READ_CHARS:,} of {len(text):,} "
-                  "characters were read.)"}
+        cut = f" Only the first {READ_CHARS:,} of its {len(text):,} characters were read."
+        fields = {**fields, "summary": fields["summary"] + cut}
     out = _finish(text, fields)
     return MappingProxyType({k: tuple(v) if isinstance(v, list) else v for k, v in out.items()})
 

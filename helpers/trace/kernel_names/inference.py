@@ -14,7 +14,21 @@ from .common import namespaces
 from .tokens import gated_ops, infer_family, name_words, read_arch, read_scale_layout, read_types
 
 # Namespaces that name a project (a fact, unlike the family read from words)
-_ANONYMOUS = ("", "{anon}", "std", "void", "at", "c10", "detail", "internal", "kernels", "kernel", "native", "moe", "dev")
+_ANONYMOUS = (
+    "",
+    "{anon}",
+    "std",
+    "void",
+    "at",
+    "c10",
+    "detail",
+    "internal",
+    "kernels",
+    "kernel",
+    "native",
+    "moe",
+    "dev",
+)
 # Words that put a name in a mixture-of-experts context: such names are read by words before the
 # ATen and extension readers, which would otherwise take `count_and_sort_expert_tokens` for a sort
 _MOE_CONTEXT = re.compile(
@@ -50,8 +64,7 @@ def parse_by_tokens(text: str) -> dict[str, Any] | None:
         info["inferred"].append("op")
     label = _FAMILY_TEXT.get(family, family)
     info["summary"] = (
-        f"A kernel no known library claims; its name reads as {label} (a guess from the words in the name, "
-        "not a fact)."
+        f"A kernel no known library claims; its name reads as {label} (a guess from the words in the name, not a fact)."
     )
     info["explain"] = (
         f"Read from the words of the name: {what}. The table of words and the order in which they are "

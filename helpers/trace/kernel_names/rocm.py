@@ -188,9 +188,14 @@ def parse_rocm_runtime(text: str) -> dict[str, Any] | None:
         }
     m = re.search(r"\brocprim::\w*?(sort|scan|reduce|select|histogram|transform|merge)\w*", text)
     if m:
-        family = {"sort": "sort", "select": "sort", "histogram": "sort", "scan": "reduction", "reduce": "reduction", "transform": "elementwise"}.get(
-            m.group(1), "other"
-        )
+        family = {
+            "sort": "sort",
+            "select": "sort",
+            "histogram": "sort",
+            "scan": "reduction",
+            "reduce": "reduction",
+            "transform": "elementwise",
+        }.get(m.group(1), "other")
         return {
             "family": family,
             "source": "rocprim",

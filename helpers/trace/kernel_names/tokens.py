@@ -45,6 +45,7 @@ MXFP4: E8M0 block scales per 32 elements) and NVIDIA's NVFP4 (E2M1 with UE4M3 sc
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .common import mangled_words, split_signature
 
@@ -53,6 +54,7 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 T = "[a-z0-9]"  # one character of a word (words are joined by "_" in the flat form)
 
 
+@lru_cache(maxsize=16)
 def flat_words(text: str) -> str:
     """'vllm::moe::topkGatingSoftmax<8>' -> '_vllm_moe_topk_gating_softmax_8_': lower-case words joined by '_'.
 
@@ -76,6 +78,7 @@ def _w(alternatives: str) -> re.Pattern[str]:
     return re.compile(rf"_(?:{alternatives})(?=_)")
 
 
+@lru_cache(maxsize=16)
 def name_words(text: str) -> tuple[str, str]:
     """(words of the qualified function name, words of everything else), both in the flat form.
 
@@ -158,7 +161,9 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "quantize",
         None,
-        _w(rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"),
+        _w(
+            rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"
+        ),
         None,
         "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8)",
     ),
@@ -305,26 +310,30 @@ _SCALE_LAYOUTS = (
 # CUDA's vector types (int4 = four ints, float4 = four floats) share spellings with 4-bit types:
 # in template arguments and parameters (`int4*`) they are vector types, never read as dtypes.
 _VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("int", "uint", "float", "char", "uchar", "short", "half") for n in (2, 4))
+_WHOLE_RE = re.compile(r"(?<![a-z0-9])(?:" + "|".join(_TYPES_WHOLE) + r"|[a-z]*[24])(?![a-z0-9])")
+_TYPE_OF = dict(_TYPES_IN_CHUNK)
 
 
 def read_types(text: str) -> tuple[str | None, str | None]:
     """(element dtype, block-scale dtype) written in a name, each None when the name says none."""
-    qual, _ = split_signature(text)
-    own = [c.lower() for c in _CHUNK.findall(qual)]
-    rest = [c.lower() for c in _CHUNK.findall(text[len(qual) :] if text.startswith(qual) else text)]
-    chunks = own + [c for c in rest if c not in _VECTOR_TYPES]
+    low = text.lower()
+    qual_end = len(split_signature(text)[0]) + (5 if low.startswith("void ") else 0)
+    vectors = {
+        m.start() for m in _WHOLE_RE.finditer(low, qual_end) if m.group(0) in _VECTOR_TYPES
+    }  # positions of `int4` and friends outside the function's own name
     found: list[str] = []
     scale = None
-    for chunk in chunks:
-        if chunk in _TYPES_WHOLE:
-            found.append(_TYPES_WHOLE[chunk])
+    for m in _WHOLE_RE.finditer(low):
+        if m.group(0) in _TYPES_WHOLE:
+            found.append(_TYPES_WHOLE[m.group(0)])
+    for m in _TYPE_RE.finditer(low):
+        word = m.group(0)
+        if m.start() in vectors:
             continue
-        for m in _TYPE_RE.finditer(chunk):
-            word = m.group(0)
-            if word in _SCALES:
-                scale = scale or ("ue8m0" if word == "e8m0" else word)
-            else:
-                found.append(dict(_TYPES_IN_CHUNK)[word])
+        if word in _SCALES:
+            scale = scale or ("ue8m0" if word == "e8m0" else word)
+        else:
+            found.append(_TYPE_OF[word])
     if not found:
         return None, scale
     best = min(found, key=lambda s: _RANK.get(s, len(_RANK)))
@@ -343,7 +352,7 @@ def read_arch(text: str) -> str | None:
 
 def read_scale_layout(text: str) -> str | None:
     """How a low-precision GEMM or quantizer scales its operands, when the name says (block-scaled, 1d2d ...)."""
-    words = flat_words(text)
+    words = "".join(name_words(text))
     for pattern, layout in _SCALE_LAYOUTS:
         if re.search(pattern, words):
             return layout
