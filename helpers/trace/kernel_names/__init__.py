@@ -91,7 +91,7 @@ from .communication import parse_custom_collective, parse_nccl
 from .cudnn import parse_cudnn
 from .extensions import parse_extensions
 from .inductor import parse_cpp_inductor, parse_triton_inductor
-from .inference import enrich, parse_by_tokens, parse_moe_context
+from .inference import enrich, fill_family, parse_by_tokens, parse_moe_context
 from .libraries import parse_liger, parse_memory, parse_registered
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
 from .rocm import parse_rocm
@@ -133,7 +133,7 @@ MAX_NAME_CHARS = 32_768
 # Only the first READ_CHARS characters of a name are read: a C++ name keeps its function,
 # namespaces and outer template arguments there, and reading 30k characters with every library's
 # patterns costs tens of milliseconds a name. The summary says when a name was cut.
-READ_CHARS = 1_024
+READ_CHARS = 512
 # Distinct names decoded and kept (a trace has a few hundred to a few thousand distinct names).
 _CACHE_NAMES = 8_192
 
@@ -226,7 +226,7 @@ def _decode_cached(text: str) -> MappingProxyType:
     """The decoding of one stripped name, read-only (lists stored as tuples) so no caller can change the cache."""
     read = text[:READ_CHARS]
     fields = next((f for parser in _PARSERS if (f := parser(read)) is not None), None)
-    fields = _unknown() if fields is None else enrich(read, fields)
+    fields = _unknown() if fields is None else enrich(read, fill_family(read, fields))
     if len(text) > READ_CHARS:
         cut = f" Only the first {READ_CHARS:,} of its {len(text):,} characters were read."
         fields = {**fields, "summary": fields["summary"] + cut}

@@ -83,6 +83,23 @@ def parse_moe_context(text: str) -> dict[str, Any] | None:
     return parse_by_tokens(text)
 
 
+def fill_family(text: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A library's kernel whose job its reader did not know (family unknown): the family from the words, inferred."""
+    if fields.get("family") != "unknown" or fields.get("source", "unknown") == "unknown":
+        return fields
+    found = infer_family(text)
+    if found is None:
+        return fields
+    family, _, what = found
+    return {
+        **fields,
+        "family": family,
+        "inferred": [*fields.get("inferred", []), "family"],
+        "summary": f"{fields['summary'].rstrip('.')}; its name reads as {_FAMILY_TEXT.get(family, family)} "
+        f"(a guess from the words: {what}).",
+    }
+
+
 # families whose dtype and architecture matter for a roofline: read them from the name when the
 # library's own reader did not
 _ENRICHED = ("gemm", "attention", "quantize", "moe-routing")
