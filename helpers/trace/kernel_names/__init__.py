@@ -9,6 +9,8 @@ The rule: never show a guess as fact.
 
 * Core keys, always present: `name`, `short_name`, `family` (see `FAMILIES`: gemm, convolution,
   attention, communication, normalization, softmax, reduction, elementwise, fused, memset, copy,
+  embedding, sort (sort, top-k, histogram, selection), moe-routing (router, gating, align,
+  permute/unpermute, expand/finalize), quantize (quantize, dequantize, casts to FP8/FP4/int8),
   other = a known job that is none of these, named in `op`; unknown), `source` (the library:
   cublas-nvjet / cutlass / cublas-ampere (and cublas-volta ...) / cublas-xmma / cublas / cudnn /
   nccl / flash-attn / pytorch-flash / pytorch-mem-efficient / xformers-cutlass / triton-inductor /
@@ -25,6 +27,8 @@ The rule: never show a guess as fact.
   (forward / backward passes of convolutions and attention), `head_dim`. In `decode_kernels` an
   absent key is a missing value (None/NaN).
   `bias` is only ever True: a name without a bias token does not prove the GEMM has no bias.
+  `scale_dtype` (ue8m0 / ue4m3 block scales) and `scale_layout` (block-scaled, 1d2d, blockwise,
+  rowwise, per-token-group, per-tensor ...) describe low-precision GEMMs and quantizers.
 * `inferred` lists keys whose *meaning* comes from analogy rather than from a documented naming
   scheme or a library's own source: `family` when it is read from words in the name (a cuDNN
   `scudnn` kernel is a convolution; `_my_attn_fwd` reads as attention), `source` when a library is
@@ -32,8 +36,24 @@ The rule: never show a guess as fact.
   other key at all. A name longer than `MAX_NAME_CHARS` is not read ("too long to decode").
 * Modules, one per group of libraries: `nvidia_gemm` (cuBLAS, CUTLASS), `cudnn`, `communication`
   (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`, `aten`, `extensions` (FBGEMM, CUB, Apex,
-  Transformer Engine, and the last-resort reading of words), `libraries` (memcpy/memset, Liger,
-  names a project registers for its own kernels).
+  Transformer Engine), `libraries` (memcpy/memset, Liger, names a project registers for its own
+  kernels), `tokens` and `inference` (the reading from words, dtype, architecture, scale layout).
+
+Names no library claims: the reading from words
+-----------------------------------------------
+The last reader (:mod:`.inference`, table in :mod:`.tokens`) splits a name into words (namespaces,
+template arguments, snake_case, camelCase, digits) and takes the family of the first rule that
+matches: convolution, attention, GEMM, communication, normalization, gated activation (`fused`),
+quantize, MoE routing, softmax, embedding, sampling, sort, optimizer (elementwise), reduction,
+elementwise, copy. The order settles overlaps: an `fp8_gemm` or a `w8a8` matmul is a GEMM whose
+dtype is FP8, a norm with a fused quantization a norm, `topkGatingSoftmax` MoE routing,
+`dispatch`/`combine` communication only beside an expert-parallel word. The family (and `op`,
+`fused_ops`) is always in `inferred`. Names that speak of experts or routing are read this way
+before the ATen and FBGEMM readers; a library kernel whose reader knew no job gets its family from
+words (inferred); GEMM, attention, quantize and MoE kernels, and every reading from words, get the
+`dtype`, `arch` (sm80 ... sm120, gfx90a/gfx942/gfx950) and scale fields a name writes, inferred.
+Decodings are cached per distinct name (callers get a copy); only the first `READ_CHARS`
+characters of a name are read (the summary says so when a name is longer).
 
 What is documented and what is inferred
 ----------------------------------------
