@@ -182,13 +182,13 @@ REAL_NAMES = [
     (
         "void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false, long, 2ul, 32ul>"
         "(at::GenericPackedTensorAccessor<c10::Half, 1ul, at::RestrictPtrTraits, long>)",
-        "other",
+        "embedding",
         "fbgemm",
     ),
     (
         "void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800, false, long, int, "
         "int, int>(int*, int*, int*, int const*, long*, long const*, int*, int const*, int, int, int)",
-        "other",
+        "sort",
         "cub",
     ),
 ]

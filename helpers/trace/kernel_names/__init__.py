@@ -9,6 +9,8 @@ The rule: never show a guess as fact.
 
 * Core keys, always present: `name`, `short_name`, `family` (see `FAMILIES`: gemm, convolution,
   attention, communication, normalization, softmax, reduction, elementwise, fused, memset, copy,
+  embedding, sort (sort, top-k, histogram, selection), moe-routing (router, gating, align,
+  permute/unpermute, expand/finalize), quantize (quantize, dequantize, casts to FP8/FP4/int8),
   other = a known job that is none of these, named in `op`; unknown), `source` (the library:
   cublas-nvjet / cutlass / cublas-ampere (and cublas-volta ...) / cublas-xmma / cublas / cudnn /
   nccl / flash-attn / pytorch-flash / pytorch-mem-efficient / xformers-cutlass / triton-inductor /
@@ -25,6 +27,8 @@ The rule: never show a guess as fact.
   (forward / backward passes of convolutions and attention), `head_dim`. In `decode_kernels` an
   absent key is a missing value (None/NaN).
   `bias` is only ever True: a name without a bias token does not prove the GEMM has no bias.
+  `scale_dtype` (ue8m0 / ue4m3 block scales) and `scale_layout` (block-scaled, 1d2d, blockwise,
+  rowwise, per-token-group, per-tensor ...) describe low-precision GEMMs and quantizers.
 * `inferred` lists keys whose *meaning* comes from analogy rather than from a documented naming
   scheme or a library's own source: `family` when it is read from words in the name (a cuDNN
   `scudnn` kernel is a convolution; `_my_attn_fwd` reads as attention), `source` when a library is
@@ -32,8 +36,24 @@ The rule: never show a guess as fact.
   other key at all. A name longer than `MAX_NAME_CHARS` is not read ("too long to decode").
 * Modules, one per group of libraries: `nvidia_gemm` (cuBLAS, CUTLASS), `cudnn`, `communication`
   (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`, `aten`, `extensions` (FBGEMM, CUB, Apex,
-  Transformer Engine, and the last-resort reading of words), `libraries` (memcpy/memset, Liger,
-  names a project registers for its own kernels).
+  Transformer Engine), `libraries` (memcpy/memset, Liger, names a project registers for its own
+  kernels), `tokens` and `inference` (the reading from words, dtype, architecture, scale layout).
+
+Names no library claims: the reading from words
+-----------------------------------------------
+The last reader (:mod:`.inference`, table in :mod:`.tokens`) splits a name into words (namespaces,
+template arguments, snake_case, camelCase, digits) and takes the family of the first rule that
+matches: convolution, attention, GEMM, communication, normalization, gated activation (`fused`),
+quantize, MoE routing, softmax, embedding, sampling, sort, optimizer (elementwise), reduction,
+elementwise, copy. The order settles overlaps: an `fp8_gemm` or a `w8a8` matmul is a GEMM whose
+dtype is FP8, a norm with a fused quantization a norm, `topkGatingSoftmax` MoE routing,
+`dispatch`/`combine` communication only beside an expert-parallel word. The family (and `op`,
+`fused_ops`) is always in `inferred`. Names that speak of experts or routing are read this way
+before the ATen and FBGEMM readers; a library kernel whose reader knew no job gets its family from
+words (inferred); GEMM, attention, quantize and MoE kernels, and every reading from words, get the
+`dtype`, `arch` (sm80 ... sm120, gfx90a/gfx942/gfx950) and scale fields a name writes, inferred.
+Decodings are cached per distinct name (callers get a copy); only the first `READ_CHARS`
+characters of a name are read (the summary says so when a name is longer).
 
 What is documented and what is inferred
 ----------------------------------------
@@ -78,6 +98,8 @@ What is documented and what is inferred
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
@@ -87,16 +109,25 @@ from .aten import parse_aten
 from .attention import parse_attention
 from .communication import parse_custom_collective, parse_nccl
 from .cudnn import parse_cudnn
-from .extensions import parse_by_words, parse_extensions
+from .extensions import parse_extensions
 from .inductor import parse_cpp_inductor, parse_triton_inductor
+from .inference import enrich, fill_family, parse_by_tokens, parse_moe_context
 from .libraries import parse_liger, parse_memory, parse_registered
 from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
 from .rocm import parse_rocm
 
-__all__ = ["decode_kernel", "decode_kernels", "register_kernel_names", "FAMILIES", "FIELDS", "MAX_NAME_CHARS"]
+__all__ = [
+    "decode_kernel",
+    "decode_kernels",
+    "register_kernel_names",
+    "FAMILIES",
+    "FIELDS",
+    "MAX_NAME_CHARS",
+    "READ_CHARS",
+]
 
-# What a kernel is for, as a user compares traces by. `other` is a kernel whose job is known (a
-# sort, an embedding lookup: see `op`) but is none of the others; `unknown` says nothing is known.
+# What a kernel is for, as a user compares traces by. `other` is a kernel whose job is known (an
+# upsampling, an RNN cell: see `op`) but is none of the others; `unknown` says nothing is known.
 FAMILIES: tuple[str, ...] = (
     "gemm",
     "convolution",
@@ -109,12 +140,22 @@ FAMILIES: tuple[str, ...] = (
     "fused",
     "memset",
     "copy",
+    "embedding",
+    "sort",
+    "moe-routing",
+    "quantize",
     "other",
     "unknown",
 )
 # Longer names are not read (the longest real C++ kernel names, CUTLASS 3 / CuTe templates, are
 # around 10-20 thousand characters): a name past this is reported as too long to decode.
 MAX_NAME_CHARS = 32_768
+# Only the first READ_CHARS characters of a name are read: a C++ name keeps its function,
+# namespaces and outer template arguments there, and reading 30k characters with every library's
+# patterns costs tens of milliseconds a name. The summary says when a name was cut.
+READ_CHARS = 512
+# Distinct names decoded and kept (a trace has a few hundred to a few thousand distinct names).
+_CACHE_NAMES = 8_192
 
 # Keys in the order a table shows them; the optional ones are absent unless the name says them.
 _CORE_HEAD = ("name", "short_name", "family", "source")
@@ -124,6 +165,8 @@ _OPTIONAL = (
     "tile",
     "dtype",
     "out_dtype",
+    "scale_dtype",
+    "scale_layout",
     "accumulate",
     "stages",
     "instruction",
@@ -173,10 +216,11 @@ _PARSERS = (
     parse_cpp_inductor,
     parse_liger,
     parse_registered,
+    parse_moe_context,
     parse_extensions,
     parse_aten,
     parse_custom_collective,
-    parse_by_words,
+    parse_by_tokens,
 )
 
 
@@ -185,6 +229,7 @@ def decode_kernel(name: str) -> dict[str, Any]:
 
     Raises TypeError for a non-string and ValueError for an empty or blank string. Unknown names
     are not an error: they come back as family "unknown", source "unknown", with no other field.
+    Each distinct name is decoded once and cached; the dict returned is the caller's own copy.
     """
     if not isinstance(name, str):
         raise TypeError(f"decode_kernel expects a kernel name as str, got {type(name).__name__}: {name!r}")
@@ -193,11 +238,20 @@ def decode_kernel(name: str) -> dict[str, Any]:
         raise ValueError("decode_kernel got an empty kernel name")
     if len(text) > MAX_NAME_CHARS:
         return _finish(text, _too_long(len(text)))
-    for parser in _PARSERS:
-        fields = parser(text)
-        if fields is not None:
-            return _finish(text, fields)
-    return _finish(text, _unknown())
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in _decode_cached(text).items()}
+
+
+@lru_cache(maxsize=_CACHE_NAMES)
+def _decode_cached(text: str) -> MappingProxyType:
+    """The decoding of one stripped name, read-only (lists stored as tuples) so no caller can change the cache."""
+    read = text[:READ_CHARS]
+    fields = next((f for parser in _PARSERS if (f := parser(read)) is not None), None)
+    fields = _unknown() if fields is None else enrich(read, fill_family(read, fields))
+    if len(text) > READ_CHARS:
+        cut = f" Only the first {READ_CHARS:,} of its {len(text):,} characters were read."
+        fields = {**fields, "summary": fields["summary"] + cut}
+    out = _finish(text, fields)
+    return MappingProxyType({k: tuple(v) if isinstance(v, list) else v for k, v in out.items()})
 
 
 def decode_kernels(names: Iterable[str]) -> pd.DataFrame:

@@ -43,11 +43,11 @@ NAMED_KERNELS = (
     (r"scan|cumsum|cumprod", "reduction", "scan"),
     (
         r"embedding|EmbeddingBag|krn_partials_per_segment|partial_segment|compute_grad_weight|sum_and_scatter",
-        "other",
+        "embedding",
         "embedding",
     ),
-    (r"searchsorted|bucketize", "other", "searchsorted"),
-    (r"[Ss]ort|bitonic|radixSelect|gatherTopK|[Tt]op[Kk]|KthValue|KthCounts|segment_kernel", "other", "sort"),
+    (r"searchsorted|bucketize", "sort", "searchsorted"),
+    (r"[Ss]ort|bitonic|radixSelect|gatherTopK|[Tt]op[Kk]|KthValue|KthCounts|segment_kernel", "sort", "sort"),
     (r"indexSelect(?:Large|Small)Index", "copy", "index_select"),
     (r"indexFunc(?:Large|Small)Index", "elementwise", "index_add"),
     (r"scatter_gather|gather_kernel|scatter_kernel", "elementwise", "scatter_gather"),
@@ -204,6 +204,8 @@ def parse_aten(text: str) -> dict[str, Any] | None:
         "softmax": "softmax kernel",
         "normalization": "normalization kernel",
         "convolution": "convolution kernel",
+        "embedding": "embedding kernel",
+        "sort": "sort / top-k kernel",
         "other": "kernel",
         "unknown": "CUDA kernel",
     }[family]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from ..dtypes import lookup
@@ -89,8 +90,14 @@ def split_signature(text: str) -> tuple[str, list[str] | None]:
 
     The qualified name is everything before the first '<' or '('; template arguments are split at
     top-level commas. An unbalanced (truncated) name gives no template arguments. One pass over
-    the text: linear in its length.
+    the text: linear in its length; the last few names are remembered, as every reader asks.
     """
+    qual, args = _split_signature(text)
+    return qual, None if args is None else list(args)
+
+
+@lru_cache(maxsize=16)
+def _split_signature(text: str) -> tuple[str, tuple[str, ...] | None]:
     body = text.removeprefix("void ").replace("(anonymous namespace)", "{anon}")
     cut = len(body)
     for ch in "<(":
@@ -109,7 +116,7 @@ def split_signature(text: str) -> tuple[str, list[str] | None]:
             depth -= 1
             if depth == 0:
                 args.append(body[start:pos].strip())
-                return qual, args
+                return qual, tuple(args)
         elif ch == "," and depth == 1:
             args.append(body[start:pos].strip())
             start = pos + 1

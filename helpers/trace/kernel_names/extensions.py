@@ -1,6 +1,6 @@
 """Kernels of libraries around PyTorch: FBGEMM (recommendation models' embedding tables), CUB
-(sorts, scans), NVIDIA Apex and Transformer Engine, Liger-Kernel's other kernels; and, last of all,
-a cautious reading of kernel names that no library claims.
+(sorts, scans), NVIDIA Apex and Transformer Engine, Liger-Kernel's other kernels. (The last-resort
+reading of names no library claims is in :mod:`.inference`.)
 
 A name is attributed to a library by its namespace (``fbgemm_gpu::``, ``cub::``) when it has one:
 that is a fact. Some of these libraries also define kernels without a namespace
@@ -19,19 +19,25 @@ from .common import function_name, namespaces
 _FBGEMM = (
     (
         r"^split_embedding\w*backward|^split_embedding\w*grad",
-        "other",
+        "embedding",
         "embedding_backward",
         "embedding-table backward with the optimizer step fused in (table-batched embedding, TBE)",
     ),
     (
         r"^split_embedding\w*forward|^split_embedding\w*codegen",
-        "other",
+        "embedding",
         "embedding_bag",
         "embedding-bag lookup over many tables at once (table-batched embedding, TBE)",
     ),
     (
+        r"^batch_index_select_dim0\w*",
+        "embedding",
+        "sequence_embedding",
+        "batched index-select over embedding tables (FBGEMM's sequence embeddings, forward and backward)",
+    ),
+    (
         r"^(?:bounds_check_indices|linearize_index|_offsets_range|compute_cuda|offsets_range)\w*",
-        "other",
+        "embedding",
         "embedding_index",
         "index preparation for an embedding lookup",
     ),
@@ -43,17 +49,17 @@ _FBGEMM = (
     ),
     (
         r"quantize|dequantize|to_float|hfp8|fp8|_get_\w*qparam|bfloat16|float_to",
-        "elementwise",
+        "quantize",
         "quantize",
         "a (de)quantization kernel",
     ),
 )
 _CUB = (
-    (r"RadixSort|MergeSort|SegmentedSort|Sort", "other", "sort", "device-wide sort"),
+    (r"RadixSort|MergeSort|SegmentedSort|Sort", "sort", "sort", "device-wide sort"),
     (r"Scan", "reduction", "scan", "device-wide prefix sum (scan)"),
     (r"ReduceByKey|Reduce", "reduction", "reduce", "device-wide reduction"),
-    (r"Select|Compact|Partition|Unique|RunLength", "other", "select", "device-wide selection / compaction"),
-    (r"Histogram", "other", "histogram", "device-wide histogram"),
+    (r"Select|Compact|Partition|Unique|RunLength", "sort", "select", "device-wide selection / compaction"),
+    (r"Histogram", "sort", "histogram", "device-wide histogram"),
     (r"Transform|For|Fill", "elementwise", "transform", "device-wide transform"),
 )
 # Names without a namespace, by library: (pattern on the full text, source, family, op, what)
@@ -96,11 +102,18 @@ _NAMED = (
         "Transformer Engine normalization",
     ),
     (
-        r"\btransformer_engine::\w*(?:cast|transpose|quantize)",
+        r"\btransformer_engine::\w*(?:cast|quantize)",
+        "transformer-engine",
+        "quantize",
+        "cast_transpose",
+        "Transformer Engine cast to FP8 (with a transpose when the name says so)",
+    ),
+    (
+        r"\btransformer_engine::\w*transpose",
         "transformer-engine",
         "copy",
-        "cast_transpose",
-        "Transformer Engine cast / transpose",
+        "transpose",
+        "Transformer Engine transpose",
     ),
     (
         r"\btransformer_engine::\w*(?:gelu|silu|swiglu|geglu|relu|act)",
@@ -148,7 +161,7 @@ def _entry(family: str, source: str, what: str, op: str | None, inferred: list[s
 def parse_extensions(text: str) -> dict[str, Any] | None:
     fn = function_name(text)
     spaces = namespaces(text)
-    if "fbgemm_gpu" in spaces or fn.startswith("split_embedding"):
+    if "fbgemm_gpu" in spaces or fn.startswith(("split_embedding", "batch_index_select_dim0")):
         named = "fbgemm_gpu" in spaces or "fbgemm_gpu::" in text
         for pattern, family, op, what in _FBGEMM:
             if re.search(pattern, fn):
@@ -173,43 +186,4 @@ def parse_extensions(text: str) -> dict[str, Any] | None:
         for pattern, family, op, what in _FBGEMM:
             if re.search(pattern, fn):
                 return _entry(family, "fbgemm", what, op, ["source"], fn)
-    return None
-
-
-# Last resort for names no library claims (a user's Triton kernel, an unknown extension): words
-# that name a job without doubt. Always listed as inferred; a name matching none stays unknown.
-_WORDS = (
-    (
-        r"flash_?attn|(?<![a-z])attn_(?:fwd|bwd)|attention|(?<![a-z])sdpa(?![a-z])|paged_attn|(?<![a-z])mla_|fmha"
-        r"|(?<![a-z])mha_",
-        "attention",
-    ),
-    (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", "communication"),
-    (r"softmax", "softmax"),
-    (r"layer_?norm|rms_?norm|group_?norm|batch_?norm", "normalization"),
-    (r"(?<![a-z])conv(?:olution|olve)?(?:[123]d)?(?![a-z])|convolve", "convolution"),
-    (r"fused_moe|gemm|matmul|gemv|wv_?split_?k", "gemm"),
-    (r"(?:silu|gelu|act)_and_mul", "fused"),
-    (r"rotary|(?<![a-z])rope(?![a-z])|quant|(?<![a-z])cast(?![a-z])", "elementwise"),
-    (r"reshape_and_cache|kv_cache|copy_blocks|(?<![a-z])transpose(?![a-z])", "copy"),
-    (r"sampling|sampler|(?<![a-z])top_?[kp](?![a-z])|(?<![a-z])sort(?![a-z])|embedding", "other"),
-)
-# Namespaces that name a project (a fact, unlike the family read from words)
-_ANONYMOUS = ("", "{anon}", "std", "void", "at", "c10", "detail", "internal")
-
-
-def parse_by_words(text: str) -> dict[str, Any] | None:
-    if re.fullmatch(r"\w+::\w+(?:\.\w+)?", text):
-        return None  # a dispatcher op (aten::matmul): the op tables read those, not kernel names
-    low = function_name(text).lower() or text.lower()
-    for pattern, family in _WORDS:
-        if re.search(pattern, low):
-            spaces = [n for n in namespaces(text) if n not in _ANONYMOUS]
-            return {
-                "family": family,
-                "source": spaces[0] if spaces else "unknown",
-                "inferred": ["family"],
-                "summary": f"A kernel no known library claims; its name reads as {family} (a guess from the words "
-                "in the name, not a fact).",
-            }
     return None

@@ -83,13 +83,15 @@ _WORD_FAMILIES = (
     (r"fmha|(?<![a-z])mha|gemm_softmax_gemm|attention|paged_attn|(?<![a-z])pa_|mla_", "attention"),
     (r"conv", "convolution"),
     (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", "communication"),
+    (r"moe_?align|moe_?sort|topk_?softmax|moe_?sum|moe_?routing|biased_?grouped_?topk", "moe-routing"),
     (r"gemm|moe|(?<![a-z])mm_|(?<![a-z])wv_splitk|gemv", "gemm"),
     (r"rmsnorm|layernorm|layer_norm|rms_norm|groupnorm|batchnorm|norm2d", "normalization"),
     (r"softmax", "softmax"),
-    (r"topk|sort", "other"),
+    (r"topk|sort", "sort"),
     (r"reduce|reduction", "reduction"),
     (r"transpose|permute|copy", "copy"),
-    (r"elementwise|rope|quant|activation|silu|gelu|(?<![a-z])(?:add|mul)(?![a-z])", "elementwise"),
+    (r"quant", "quantize"),
+    (r"elementwise|rope|activation|silu|gelu|(?<![a-z])(?:add|mul)(?![a-z])", "elementwise"),
 )
 
 
@@ -187,9 +189,14 @@ def parse_rocm_runtime(text: str) -> dict[str, Any] | None:
         }
     m = re.search(r"\brocprim::\w*?(sort|scan|reduce|select|histogram|transform|merge)\w*", text)
     if m:
-        family = {"sort": "other", "scan": "reduction", "reduce": "reduction", "transform": "elementwise"}.get(
-            m.group(1), "other"
-        )
+        family = {
+            "sort": "sort",
+            "select": "sort",
+            "histogram": "sort",
+            "scan": "reduction",
+            "reduce": "reduction",
+            "transform": "elementwise",
+        }.get(m.group(1), "other")
         return {
             "family": family,
             "source": "rocprim",
