@@ -56,8 +56,11 @@ class _Window:
     step: int | None
 
 
-def _window(trace: Trace, step: int | None, rank: int | None) -> tuple[_Window, np.ndarray]:
-    """The time window of `step` (None: the whole trace) and the rows of the events it looks at."""
+def _window(
+    trace: Trace, step: int | None, rank: int | None, annotation: str | None = None, instance: int = 0
+) -> tuple[_Window, np.ndarray]:
+    """The time window of `step` or of an annotation's instance (neither: the whole trace) and the
+    rows of the events it looks at."""
     ev = trace.events
     rows = np.arange(len(ev))
     if "rank" in ev.columns:
@@ -69,14 +72,28 @@ def _window(trace: Trace, step: int | None, rank: int | None) -> tuple[_Window, 
         if ranks:
             rows = np.flatnonzero(ev["rank"].to_numpy() == (ranks[0] if rank is None else rank))
     ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"].clip(lower=0)).to_numpy()
-    if step is None:
+    if step is None and annotation is None:
         return _Window(float(ts[rows].min()), float(end[rows].max()), None), rows
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise TypeError(f"step must be a profiler step number or None, got {step!r}")
     names = ev["name"].to_numpy(dtype=object)
-    marks = rows[(names[rows] == f"{STEP_PREFIX}{step}") & ~ev["on_device"].to_numpy()[rows]]
-    if not len(marks):
-        raise ValueError(f"step {step} is not in {trace.info.describe()}; it has steps {trace.steps}")
+    host = rows[~ev["on_device"].to_numpy()[rows]]
+    if annotation is not None:
+        if not isinstance(annotation, str) or not annotation:
+            raise TypeError(f"annotation must be the name of a record_function range, got {annotation!r}")
+        marks = host[names[host] == annotation]
+        if not len(marks):  # 'ProfilerStep' names every ProfilerStep#N
+            marks = host[pd.Series(names[host], dtype=object).str.startswith(annotation).to_numpy()]
+        marks = marks[np.argsort(ts[marks], kind="stable")]
+        if not (0 <= instance < len(marks)):
+            raise ValueError(f"annotation {annotation!r} has {len(marks)} instances in {trace.info.describe()}")
+        marks = marks[instance : instance + 1]
+        label = None
+    else:
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+            raise TypeError(f"step must be a profiler step number or None, got {step!r}")
+        marks = host[names[host] == f"{STEP_PREFIX}{step}"]
+        if not len(marks):
+            raise ValueError(f"step {step} is not in {trace.info.describe()}; it has steps {trace.steps}")
+        label = int(step)
     s0, s1 = float(ts[marks].min()), float(end[marks].max())
     # device work launched during the step belongs to it even when it runs past the step's end
     launch = ev["launch"].to_numpy()[rows]
@@ -84,7 +101,7 @@ def _window(trace: Trace, step: int | None, rank: int | None) -> tuple[_Window, 
     launched = rows[has][(ts[launch[has]] >= s0) & (ts[launch[has]] <= s1)]
     s1 = max(s1, float(end[launched].max()) if len(launched) else s1)
     inside = rows[(end[rows] > s0) & (ts[rows] < s1)]
-    return _Window(s0, s1, int(step)), inside
+    return _Window(s0, s1, label), inside
 
 
 def _flatten(starts: np.ndarray, ends: np.ndarray, rows: np.ndarray, w: _Window) -> list[tuple[float, float, int]]:
@@ -323,8 +340,13 @@ class _Walk:
         return nxt
 
 
-def critical_path(trace: Trace, step: int | None = None, rank: int | None = None) -> pd.DataFrame:
+def critical_path(
+    trace: Trace, step: int | None = None, rank: int | None = None, annotation: str | None = None, instance: int = 0
+) -> pd.DataFrame:
     """The critical path of one profiler step (default None: the whole trace), first piece first.
+
+    `annotation` (with `instance`, 0 = first) picks the window of a ``record_function`` range
+    instead of a step (a name, or the start of names: "ProfilerStep" matches every step).
 
     One row per piece of time on the path: ``name`` (the event, or "(no event)" for a CPU gap),
     ``kind`` (cpu: an event's own CPU time; cpu gap: no recorded event on the thread; launch
@@ -337,7 +359,7 @@ def critical_path(trace: Trace, step: int | None = None, rank: int | None = None
     (start, end). For a run of several ranks pass `rank`. See the module docstring for the rules.
     """
     check_trace(trace)
-    w, rows = _window(trace, step, rank)
+    w, rows = _window(trace, step, rank, annotation, instance)
     walk = _Walk(trace, w, rows)
     walk.run()
     segs: list[tuple[float, float, str, int, str]] = []
