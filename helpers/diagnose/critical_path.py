@@ -340,6 +340,22 @@ class _Walk:
         return nxt
 
 
+def _outer_ops(ev: pd.DataFrame, rows: np.ndarray, names: np.ndarray) -> list[str]:
+    """For each row: the outermost operator around a host event (profiler steps aside), or the
+    operator that launched a device event; "" for -1."""
+    parent = ev["parent"].to_numpy()
+    is_step = pd.Series(names, dtype=object).str.startswith(STEP_PREFIX).to_numpy()
+    cur = np.where(ev["on_device"].to_numpy()[np.maximum(rows, 0)], ev["launched_by"].to_numpy()[np.maximum(rows, 0)], rows)
+    cur = np.where(rows < 0, -1, cur)
+    while True:  # climb one level at a time, all rows together
+        up = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
+        move = (up >= 0) & ~is_step[np.maximum(up, 0)]
+        if not move.any():
+            break
+        cur = np.where(move, up, cur)
+    return [str(names[c]) if c >= 0 else "" for c in cur]
+
+
 def critical_path(
     trace: Trace, step: int | None = None, rank: int | None = None, annotation: str | None = None, instance: int = 0
 ) -> pd.DataFrame:
@@ -370,20 +386,9 @@ def critical_path(
             segs.append(seg)
     ev = trace.events
     t0 = float(ev["ts"].min())
-    parent = ev["parent"].to_numpy()
-    launched_by = ev["launched_by"].to_numpy()
+    table_rows = np.array([r for _, _, _, r, _ in segs], dtype=np.int64)
     names = walk.names
-
-    def outer(r: int) -> str:
-        if r < 0:
-            return ""
-        if ev["on_device"].iat[r]:
-            lb = int(launched_by[r]) if launched_by[r] >= 0 else -1
-            return str(names[lb]) if lb >= 0 else ""
-        while parent[r] >= 0 and not str(names[parent[r]]).startswith(STEP_PREFIX):
-            r = int(parent[r])
-        return str(names[r])
-
+    op_names = _outer_ops(ev, table_rows, names)
     table = pd.DataFrame(
         {
             "name": [str(names[r]) if r >= 0 else "(no event)" for _, _, _, r, _ in segs],
@@ -391,13 +396,13 @@ def critical_path(
             "lane": [lane for _, _, _, _, lane in segs],
             "start_us": [a - t0 for a, _, _, _, _ in segs],
             "end_us": [b - t0 for _, b, _, _, _ in segs],
-            "event": np.array([r for _, _, _, r, _ in segs], dtype=np.int64),
+            "event": table_rows,
         }
     )
     table["duration_us"] = table["end_us"] - table["start_us"]
     length = float(table["duration_us"].sum())
     table["share_pct"] = 100.0 * table["duration_us"] / length if length > 0 else 0.0
-    table["op"] = [outer(int(r)) for r in table["event"]]
+    table["op"] = op_names
     table = table[COLUMNS]
     table.attrs.update(length_us=length, step=w.step, window_us=(w.start - t0, w.end - t0))
     return table
