@@ -40,7 +40,11 @@ def diagnose(trace_or_run: Trace | str | os.PathLike, rules: list | None = None)
     ``saving_upper_bound_us`` (per step: the time the critical path would lose; see
     :class:`Findings` for the columns). An empty table means no rule found anything.
     """
-    trace = as_trace(trace_or_run)
+    return run_rules(as_trace(trace_or_run), rules)[0]
+
+
+def run_rules(trace: Trace, rules: list | None = None) -> tuple[Findings, Context]:
+    """:func:`diagnose` on a Trace, and the context it read (critical path, kernels) for reuse."""
     ctx = Context(trace)
     rows, skipped = [], {}
     for rule in rules or RULES:
@@ -59,4 +63,4 @@ def diagnose(trace_or_run: Trace | str | os.PathLike, rules: list | None = None)
         skipped=skipped,
         notes=list(ctx.notes),
     )
-    return out
+    return out, ctx
