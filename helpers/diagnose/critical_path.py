@@ -25,13 +25,16 @@ by a walk instead of a longest-path search over a graph.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from helpers.trace.categories import STEP_PREFIX, work_kinds
 from helpers.trace.model import Trace, check_trace
+
+from .threads import Window as _Window
+from .threads import flatten as _flatten
+from .threads import wait_args as _wait_args
 
 # Host categories that occupy a CPU thread.
 HOST_CATEGORIES = frozenset(
@@ -47,13 +50,6 @@ SYNC_CALLS = frozenset(
 COPY_CALLS = ("cudaMemcpy", "hipMemcpy", "cuMemcpy")  # a copy call may wait for the copy it issued
 PATH_KINDS = ("cpu", "cpu gap", "launch delay", "kernel", "memcpy", "memset", "gpu wait", "sync wait")
 COLUMNS = ["name", "kind", "lane", "start_us", "end_us", "duration_us", "share_pct", "event", "op"]
-
-
-@dataclass
-class _Window:
-    start: float
-    end: float
-    step: int | None
 
 
 def _window(
@@ -102,53 +98,6 @@ def _window(
     s1 = max(s1, float(end[launched].max()) if len(launched) else s1)
     inside = rows[(end[rows] > s0) & (ts[rows] < s1)]
     return _Window(s0, s1, label), inside
-
-
-def _flatten(starts: np.ndarray, ends: np.ndarray, rows: np.ndarray, w: _Window) -> list[tuple[float, float, int]]:
-    """A thread's time as consecutive pieces (start, end, innermost event row; -1 for a gap), covering the window."""
-    out: list[tuple[float, float, int]] = []
-    order = np.lexsort((-(ends - starts), starts))
-    stack: list[tuple[float, int]] = []
-    t = w.start
-
-    def emit(a: float, b: float, row: int) -> None:
-        if b > a:
-            out.append((a, b, row))
-
-    for i in order:
-        s, e, r = max(float(starts[i]), w.start), min(float(ends[i]), w.end), int(rows[i])
-        while stack and stack[-1][0] <= s:
-            top_end, top = stack.pop()
-            emit(t, top_end, top)
-            t = max(t, top_end)
-        emit(t, s, stack[-1][1] if stack else -1)
-        t = max(t, s)
-        if stack:
-            e = min(e, stack[-1][0])  # an event that outlives its parent is cut to it
-        if e > s:
-            stack.append((e, r))
-    while stack:
-        top_end, top = stack.pop()
-        emit(t, top_end, top)
-        t = max(t, top_end)
-    emit(t, w.end, -1)
-    return out
-
-
-def _wait_args(trace: Trace) -> dict[int, tuple[int, int]]:
-    """correlation of a ``Stream Wait Event`` record -> (stream waited on, correlation of its
-    cudaEventRecord), from the document when the trace keeps it (the events table drops these args)."""
-    doc = getattr(trace, "_document", None)
-    out: dict[int, tuple[int, int]] = {}
-    events = doc.get("traceEvents") if isinstance(doc, dict) else None
-    for e in events if isinstance(events, list) else []:
-        if isinstance(e, dict) and e.get("cat") == "cuda_sync" and e.get("name") == "Stream Wait Event":
-            a = e.get("args") if isinstance(e.get("args"), dict) else {}
-            try:
-                out[int(a["correlation"])] = (int(a.get("wait_on_stream", -1)), int(a.get("wait_on_cuda_event_record_corr_id", -1)))
-            except (KeyError, TypeError, ValueError):
-                continue
-    return out
 
 
 class _Walk:
@@ -345,7 +294,9 @@ def _outer_ops(ev: pd.DataFrame, rows: np.ndarray, names: np.ndarray) -> list[st
     operator that launched a device event; "" for -1."""
     parent = ev["parent"].to_numpy()
     is_step = pd.Series(names, dtype=object).str.startswith(STEP_PREFIX).to_numpy()
-    cur = np.where(ev["on_device"].to_numpy()[np.maximum(rows, 0)], ev["launched_by"].to_numpy()[np.maximum(rows, 0)], rows)
+    cur = np.where(
+        ev["on_device"].to_numpy()[np.maximum(rows, 0)], ev["launched_by"].to_numpy()[np.maximum(rows, 0)], rows
+    )
     cur = np.where(rows < 0, -1, cur)
     while True:  # climb one level at a time, all rows together
         up = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)

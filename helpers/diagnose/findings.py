@@ -87,7 +87,11 @@ class Context:
             end = float((ev["ts"] + ev["dur"]).max())
             return pd.DataFrame({"step": [-1], "start": [self.t0], "end": [end]})
         return pd.DataFrame(
-            {"step": marks["step"].to_numpy(), "start": marks["ts"].to_numpy(), "end": (marks["ts"] + marks["dur"]).to_numpy()}
+            {
+                "step": marks["step"].to_numpy(),
+                "start": marks["ts"].to_numpy(),
+                "end": (marks["ts"] + marks["dur"]).to_numpy(),
+            }
         ).sort_values("start", kind="stable")
 
     @property

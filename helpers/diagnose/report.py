@@ -62,8 +62,14 @@ def render(trace: Trace, log=None) -> str:
     parts.append(_section("Kernel breakdown", _table(kernel_breakdown(trace) if has_device else None,
                                                      "No device kernels in this trace (a CPU-only run).")))  # fmt: skip
     flops = achieved_flops(trace).head(20)
-    parts.append(_section("Achieved TFLOP/s (matrix products, attention, convolutions)", _table(
-        flops, "No operator with recorded shapes launched a matrix product (record with record_shapes=True).")))
+    parts.append(
+        _section(
+            "Achieved TFLOP/s (matrix products, attention, convolutions)",
+            _table(
+                flops, "No operator with recorded shapes launched a matrix product (record with record_shapes=True)."
+            ),
+        )
+    )
     say("timeline")
     fig = trace.timeline()
     parts.append(_section("Timeline", fig.to_html(full_html=False, include_plotlyjs=True)))

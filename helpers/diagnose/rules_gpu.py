@@ -18,7 +18,15 @@ from .findings import Context
 FP32_GEMM = re.compile(r"sgemm|gemm_f32f32|gemmSN_\w+<float|gemmk1_kernel<float|gemv2?T_kernel_val<int, int, float")
 MEMORY_BOUND = {"elementwise", "normalization", "softmax-reduction", "copy", "fused"}
 ATTENTION_OPS = {"aten::softmax", "aten::_softmax", "aten::_safe_softmax"}
-PER_PARAM_OPTIM = {"aten::add_", "aten::mul_", "aten::addcmul_", "aten::addcdiv_", "aten::lerp_", "aten::sqrt", "aten::div"}
+PER_PARAM_OPTIM = {
+    "aten::add_",
+    "aten::mul_",
+    "aten::addcmul_",
+    "aten::addcdiv_",
+    "aten::lerp_",
+    "aten::sqrt",
+    "aten::div",
+}
 
 
 def fp32_gemm(ctx: Context) -> list[dict]:
@@ -35,8 +43,13 @@ def fp32_gemm(ctx: Context) -> list[dict]:
     share = 100.0 * t / max(float(gemm["dur"].sum()) / ctx.per_step, 1e-9)
     return [
         ctx.finding(
-            "fp32_gemm", "Matrix products run in fp32 on CUDA cores, not on tensor cores",
-            slow["row"].to_numpy(), t, ctx.path_time(slow["row"], ("kernel",)), "high", "02",
+            "fp32_gemm",
+            "Matrix products run in fp32 on CUDA cores, not on tensor cores",
+            slow["row"].to_numpy(),
+            t,
+            ctx.path_time(slow["row"], ("kernel",)),
+            "high",
+            "02",
             "Run the model in bf16 (torch.autocast('cuda', dtype=torch.bfloat16)) or allow tf32 "
             "(torch.backends.cuda.matmul.allow_tf32 = True / torch.set_float32_matmul_precision('high'))",
             f"{share:.0f} % of GEMM time; launched by {', '.join(sorted(set(slow['op']) - {''})[:3])}",
@@ -66,8 +79,13 @@ def misaligned_gemm(ctx: Context) -> list[dict]:
     example = dims[int(gemm.loc[gemm["row"] == rows[0], "op_row"].iloc[0])]
     return [
         ctx.finding(
-            "misaligned_gemm", "GEMM dimensions are not multiples of 8 (16 bytes): slower tensor-core paths",
-            rows, t, 0.5 * ctx.path_time(rows, ("kernel",)), "low", "02",
+            "misaligned_gemm",
+            "GEMM dimensions are not multiples of 8 (16 bytes): slower tensor-core paths",
+            rows,
+            t,
+            0.5 * ctx.path_time(rows, ("kernel",)),
+            "low",
+            "02",
             "Pad hidden sizes, vocabulary and batch*sequence to multiples of 8 (64 is better)",
             f"shapes such as {example}",
         )  # fmt: skip
@@ -127,9 +145,16 @@ def unfused_elementwise(ctx: Context) -> list[dict]:
         detail += f"; {moved / ctx.per_step / 1e6:,.1f} MB per step written and read again"
     return [
         ctx.finding(
-            "unfused_elementwise", "Chains of memory-bound kernels could be one fused kernel", rows, t, saving,
-            "medium", "04", "torch.compile the function (Inductor fuses pointwise chains) or use a fused kernel "
-            "(05/06: Liger, your own Triton kernel)", detail,
+            "unfused_elementwise",
+            "Chains of memory-bound kernels could be one fused kernel",
+            rows,
+            t,
+            saving,
+            "medium",
+            "04",
+            "torch.compile the function (Inductor fuses pointwise chains) or use a fused kernel "
+            "(05/06: Liger, your own Triton kernel)",
+            detail,
         )  # fmt: skip
     ]
 
@@ -176,8 +201,15 @@ def manual_attention(ctx: Context) -> list[dict]:
     del lb, names
     return [
         ctx.finding(
-            "manual_attention", what, rows, t, ctx.path_time(inside, ("kernel",)) if len(inside) else 0.0,
-            "high", "07", fix, f"{len(rows)} calls; {len(inside)} device kernels outside the matrix products",
+            "manual_attention",
+            what,
+            rows,
+            t,
+            ctx.path_time(inside, ("kernel",)) if len(inside) else 0.0,
+            "high",
+            "07",
+            fix,
+            f"{len(rows)} calls; {len(inside)} device kernels outside the matrix products",
         )  # fmt: skip
     ]
 
@@ -211,13 +243,20 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     # fused optimizer still reads and writes every parameter and state once (waits are not counted)
     cat = ev["cat"].to_numpy(dtype=object)
     own = np.flatnonzero(inside & np.isin(cat, ["cpu_op", "cuda_runtime", "cuda_driver"]))
-    own = own[~pd.Series(names[own], dtype=object).str.contains("Synchronize|c10d::|nccl|record_param_comms").to_numpy()]
+    own = own[
+        ~pd.Series(names[own], dtype=object).str.contains("Synchronize|c10d::|nccl|record_param_comms").to_numpy()
+    ]
     saving = ctx.path_time(own, ("cpu", "launch delay")) + ctx.path_time(mine["row"], ("kernel",)) * 2 / 3
     kind = "per-parameter (for-loop)" if per_param >= foreach else "foreach (multi-tensor) but not fused"
     return [
         ctx.finding(
-            "unfused_optimizer", f"The optimizer step is {kind}: many small kernels", mine["row"].to_numpy(), t,
-            saving, "medium" if per_param >= foreach else "low", "08",
+            "unfused_optimizer",
+            f"The optimizer step is {kind}: many small kernels",
+            mine["row"].to_numpy(),
+            t,
+            saving,
+            "medium" if per_param >= foreach else "low",
+            "08",
             "Use the fused optimizer (torch.optim.AdamW(..., fused=True)) or compile the optimizer step",
             f"{len(mine) / ctx.per_step:,.0f} kernels and {len(ops) / ctx.per_step:,.0f} operators per optimizer step",
         )  # fmt: skip

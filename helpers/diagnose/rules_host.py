@@ -92,9 +92,14 @@ def host_sync(ctx: Context) -> list[dict]:
         ctx.finding(
             "host_sync",
             "The step synchronises the CPU with the GPU (.item(), .cpu(), nonzero, an explicit synchronize)",
-            np.concatenate([calls, ops]), time, saving, "high" if len(calls) else "medium", "10",
+            np.concatenate([calls, ops]),
+            time,
+            saving,
+            "high" if len(calls) else "medium",
+            "10",
             "Keep values on the GPU (no .item()/.cpu()/print inside the step; torch.nonzero -> masks), log every N "
-            "steps, or move the read after the next step's launches (non_blocking copies and events)", detail,
+            "steps, or move the read after the next step's launches (non_blocking copies and events)",
+            detail,
         )  # fmt: skip
     ]
 
@@ -167,7 +172,9 @@ def compile_events(ctx: Context) -> list[dict]:
     if len(frames) > 1 or per_step > 1.5:
         lookups = ctx.host_rows({"TorchDynamo Cache Lookup"})
         # eager code between compiled graphs: the host time of the path outside compiled regions
-        outside = ctx.path[(ctx.path["kind"].isin(["cpu", "cpu gap"])) & ~ctx.path["op"].str.startswith("Torch-Compiled")]
+        outside = ctx.path[
+            (ctx.path["kind"].isin(["cpu", "cpu gap"])) & ~ctx.path["op"].str.startswith("Torch-Compiled")
+        ]
         saving = min(float(outside["duration_us"].sum()) / max(ctx.path_steps, 1), ctx.step_us) * 0.5
         saving += ctx.path_time(lookups)
         out.append(ctx.finding(
@@ -189,8 +196,13 @@ def allocator(ctx: Context) -> list[dict]:
         return []
     return [
         ctx.finding(
-            "allocator", "The step calls cudaMalloc/cudaFree: memory is allocated from the driver, not the cache",
-            rows, t, ctx.path_time(rows), "high" if t > 0.05 * ctx.step_us else "medium", "08",
+            "allocator",
+            "The step calls cudaMalloc/cudaFree: memory is allocated from the driver, not the cache",
+            rows,
+            t,
+            ctx.path_time(rows),
+            "high" if t > 0.05 * ctx.step_us else "medium",
+            "08",
             "Warm up before profiling, avoid torch.cuda.empty_cache() in the loop, keep shapes stable (or set "
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), preallocate buffers",
             f"{len(rows) / ctx.per_step:.1f} calls per step",

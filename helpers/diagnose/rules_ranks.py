@@ -23,8 +23,13 @@ def exposed_communication(ctx: Context) -> list[dict]:
     pct = 100.0 * float(o["overlap_us"].sum()) / max(float(o["communication_us"].sum()), 1e-9)
     return [
         ctx.finding(
-            "exposed_communication", "Communication is exposed: collectives run while no compute overlaps them",
-            comm["row"].to_numpy(), exposed, ctx.path_time(comm["row"], ("kernel",)), "high", "09",
+            "exposed_communication",
+            "Communication is exposed: collectives run while no compute overlaps them",
+            comm["row"].to_numpy(),
+            exposed,
+            ctx.path_time(comm["row"], ("kernel",)),
+            "high",
+            "09",
             "Overlap communication with compute: DDP buckets (bucket_cap_mb), FSDP prefetch, "
             "gradient accumulation with no_sync, fewer and larger collectives",
             f"{pct:.0f} % of communication time hidden behind compute",
@@ -49,8 +54,13 @@ def straggler(ctx: Context) -> list[dict]:
     rows = rows[ctx.ev["rank"].to_numpy()[rows] == slowest]
     return [
         ctx.finding(
-            "straggler", f"Rank {slowest} is a straggler: the other ranks wait for it at every collective",
-            rows, spread, spread, "medium", "09",
+            "straggler",
+            f"Rank {slowest} is a straggler: the other ranks wait for it at every collective",
+            rows,
+            spread,
+            spread,
+            "medium",
+            "09",
             "Look at that rank's own trace: its data loading, host work or a slower GPU; balance the work",
             f"slowest in {int((steps['slowest_rank'] == slowest).sum())} of {len(steps)} steps; median spread "
             f"{spread:,.0f} us",

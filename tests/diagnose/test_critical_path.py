@@ -132,4 +132,13 @@ def test_real_traces_give_a_path_that_covers_the_window(name):
     assert (path["duration_us"] > 0).all()
     # pieces follow each other without holes or overlaps
     assert np.allclose(path["start_us"].to_numpy()[1:], path["end_us"].to_numpy()[:-1])
-    assert set(path["kind"]) <= {"cpu", "cpu gap", "launch delay", "kernel", "memcpy", "memset", "gpu wait", "sync wait"}
+    assert set(path["kind"]) <= {
+        "cpu",
+        "cpu gap",
+        "launch delay",
+        "kernel",
+        "memcpy",
+        "memset",
+        "gpu wait",
+        "sync wait",
+    }

@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "helpers", *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "helpers", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
 
 
 def test_report_on_a_real_trace_is_one_self_contained_page(tmp_path):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 import helpers
-from helpers.diagnose import Findings, diagnose
-from helpers.diagnose import rules_gpu, rules_host
+from helpers.diagnose import Findings, diagnose, rules_gpu, rules_host
 from helpers.diagnose.findings import Context
 from tests.diagnose.synthetic import Kineto
 from tests.support import data_file
@@ -78,7 +77,9 @@ def test_fp32_gemm_and_manual_attention(tmp_path):
     k.launch("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3", 5, 10, 20, 100)
     k.cpu("aten::softmax", 30, 20, **{"Input Dims": [[4, 16, 256, 256], [], []]})
     k.launch("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)", 35, 10, 120, 50)
-    found = {f["rule"]: f for f in rules_gpu.fp32_gemm(_ctx(k, tmp_path)) + rules_gpu.manual_attention(_ctx(k, tmp_path))}
+    found = {
+        f["rule"]: f for f in rules_gpu.fp32_gemm(_ctx(k, tmp_path)) + rules_gpu.manual_attention(_ctx(k, tmp_path))
+    }
     assert found["fp32_gemm"]["saving_upper_bound_us"] == pytest.approx(100)
     assert found["manual_attention"]["lesson"] == "07"
     assert found["manual_attention"]["saving_upper_bound_us"] == pytest.approx(50)
