@@ -24,6 +24,8 @@ LEVELS = {
     "foundation": 0,
     "trace": 1,
     "measure": 2,
+    "diagnose": 2,  # reads traces (and the foundation) only; the lessons build on it
+    "__main__": 8,  # python -m helpers: command-line tools over the engine (report); nothing imports it
     "kernels": 3,
     "mlp": 4,
     "attention": 4,

@@ -1,0 +1,66 @@
+"""`diagnose(trace)`: run every rule over one trace or a run of several ranks, rank the findings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from helpers.trace.model import Trace, load_trace
+from helpers.trace.ranks import load_traces
+
+from . import rules_gpu, rules_host, rules_ranks
+from .findings import COLUMNS, Context, Findings
+
+RULES = [*rules_host.RULES, *rules_gpu.RULES, *rules_ranks.RULES]
+
+
+def as_trace(trace_or_run: Trace | str | os.PathLike) -> Trace:
+    """A Trace from a Trace, a trace file, or a folder of one trace per rank."""
+    if isinstance(trace_or_run, Trace):
+        return trace_or_run
+    if isinstance(trace_or_run, (str, os.PathLike)):
+        p = Path(trace_or_run)
+        if p.is_dir():
+            return load_traces(p)
+        return load_trace(p)
+    raise TypeError(
+        f"diagnose needs a helpers.Trace (helpers.profile / helpers.load_trace), a run (helpers.load_traces), "
+        f"or the path of a trace file or folder; got {type(trace_or_run).__name__}"
+    )
+
+
+def diagnose(trace_or_run: Trace | str | os.PathLike, rules: list | None = None) -> Findings:
+    """Ranked findings for a trace: what to fix first, with its evidence and an upper bound on the saving.
+
+    `trace_or_run`: a :class:`helpers.Trace`, a run of several ranks, or a path to either. Every
+    rule of :mod:`helpers.diagnose` runs (or the given `rules`); a rule that cannot run on this trace
+    is skipped and named in ``attrs["skipped"]`` with its error. Sorted by
+    ``saving_upper_bound_us`` (per step: the time the critical path would lose; see
+    :class:`Findings` for the columns). An empty table means no rule found anything.
+    """
+    return run_rules(as_trace(trace_or_run), rules)[0]
+
+
+def run_rules(trace: Trace, rules: list | None = None) -> tuple[Findings, Context]:
+    """:func:`diagnose` on a Trace, and the context it read (critical path, kernels) for reuse."""
+    ctx = Context(trace)
+    rows, skipped = [], {}
+    for rule in rules or RULES:
+        try:
+            rows.extend(rule(ctx))
+        except (ValueError, KeyError, IndexError, TypeError) as err:  # one odd trace must not hide the others
+            skipped[rule.__name__] = f"{type(err).__name__}: {err}"
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table = table.sort_values(["saving_upper_bound_us", "time_us"], ascending=False, kind="stable")
+    out = Findings(table.reset_index(drop=True))
+    out.attrs.update(
+        trace=trace.info.describe(),
+        steps=ctx.n_steps,
+        step_us=ctx.step_us if len(trace.events) else float("nan"),
+        path_length_us=float(ctx.path["duration_us"].sum()),
+        skipped=skipped,
+        notes=list(ctx.notes),
+    )
+    return out, ctx

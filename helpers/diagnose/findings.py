@@ -1,0 +1,238 @@
+"""What every rule shares: the trace's steps, its critical path, its kernels, and the shape of a finding.
+
+A rule is a small function ``rule(ctx: Context) -> list[dict]`` that returns findings built with
+:meth:`Context.finding`; the saving it claims is the time the rule's events hold on the critical
+path (per step), never the time they took, and never more than the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from helpers.trace.categories import STEP_PREFIX, work_kinds
+from helpers.trace.kernel_names import decode_kernels
+from helpers.trace.model import Trace
+from helpers.trace.overlap import intersection_length, union
+
+from .critical_path import critical_path
+
+COLUMNS = [
+    "finding",
+    "evidence",
+    "saving_upper_bound_us",
+    "saving_pct",
+    "confidence",
+    "lesson",
+    "fix",
+    "rule",
+    "events",
+    "time_us",
+    "pct_of_step",
+    "example",
+    "example_ts_us",
+]
+CONFIDENCE = ("high", "medium", "low")
+# Above this many events the critical path is walked over the last few steps only.
+PATH_EVENT_LIMIT = 300_000
+
+
+class Findings(pd.DataFrame):
+    """Ranked findings of :func:`helpers.diagnose.diagnose`: one row each, largest possible saving first.
+
+    Columns: ``finding`` (what is wrong, in a sentence), ``evidence`` (events, time, share of the
+    step, an example event and when it ran), ``saving_upper_bound_us`` (per step: the time the
+    critical path would lose if it were fixed), ``saving_pct`` (of the step), ``confidence``,
+    ``lesson`` (the notebook that teaches it), ``fix``, ``rule`` (the rule's name), ``events``,
+    ``time_us`` (the evidence's own time, per step), ``pct_of_step``, ``example``,
+    ``example_ts_us`` (from the trace's start). ``attrs``: ``step_us``, ``steps``, ``trace``,
+    ``path_length_us``, ``skipped`` (rules that could not run, and why).
+    """
+
+    @property
+    def _constructor(self):
+        return Findings
+
+    def top(self, n: int = 3) -> Findings:
+        """The first `n` findings."""
+        return self.head(n)
+
+
+@dataclass
+class Context:
+    """One trace, read once for every rule."""
+
+    trace: Trace
+    notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def ev(self) -> pd.DataFrame:
+        return self.trace.events
+
+    @cached_property
+    def t0(self) -> float:
+        return float(self.ev["ts"].min())
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        """Profiler steps (start/end in trace time); one pseudo-step over the whole trace when there are none."""
+        ev = self.ev
+        marks = ev[(~ev["on_device"]) & ev["name"].str.startswith(STEP_PREFIX) & (ev["step"] >= 0)]
+        if "rank" in ev.columns and len(marks):
+            marks = marks[marks["rank"] == marks["rank"].min()]
+        if marks.empty:
+            end = float((ev["ts"] + ev["dur"]).max())
+            return pd.DataFrame({"step": [-1], "start": [self.t0], "end": [end]})
+        return pd.DataFrame(
+            {
+                "step": marks["step"].to_numpy(),
+                "start": marks["ts"].to_numpy(),
+                "end": (marks["ts"] + marks["dur"]).to_numpy(),
+            }
+        ).sort_values("start", kind="stable")
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    @cached_property
+    def path(self) -> pd.DataFrame:
+        """The critical path over the analysed steps (pieces; ``event`` = row of the events table)."""
+        rank = int(self.ev["rank"][self.ev["rank"] >= 0].min()) if "rank" in self.ev.columns else None
+        steps = self.steps
+        if len(self.ev) > PATH_EVENT_LIMIT and len(steps) > 3:
+            # a long walk in Python on a huge trace: the last steps tell the same story
+            keep = steps.iloc[-3:]
+            self.notes.append(f"critical path walked over the last 3 of {len(steps)} steps ({len(self.ev):,} events)")
+            parts = [critical_path(self.trace, step=int(s), rank=rank) for s in keep["step"]]
+            self.path_steps = len(parts)
+            return pd.concat(parts, ignore_index=True)
+        self.path_steps = len(steps)
+        if steps["step"].iloc[0] < 0:
+            return critical_path(self.trace, rank=rank)
+        parts = [critical_path(self.trace, step=int(s), rank=rank) for s in steps["step"]]
+        return pd.concat(parts, ignore_index=True)
+
+    @cached_property
+    def step_us(self) -> float:
+        """Mean length of a step on the critical path (the window: host step and the device work it launched)."""
+        return float(self.path["duration_us"].sum()) / max(self.path_steps, 1)
+
+    def path_time(self, rows: np.ndarray | list, kinds: tuple[str, ...] | None = None) -> float:
+        """Critical-path time held by the given event rows (optionally only pieces of these kinds), per step."""
+        p = self.path
+        mask = p["event"].isin(np.asarray(rows, dtype=np.int64)).to_numpy()
+        if kinds is not None:
+            mask = mask & p["kind"].isin(kinds).to_numpy()
+        return float(p.loc[mask, "duration_us"].sum()) / max(self.path_steps, 1)
+
+    def path_time_in(self, starts: np.ndarray, ends: np.ndarray, kinds: tuple[str, ...]) -> float:
+        """Critical-path time of pieces of these kinds that falls inside intervals (trace-relative us), per step."""
+        p = self.path[self.path["kind"].isin(kinds)]
+        a = union(p["start_us"].to_numpy(dtype=float), p["end_us"].to_numpy(dtype=float))
+        b = union(np.asarray(starts, dtype=float), np.asarray(ends, dtype=float))
+        return intersection_length(a, b) / max(self.path_steps, 1)
+
+    @cached_property
+    def in_steps(self) -> np.ndarray:
+        """Per event: it starts inside an analysed step (device work: its launch does)."""
+        ev = self.ev
+        ts = ev["ts"].to_numpy()
+        launch = ev["launch"].to_numpy()
+        when = np.where(launch >= 0, ts[np.maximum(launch, 0)], ts)
+        s = self.steps
+        i = np.searchsorted(s["start"].to_numpy(), when, side="right") - 1
+        ok = i >= 0
+        ok[ok] = when[ok] <= s["end"].to_numpy()[i[ok]]
+        return ok
+
+    @cached_property
+    def work(self) -> pd.DataFrame:
+        """Device work inside the steps, decoded: row, name, lane, start/end (trace time), dur, family, dtype, op."""
+        ev = self.ev
+        kinds = work_kinds(ev)
+        rows = np.flatnonzero((kinds != "") & self.in_steps)
+        names = ev["name"].to_numpy(dtype=object)[rows]
+        uniq = pd.unique(names)
+        dec = decode_kernels(list(uniq)) if len(uniq) else pd.DataFrame(columns=["family", "dtype"])
+        info = {n: (f, d) for n, f, d in zip(uniq, dec["family"], dec.get("dtype", pd.Series([None] * len(uniq))))}
+        lb = ev["launched_by"].to_numpy()[rows]
+        ev_names = ev["name"].to_numpy(dtype=object)
+        return pd.DataFrame(
+            {
+                "row": rows,
+                "name": names,
+                "kind": kinds[rows],
+                "lane": ev["lane"].to_numpy(dtype=object)[rows],
+                "start": ev["ts"].to_numpy()[rows],
+                "dur": ev["dur"].to_numpy()[rows],
+                "family": [info[n][0] for n in names],
+                "dtype": [info[n][1] for n in names],
+                "op": [ev_names[j] if j >= 0 else "" for j in lb],
+                "op_row": lb,
+            }
+        )
+
+    def host_rows(self, names: set[str] | None = None, prefix: tuple[str, ...] = ()) -> np.ndarray:
+        """Host events inside the steps named in `names` or starting with one of `prefix`."""
+        ev = self.ev
+        name = ev["name"].to_numpy(dtype=object)
+        host = ~ev["on_device"].to_numpy() & self.in_steps
+        hit = np.zeros(len(ev), dtype=bool)
+        if names:
+            hit |= np.isin(name, list(names))
+        if prefix:
+            hit |= ev["name"].str.startswith(prefix).to_numpy()
+        return np.flatnonzero(host & hit)
+
+    def finding(
+        self,
+        rule: str,
+        finding: str,
+        rows: np.ndarray | list,
+        time_us: float,
+        saving_us: float,
+        confidence: str,
+        lesson: str,
+        fix: str,
+        detail: str = "",
+    ) -> dict:
+        """One finding: `time_us` and `saving_us` are per step; the saving is capped at the step."""
+        assert confidence in CONFIDENCE
+        rows = np.asarray(rows, dtype=np.int64)
+        step = self.step_us if self.step_us > 0 else float("nan")
+        example, example_ts = "", float("nan")
+        if len(rows):
+            durs = self.ev["dur"].to_numpy()[rows]
+            r = int(rows[int(np.argmax(durs))])
+            example, example_ts = str(self.ev["name"].iat[r]), float(self.ev["ts"].iat[r] - self.t0)
+        saving = float(min(max(saving_us, 0.0), self.step_us))
+        pct = 100.0 * time_us / step
+        evidence = (
+            f"{len(rows):,} events, {time_us:,.1f} us per step ({pct:.1f} % of the {self.step_us:,.0f} us step)"
+            + (f"; {detail}" if detail else "")
+            + (f"; e.g. {example[:80]} at {example_ts:,.1f} us" if example else "")
+        )
+        return {
+            "finding": finding,
+            "evidence": evidence,
+            "saving_upper_bound_us": saving,
+            "saving_pct": 100.0 * saving / step,
+            "confidence": confidence,
+            "lesson": lesson,
+            "fix": fix,
+            "rule": rule,
+            "events": len(rows),
+            "time_us": time_us,
+            "pct_of_step": pct,
+            "example": example,
+            "example_ts_us": example_ts,
+        }
+
+    @property
+    def per_step(self) -> float:
+        """Divide totals over the analysed steps by this to get a per-step figure."""
+        return float(max(self.n_steps, 1))

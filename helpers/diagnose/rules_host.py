@@ -1,0 +1,213 @@
+"""Rules about the host: a GPU waiting for the CPU, synchronisation, copies and the data loader,
+recompilations and graph breaks, the allocator. Each takes a :class:`~.findings.Context` and returns
+a list of findings (empty when the trace shows nothing wrong)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from helpers.trace.overlap import idle_gaps
+
+from .findings import Context
+
+SYNC_CALLS = {
+    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+    "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy",
+}  # fmt: skip
+# Operators that force a synchronisation when their tensors live on a GPU.
+SYNCING_OPS = {"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select"}
+ALLOCATOR_CALLS = {"cudaMalloc", "cudaFree", "hipMalloc", "hipFree", "cudaMallocHost", "cudaFreeHost", "cuMemAlloc_v2"}
+DATA_LOADER = ("enumerate(DataLoader)",)
+COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
+
+
+def _gaps(ctx: Context):
+    if not len(ctx.work):
+        return None
+    gaps = idle_gaps(ctx.trace)
+    return gaps[gaps["start_us"] + ctx.t0 >= ctx.steps["start"].min()]
+
+
+def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
+    """The GPU sat idle because the CPU had not yet launched the next kernel (launch-bound, tiny kernels, Python)."""
+    gaps = _gaps(ctx)
+    if gaps is None or gaps.empty:
+        return []
+    cpu = gaps[gaps["cause"] == "cpu-bound"]
+    idle = float(cpu["idle_us"].sum()) / ctx.per_step
+    if idle <= 0.05 * ctx.step_us:
+        return []
+    kernels = ctx.work[ctx.work["kind"] == "kernel"]
+    small = int((kernels["dur"] < 10).sum())
+    # what the path spends on the host while the GPU waits for it
+    saving = ctx.path_time_in(cpu["start_us"].to_numpy(), cpu["end_us"].to_numpy(), ("cpu", "cpu gap", "launch delay"))
+    w = ctx.work
+    rows = w.loc[np.isin(np.round(w["start"] - ctx.t0, 3), np.round(cpu["end_us"].to_numpy(), 3)), "row"].to_numpy()
+    detail = (
+        f"{len(cpu):,} GPU gaps where the next launch came late; {small:,} of {len(kernels):,} kernels "
+        f"run under 10 us; median kernel {kernels['dur'].median():.1f} us"
+    )
+    f = ctx.finding(
+        "gpu_idle_cpu_bound",
+        "The GPU waits for the CPU: kernels are launched too slowly to keep it busy (launch-bound)",
+        rows, idle, saving, "high" if idle > 0.2 * ctx.step_us else "medium", "08",
+        "Capture the step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.graphs), fuse "
+        "small kernels with torch.compile, or give each kernel more work (a bigger batch)", detail,
+    )  # fmt: skip
+    return [f]
+
+
+def host_sync(ctx: Context) -> list[dict]:
+    """Synchronisation inside the step: the CPU stops until the GPU drains, then the GPU waits for new launches."""
+    if not len(ctx.work):
+        return []  # on a CPU-only run .item() and friends synchronise nothing
+    calls = ctx.host_rows(SYNC_CALLS)
+    ops = ctx.host_rows(SYNCING_OPS)
+    if not len(calls) and not len(ops):
+        return []
+    ev = ctx.ev
+    dur = ev["dur"].to_numpy()
+    time = float(dur[calls].sum()) / ctx.per_step
+    gaps = _gaps(ctx)
+    ends = (ev["ts"].to_numpy()[calls] + dur[calls]) - ctx.t0
+    after = np.zeros(len(gaps), dtype=bool)
+    if gaps is not None and len(gaps) and len(ends):
+        # GPU gaps that start at most 5 us before a sync returns: the queue ran dry because of it
+        s = gaps["start_us"].to_numpy()
+        e = gaps["end_us"].to_numpy()
+        for t in ends:
+            after |= (s <= t + 1.0) & (e >= t)
+    drained = float(gaps.loc[after, "idle_us"].sum()) / ctx.per_step if gaps is not None else 0.0
+    saving = ctx.path_time(calls, ("sync wait",)) + drained
+    callers = ev["name"].to_numpy(dtype=object)[ops]
+    named = sorted(set(callers.tolist()))
+    detail = (
+        f"{len(calls):,} synchronising calls per trace ({len(calls) / ctx.per_step:.1f} per step)"
+        + (f", under {', '.join(named)}" if named else "")
+        + f"; the GPU then sat idle {drained:,.1f} us per step"
+    )
+    return [
+        ctx.finding(
+            "host_sync",
+            "The step synchronises the CPU with the GPU (.item(), .cpu(), nonzero, an explicit synchronize)",
+            np.concatenate([calls, ops]),
+            time,
+            saving,
+            "high" if len(calls) else "medium",
+            "10",
+            "Keep values on the GPU (no .item()/.cpu()/print inside the step; torch.nonzero -> masks), log every N "
+            "steps, or move the read after the next step's launches (non_blocking copies and events)",
+            detail,
+        )  # fmt: skip
+    ]
+
+
+def copies(ctx: Context) -> list[dict]:
+    """Host-device copies from pageable memory, copies that run alone, and data loader waits."""
+    out = []
+    w = ctx.work
+    if len(w):
+        mem = w[w["kind"] == "memcpy"]
+        pageable = mem[mem["name"].str.contains("Pageable", regex=False)]
+        if len(pageable):
+            t = float(pageable["dur"].sum()) / ctx.per_step
+            launches = ctx.ev["launch"].to_numpy()[pageable["row"].to_numpy()]
+            saving = ctx.path_time(pageable["row"], ("memcpy",)) + ctx.path_time(launches[launches >= 0], ("cpu",))
+            out.append(ctx.finding(
+                "pageable_copies", "Copies between host and device use pageable memory (synchronous, slower)",
+                pageable["row"].to_numpy(), t, saving, "high", "10",
+                "Pin host memory (DataLoader(pin_memory=True) or tensor.pin_memory()) and copy with "
+                "non_blocking=True so the copy overlaps compute",
+                f"{len(pageable):,} pageable copies of {len(mem):,} copies",
+            ))  # fmt: skip
+        alone = mem[~mem.index.isin(pageable.index)]
+        if len(alone):
+            on_path = ctx.path_time(alone["row"], ("memcpy",))
+            if on_path > 0.05 * ctx.step_us:
+                out.append(ctx.finding(
+                    "copies_on_path", "Copies sit on the critical path: nothing overlaps them",
+                    alone["row"].to_numpy(), float(alone["dur"].sum()) / ctx.per_step, on_path, "medium", "10",
+                    "Issue copies early on a side stream with pinned memory and non_blocking=True, or keep the "
+                    "data on the device",
+                ))  # fmt: skip
+    loader = ctx.host_rows(prefix=DATA_LOADER)
+    if len(loader):
+        t = float(ctx.ev["dur"].to_numpy()[loader].sum()) / ctx.per_step
+        saving = ctx.path_time(loader)
+        kids = np.flatnonzero(np.isin(ctx.ev["parent"].to_numpy(), loader))
+        saving += ctx.path_time(kids)
+        if t > 0.02 * ctx.step_us:
+            out.append(ctx.finding(
+                "data_loader", "The step waits for the data loader", loader, t, saving,
+                "high" if t > 0.1 * ctx.step_us else "medium", "10",
+                "Use DataLoader(num_workers>0, pin_memory=True, persistent_workers=True, prefetch_factor), move "
+                "decoding/augmentation off the main process, or preload the data",
+            ))  # fmt: skip
+    return out
+
+
+def compile_events(ctx: Context) -> list[dict]:
+    """Recompilations (``Torch-Compiled Region: N/M`` with M > 0) and graph breaks (several frames per step)."""
+    rows = ctx.host_rows(prefix=("Torch-Compiled Region:",))
+    if not len(rows):
+        return []
+    names = ctx.ev["name"].to_numpy(dtype=object)[rows]
+    parsed = [COMPILED_REGION.match(n) for n in names]
+    frames = {int(m.group(1)) for m in parsed if m}
+    recompiled = [r for r, m in zip(rows, parsed) if m and int(m.group(2)) > 0]
+    dur = ctx.ev["dur"].to_numpy()
+    out = []
+    if recompiled:
+        versions = sorted({n for n in names if COMPILED_REGION.match(n) and int(COMPILED_REGION.match(n).group(2)) > 0})
+        out.append(ctx.finding(
+            "recompilation", "torch.compile recompiled: the step runs a second version of a graph",
+            recompiled, float(dur[recompiled].sum()) / ctx.per_step, 0.0, "medium", "04",
+            "Find the guard that failed (TORCH_LOGS=recompiles); mark dynamic dimensions "
+            "(torch._dynamo.mark_dynamic) or pad shapes; a recompile itself runs outside the profiled step",
+            f"versions seen: {', '.join(versions[:4])}",
+        ))  # fmt: skip
+    per_step = len(rows) / ctx.per_step
+    if len(frames) > 1 or per_step > 1.5:
+        lookups = ctx.host_rows({"TorchDynamo Cache Lookup"})
+        # eager code between compiled graphs: the host time of the path outside compiled regions
+        outside = ctx.path[
+            (ctx.path["kind"].isin(["cpu", "cpu gap"])) & ~ctx.path["op"].str.startswith("Torch-Compiled")
+        ]
+        saving = min(float(outside["duration_us"].sum()) / max(ctx.path_steps, 1), ctx.step_us) * 0.5
+        saving += ctx.path_time(lookups)
+        out.append(ctx.finding(
+            "graph_breaks", f"Graph breaks: {per_step:.1f} compiled regions run per step ({len(frames)} frames)",
+            rows, float(dur[rows].sum()) / ctx.per_step, saving, "low", "04",
+            "Find the breaks with torch._dynamo.explain(model)(inputs) or TORCH_LOGS=graph_breaks and remove them "
+            "(data-dependent Python, .item(), unsupported calls); fullgraph=True turns them into errors",
+        ))  # fmt: skip
+    return out
+
+
+def allocator(ctx: Context) -> list[dict]:
+    """cudaMalloc / cudaFree inside the step: the caching allocator is churning or was emptied."""
+    rows = ctx.host_rows(ALLOCATOR_CALLS)
+    if not len(rows):
+        return []
+    t = float(ctx.ev["dur"].to_numpy()[rows].sum()) / ctx.per_step
+    if t < 0.01 * ctx.step_us:
+        return []
+    return [
+        ctx.finding(
+            "allocator",
+            "The step calls cudaMalloc/cudaFree: memory is allocated from the driver, not the cache",
+            rows,
+            t,
+            ctx.path_time(rows),
+            "high" if t > 0.05 * ctx.step_us else "medium",
+            "08",
+            "Warm up before profiling, avoid torch.cuda.empty_cache() in the loop, keep shapes stable (or set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), preallocate buffers",
+            f"{len(rows) / ctx.per_step:.1f} calls per step",
+        )  # fmt: skip
+    ]
+
+
+RULES = [gpu_idle_cpu_bound, host_sync, copies, compile_events, allocator]

@@ -1,0 +1,141 @@
+"""Each diagnosis rule on a small hand-built trace with a planted problem, and on real traces."""
+
+from __future__ import annotations
+
+import pytest
+
+import helpers
+from helpers.diagnose import Findings, diagnose, rules_gpu, rules_host
+from helpers.diagnose.findings import Context
+from tests.diagnose.synthetic import Kineto
+from tests.support import data_file
+
+ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::{}<float>, std::array<char*, 2ul> >(int)"
+
+
+def _ctx(k: Kineto, tmp_path) -> Context:
+    return Context(k.load(tmp_path))
+
+
+def test_gpu_idle_because_the_cpu_is_late(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 1000)
+    for i in range(10):  # 2 us kernels, one every 100 us: the GPU idles 98 % of the time
+        k.cpu("aten::add", 100 * i, 90)
+        k.launch(ELEMENTWISE.format("AddFunctor"), 100 * i + 40, 50, 100 * i + 92, 2)
+    [f] = rules_host.gpu_idle_cpu_bound(_ctx(k, tmp_path))
+    assert f["rule"] == "gpu_idle_cpu_bound" and f["lesson"] == "08" and f["confidence"] == "high"
+    assert 800 < f["time_us"] < 1000
+    assert 800 < f["saving_upper_bound_us"] <= 1000
+
+
+def test_host_sync_and_the_idle_gpu_after_it(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 600)
+    k.cpu("aten::mm", 0, 20)
+    k.launch("ampere_sgemm_128x64_nn", 5, 10, 20, 300)
+    k.cpu("aten::item", 30, 300)
+    k.cpu("aten::_local_scalar_dense", 31, 298)
+    c = k.runtime("cudaStreamSynchronize", 40, 285)
+    k.sync_record("Stream Sync", c, 40, 285, stream=7)
+    k.cpu("aten::add", 400, 50)
+    k.launch(ELEMENTWISE.format("AddFunctor"), 420, 20, 445, 5)  # the GPU idles 325 -> 445
+    [f] = rules_host.host_sync(_ctx(k, tmp_path))
+    assert "aten::item" in f["evidence"] and f["lesson"] == "10"
+    assert f["saving_upper_bound_us"] == pytest.approx(5 + 125, abs=1)
+
+
+def test_pageable_copies_and_data_loader(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 500)
+    k.x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 0, 200)
+    k.cpu("aten::to", 210, 100)
+    k.launch("Memcpy HtoD (Pageable -> Device)", 220, 80, 225, 70, call="cudaMemcpyAsync", cat="gpu_memcpy")
+    found = {f["rule"]: f for f in rules_host.copies(_ctx(k, tmp_path))}
+    assert set(found) == {"pageable_copies", "data_loader"}
+    assert found["data_loader"]["saving_upper_bound_us"] == pytest.approx(200)
+    assert found["pageable_copies"]["time_us"] == pytest.approx(70)
+
+
+def test_recompiles_graph_breaks_and_allocator(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 1000)
+    k.cpu("Torch-Compiled Region: 0/1", 0, 200)
+    k.cpu("Torch-Compiled Region: 1/0", 400, 200)
+    k.runtime("cudaMalloc", 700, 150)
+    ctx = _ctx(k, tmp_path)
+    rules = {f["rule"] for f in rules_host.compile_events(ctx)}
+    assert rules == {"recompilation", "graph_breaks"}
+    [alloc] = rules_host.allocator(ctx)
+    assert alloc["saving_upper_bound_us"] == pytest.approx(150)
+
+
+def test_fp32_gemm_and_manual_attention(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 170)  # the step ends with its last kernel: the GPU sets its length
+    k.cpu("aten::bmm", 0, 20, **{"Input Dims": [[64, 256, 64], [64, 64, 256]]})
+    k.launch("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3", 5, 10, 20, 100)
+    k.cpu("aten::softmax", 30, 20, **{"Input Dims": [[4, 16, 256, 256], [], []]})
+    k.launch("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)", 35, 10, 120, 50)
+    found = {
+        f["rule"]: f for f in rules_gpu.fp32_gemm(_ctx(k, tmp_path)) + rules_gpu.manual_attention(_ctx(k, tmp_path))
+    }
+    assert found["fp32_gemm"]["saving_upper_bound_us"] == pytest.approx(100)
+    assert found["manual_attention"]["lesson"] == "07"
+    assert found["manual_attention"]["saving_upper_bound_us"] == pytest.approx(50)
+
+
+def test_unfused_elementwise_chain_counts_bytes_moved_twice(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 210)
+    shape = {"Input Dims": [[1024, 1024], [1024, 1024]], "Input type": ["float", "float"]}
+    for i, fn in enumerate(["AddFunctor", "MulFunctor", "AddFunctor", "MulFunctor"]):
+        k.cpu(f"aten::op{i}", 10 * i, 8, **shape)
+        k.launch(ELEMENTWISE.format(fn), 10 * i + 1, 5, 50 + 40 * i, 40)
+    [f] = rules_gpu.unfused_elementwise(_ctx(k, tmp_path))
+    assert "4 kernels" in f["evidence"]
+    assert "25.2 MB" in f["evidence"]  # 3 intermediates of 4 MiB, written and read again
+    assert f["saving_upper_bound_us"] == pytest.approx(120)  # the chain minus its longest kernel
+
+
+def test_unfused_optimizer(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 1000)
+    k.x("Optimizer.step#SGD.step", "user_annotation", 0, 900)
+    for i in range(20):  # per-parameter add_ and mul_
+        k.cpu("aten::mul_" if i % 2 else "aten::add_", 40 * i + 5, 30)
+        k.launch(ELEMENTWISE.format("MulFunctor"), 40 * i + 10, 20, 40 * i + 32, 2)
+    [f] = rules_gpu.unfused_optimizer(_ctx(k, tmp_path))
+    assert "per-parameter" in f["finding"] and f["saving_upper_bound_us"] > 0
+
+
+def test_diagnose_ranks_and_caps_savings(tmp_path):
+    trace = helpers.load_trace(helpers.reference_trace_path("h200_attention_sdpa_math"))
+    found = diagnose(trace)
+    assert isinstance(found, Findings)
+    assert found["rule"].iloc[0] == "fp32_gemm"  # the math backend ran its bmm in fp32 at low speed
+    assert "manual_attention" in found["rule"].head(3).tolist()
+    assert (found["saving_upper_bound_us"] <= found.attrs["step_us"] + 1e-6).all()
+    assert found["saving_upper_bound_us"].is_monotonic_decreasing
+    assert not found.attrs["skipped"]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("hta__critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz", {"allocator", "pageable_copies"}),
+     ("kineto__plugin_samples_resnet50_num_workers_0_worker0.pt.trace.json.gz", {"data_loader", "unfused_optimizer"}),
+     ("hta__cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", set())],
+)  # fmt: skip
+def test_real_third_party_traces(name, expected):
+    found = diagnose(data_file(name))
+    assert expected <= set(found["rule"])
+    assert not found.attrs["skipped"]
+    assert (found["saving_upper_bound_us"] >= 0).all()
+    assert found["evidence"].str.len().gt(0).all()
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="diagnose needs"):
+        diagnose(42)
+    with pytest.raises(FileNotFoundError):
+        diagnose("/nonexistent/trace.json")
