@@ -49,7 +49,7 @@ EXERCISES = Exercises(
         "{geglu_us:.1f} us.",
         hint="Floor of a plan = sum of its kernels' floors. The GEMMs cost FLOPs / matmul rate; the GeGLU bytes / "
         "bandwidth.",
-        rel_tol=0.02,
+        rel_tol=0.01,
     ),
     fused_kernels_per_forward=Exercise(
         "kernels per forward, course-fused",
