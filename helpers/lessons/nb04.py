@@ -14,7 +14,7 @@ import torch
 
 from ..checks import bounded_int
 from ..measure.compile_costs import FirstCall, compile_wrapper_rows, time_first_call
-from ..measure.compile_counts import shape_sweep, sweep_summary
+from ..measure.compile_counts import SweepResult, shape_sweep, sweep_summary
 from ..measure.timing import time_end_to_end, time_per_call
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
@@ -86,15 +86,19 @@ check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
-def pin_cpu_threads() -> int:
-    """Run CPU work on one thread and return the number of threads used before.
+def stride_outcome(fn: Callable, x: torch.Tensor, other: torch.Tensor) -> tuple[str, SweepResult | None, str]:
+    """What Dynamo does when ``other`` (same shape as ``x``, other strides) follows ``x``: the outcome in one word.
 
-    On a small machine shared with other work, a parallel region waits for whichever of its
-    threads the OS descheduled, and the same call swings by several times; one thread is steady.
+    Returns (``"recompile"``, ``"reuse"`` or ``"error"``; the sweep, None after an error; the error's message).
+    Counted with the ``eager`` backend (Dynamo's decisions without code generation).
     """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    return before
+    if not isinstance(x, torch.Tensor) or not isinstance(other, torch.Tensor) or x.shape != other.shape:
+        raise ValueError("x and other must be tensors of the same shape (only their strides should differ)")
+    try:
+        sweep = shape_sweep(fn, [x, other], backend="eager", label="same shape, other strides")
+    except Exception as err:  # noqa: BLE001  (an error is one of the possible outcomes, shown to the learner)
+        return "error", None, f"{type(err).__name__}: {err}"
+    return ("recompile" if sweep.table["new_graphs"].iloc[1] else "reuse"), sweep, ""
 
 
 def call_rounds(fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats: int = 5) -> dict[str, list[float]]:
