@@ -111,12 +111,16 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
         raise ValueError(f"times has no row for {sorted(missing)}")
     ka, kb, sa, sb = (float(t.loc[v, c]) for c, v in (("kernel_us", a), ("kernel_us", b), ("e2e_sync_us", a),
                                                        ("e2e_sync_us", b)))  # fmt: skip
-    lead = "keeps its lead" if sa < sb and ka < kb else "loses its lead" if ka < kb else "has no lead to keep"
+    oa, ob = (float(t.loc[v, "host_overhead_us"]) for v in (a, b))
+    if ka >= kb:
+        verdict = f"{a} has no kernel-time lead over {b} to keep"
+    else:
+        verdict = f"the extra host work {'eats' if sa >= sb else 'leaves'} the kernel-time lead of {kb - ka:.0f} us"
     return (
-        f"On kernel time {a} takes {ka:.0f} us against {b}'s {kb:.0f} us; synchronised after each call, "
-        f"{sa:.0f} us against {sb:.0f} us: it {lead} on the clock. Host overhead (synchronised minus kernel time): "
-        + ", ".join(f"{v} {float(t.loc[v, 'host_overhead_us']):.0f} us" for v in (a, b, "eager"))
-        + "."
+        f"Host overhead per call (synchronised minus kernel time): {a} {oa:.0f} us, {b} {ob:.0f} us, eager "
+        f"{float(t.loc['eager', 'host_overhead_us']):.0f} us. Synchronised, {a} takes {sa:.0f} us against {b}'s "
+        f"{sb:.0f} us: {verdict}. These are single numbers of one run, without their spread: a difference of a "
+        "few percent may be that run's noise."
     )
 
 

@@ -117,7 +117,7 @@ def test_recorded_sentences_follow_the_numbers(recorded):
     text = nb06.host_lead_sentence(times)
     t = times.set_index("variant")
     fused_wins_sync = t.loc["course-fused", "e2e_sync_us"] < t.loc["compile", "e2e_sync_us"]
-    assert ("keeps its lead" in text) == bool(fused_wins_sync)
+    assert ("leaves the kernel-time lead" in text) == bool(fused_wins_sync) and "without their spread" in text
     assert f"{t.loc['eager', 'host_overhead_us']:.0f} us" in text
     training = recorded.training()
     sentence = nb06.training_sentence(training)
