@@ -1,9 +1,202 @@
-"""Lesson 04, `torch.compile`: one fused kernel, and what it costs: what this notebook alone uses (its exercises, their explanations and hints, its views)."""
+"""Lesson 04, `torch.compile`: what this notebook alone uses.
+
+Its exercises (explanations and hints, keyed by exercise name), the compile measurements only it
+shows (``nb04.time_first_call``, ``nb04.shape_sweep`` ...), and its timing rounds: every comparison
+of two times is measured several times, and a difference inside the spread is called a tie.
+"""
 
 from __future__ import annotations
 
-from .exercises import Exercises
+from collections.abc import Callable, Mapping, Sequence
 
-EXERCISES = Exercises("04")
+import pandas as pd
+import torch
+
+from ..checks import bounded_int
+from ..measure.compile_costs import FirstCall, compile_wrapper_rows, time_first_call
+from ..measure.compile_counts import SweepResult, shape_sweep, sweep_summary
+from ..measure.timing import time_end_to_end, time_per_call
+from ..mlp.fusion import kernels_by_role
+from ..mlp.plans import infer_plan
+from .exercises import Exercise, Exercises, Tie, compare_rounds
+
+__all__ = [
+    "compile_wrapper_rows", "infer_plan", "kernels_by_role", "shape_sweep", "sweep_summary", "time_first_call",
+]  # fmt: skip
+
+EXERCISES = Exercises(
+    "04",
+    same_gemm_kernels=Exercise(
+        "GEMM kernels unchanged by compile",
+        explain="Inductor's default mode calls the same cuBLAS GEMMs (aten::mm) with the same shapes, so cuBLAS "
+        "picks the same kernels.",
+        hint="Does Inductor's default mode write matrix products of its own, or call a library?",
+    ),
+    compiled_kernels_per_forward=Exercise(
+        "compute kernels per forward, compiled",
+        explain="Three GEMMs and one generated kernel for the GeLU and the multiply together.",
+        hint="The three GEMMs stay; what can happen to two pointwise kernels that follow each other?",
+    ),
+    left_of_the_chain=Exercise(
+        "operator left of aten::linear's chain",
+        explain="The generated code calls aten::mm (the GEMM) itself: no aten::linear, aten::t, aten::matmul, "
+        "aten::reshape or aten::view on the way.",
+        hint="Which operator of the chain does the arithmetic of a Linear?",
+    ),
+    saved_mb=Exercise(
+        "MB saved per forward by fusion",
+        explain="Two passes over one [tokens, hidden] tensor of {tensor_mb:.1f} MB (the GeLU's output, written then "
+        "read back) disappear.",
+        hint="Passes of the eager pair minus passes of the fused kernel, times the size of one [8192, 3072] "
+        "bf16 tensor.",
+        rel_tol=0.05,
+    ),
+    compiled_faster_end_to_end=Exercise(
+        "compiled faster end to end",
+        explain="Back to back, the GPU is busy all the time at the blog's shape: the wall time per call follows the "
+        "kernel time, and the fused kernel saves device time. Host work (guards, wrappers) hides behind the queue.",
+        hint="Compare the kernel times: if the GPU never waits, which variant finishes a call sooner?",
+    ),
+    compiles_default=Exercise(
+        "compiles with the default torch.compile",
+        explain="The first call compiles a static graph for batch b. The first change fails a size guard, and Dynamo "
+        "recompiles once with that dimension symbolic (automatic dynamic shapes); every later batch size reuses it.",
+        hint="What could the first change of size teach Dynamo about that size?",
+    ),
+    compiles_static=Exercise(
+        "compiles with dynamic=False",
+        explain="dynamic=False compiles one static graph per distinct shape; the last call, batch b again, reuses "
+        "the first graph. Dynamo keeps up to torch._dynamo.config.recompile_limit graphs per function.",
+        hint="Without dynamic shapes, which calls can reuse a graph compiled before?",
+    ),
+    strided_input=Exercise(
+        "a call with other strides",
+        explain="Strides are guarded like sizes: x has strides {strides}, the transposed input {other_strides}. The "
+        "guard fails, and Dynamo compiles again; nothing raises.",
+        hint="What does Dynamo do when any guard fails?",
+    ),
+    my_compiles=Exercise(
+        "compiles of your sequence",
+        explain="Read the 'graph' and 'why' columns below: each compile names the guard that failed.",
+        hint="Default: static first, then one dynamic graph at the first change. dynamic=False: one per distinct "
+        "size. Sizes 0 and 1 are specialised.",
+    ),
+)
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+
+def stride_outcome(fn: Callable, x: torch.Tensor, other: torch.Tensor) -> tuple[str, SweepResult | None, str]:
+    """What Dynamo does when ``other`` (same shape as ``x``, other strides) follows ``x``: the outcome in one word.
+
+    Returns (``"recompile"``, ``"reuse"`` or ``"error"``; the sweep, None after an error; the error's message).
+    Counted with the ``eager`` backend (Dynamo's decisions without code generation).
+    """
+    if not isinstance(x, torch.Tensor) or not isinstance(other, torch.Tensor) or x.shape != other.shape:
+        raise ValueError("x and other must be tensors of the same shape (only their strides should differ)")
+    try:
+        sweep = shape_sweep(fn, [x, other], backend="eager", label="same shape, other strides")
+    except Exception as err:  # noqa: BLE001  (an error is one of the possible outcomes, shown to the learner)
+        return "error", None, f"{type(err).__name__}: {err}"
+    return ("recompile" if sweep.table["new_graphs"].iloc[1] else "reuse"), sweep, ""
+
+
+def call_rounds(fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats: int = 5) -> dict[str, list[float]]:
+    """Microseconds per synchronised call of each function, ``rounds`` times (each the median of ``repeats``).
+
+    The functions take turns round by round, so a slow spell of the machine hits all of them.
+    """
+    if not isinstance(fns, Mapping) or len(fns) < 1:
+        raise TypeError("fns must be a non-empty dict {label: function or module}")
+    rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            out[name].append(time_per_call(fn, *inputs, repeats=repeats, warmup=1) * 1e6)
+    return out
+
+
+def end_to_end_rounds(
+    fns: Mapping[str, Callable], *inputs, rounds: int = 5, iters: int = 50
+) -> dict[str, dict[str, list[float]]]:
+    """Per function, ``rounds`` measurements of :func:`helpers.time_end_to_end` (back to back and synchronised, us).
+
+    Returns ``{label: {"nosync_us": [...], "sync_us": [...]}}``, the functions taking turns round by round.
+    """
+    if not isinstance(fns, Mapping) or len(fns) < 1:
+        raise TypeError("fns must be a non-empty dict {label: function or module}")
+    rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
+    out: dict[str, dict[str, list[float]]] = {name: {"nosync_us": [], "sync_us": []} for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            timed = time_end_to_end(fn, *inputs, iters=iters, rounds=1)
+            out[name]["nosync_us"].append(timed["nosync_us"])
+            out[name]["sync_us"].append(timed["sync_us"])
+    return out
+
+
+def rounds_frame(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> pd.DataFrame:
+    """One row per variant: its median, the fastest and the slowest round, and how many rounds."""
+    rows = []
+    for name, values in rounds.items():
+        v = [float(x) for x in values]
+        if not v:
+            raise ValueError(f"{name}: no rounds measured")
+        rows.append({"variant": name, f"median_{unit}": float(pd.Series(v).median()), f"min_{unit}": min(v),
+                     f"max_{unit}": max(v), "rounds": len(v)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> bool | Tie:
+    """Whether the first of two variants is faster: True or False when their ranges are apart, else a Tie.
+
+    A recording that kept one number per variant (fewer than 3 rounds) cannot show its spread: a tie.
+    """
+    if len(rounds) != 2:
+        raise ValueError(f"give exactly two variants, got {list(rounds)}")
+    (a, ra), (b, rb) = rounds.items()
+    if min(len(ra), len(rb)) < 3:
+        return Tie(
+            f"{a} {_list(ra, unit)} against {b} {_list(rb, unit)}: this source kept one number per variant, not "
+            "the spread of repeated rounds, so it cannot tell a difference from noise"
+        )
+    verdict = compare_rounds(ra, rb)
+    if verdict.tie:
+        return Tie(
+            f"{a} against {b}: {verdict.describe(unit)}. Too close to call here: the ranges of the rounds overlap, so "
+            "the difference is inside this machine's noise"
+        )
+    return verdict.a_median < verdict.b_median
+
+
+def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]]) -> str:
+    """A sentence on whether the compile pays back, from ``call_rounds({"eager": ..., "compiled": ...})`` (us)."""
+    if set(rounds) != {"eager", "compiled"}:
+        raise ValueError(f"rounds must have the keys 'eager' and 'compiled', got {sorted(rounds)}")
+    frame = rounds_frame(rounds).set_index("variant")
+    e, c = frame.loc["eager"], frame.loc["compiled"]
+    timing = (
+        f"A call then takes {_ms(c)} compiled against {_ms(e)} eager (median of {int(c['rounds'])} rounds, "
+        "synchronised after each call, fastest and slowest round in brackets)"
+    )
+    verdict = first_is_faster({"compiled": rounds["compiled"], "eager": rounds["eager"]})
+    if isinstance(verdict, Tie):
+        return f"{timing}. Too close to call here: the rounds overlap, so no pay-back can be computed from them."
+    if not verdict:
+        return f"{timing}: a compiled call is not faster end to end here, so the compile does not pay back (see 6b)."
+    # the smallest saving the rounds allow gives the longest pay-back
+    slow, fast = e["median_us"] - c["median_us"], e["min_us"] - c["max_us"]
+    calls = first_call.compile_s / (slow * 1e-6)
+    longest = first_call.compile_s / (fast * 1e-6)
+    return (
+        f"{timing}: it pays back after about {calls:,.0f} calls ({longest:,.0f} if the saving is as small as the "
+        "rounds allow)."
+    )
+
+
+def _ms(row: pd.Series) -> str:
+    return f"{row['median_us'] / 1e3:.2f} ms ({row['min_us'] / 1e3:.2f}-{row['max_us'] / 1e3:.2f})"
+
+
+def _list(values: Sequence[float], unit: str) -> str:
+    return ", ".join(f"{float(v):.3g}" for v in values) + f" {unit}"

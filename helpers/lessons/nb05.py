@@ -1,9 +1,99 @@
-"""Lesson 05, Hand-tuned kernels with the `kernels` library: what this notebook alone uses (its exercises, their explanations and hints, its views)."""
+"""Lesson 05, hand-tuned kernels with the `kernels` library: what this notebook alone uses.
+
+Its exercises (explanations and hints, keyed by exercise name), the Hub loader and what it reports
+(``nb05.load_geglu_mlp``, ``nb05.kernel_pin`` ...), and the spread of the GeGLU kernels' times over
+the profiled steps, so that a ranking is only stated where it is beyond the noise.
+"""
 
 from __future__ import annotations
 
-from .exercises import Exercises
+from collections.abc import Mapping
 
-EXERCISES = Exercises("05")
+import pandas as pd
+
+from ..measure.compile_costs import first_calls
+from ..mlp.hub import KernelLoadError, load_geglu_mlp
+from ..mlp.hub_cache import (
+    COURSE_KERNEL_REPO,
+    LIGER_REPO,
+    cache_dir,
+    cached_versions,
+    describe_repository,
+    hub_status,
+    raw_get_kernel,
+)
+from ..mlp.hub_pin import KERNEL_LOCK_FILE, kernel_pin
+from ..mlp.plans import POINTWISE_ROLES, kernel_role
+from ..trace.model import Trace, check_trace
+from .exercises import Exercise, Exercises
+
+__all__ = [
+    "COURSE_KERNEL_REPO", "KERNEL_LOCK_FILE", "KernelLoadError", "LIGER_REPO", "cache_dir", "cached_versions",
+    "describe_repository", "first_calls", "hub_status", "kernel_pin", "load_geglu_mlp", "raw_get_kernel",
+]  # fmt: skip
+
+EXERCISES = Exercises(
+    "05",
+    mm_per_forward=Exercise(
+        "aten::mm per forward, hand-tuned",
+        explain="The three projections are still nn.Linear: cuBLAS GEMMs, as in eager mode.",
+        hint="What does the hand-tuned layer keep of the three nn.Linear layers?",
+    ),
+    gelu_mul_per_forward=Exercise(
+        "aten::gelu + aten::mul per forward, hand-tuned",
+        explain="GeLU and the product run inside one hand-written Triton kernel, called through an autograd "
+        "Function (the row named ...Function in the table below), not through ATen.",
+        hint="Which ATen operators can a hand-written kernel for GeLU and the product replace?",
+    ),
+    fused_floor_mb=Exercise(
+        "MB a fused GeGLU kernel moves",
+        explain="Two reads and one write of an 8192 x 3072 bf16 tensor: 3 x {tensor_mb:.1f} MB.",
+        hint="Count the tensors read and written, times one tensor's size.",
+        rel_tol=0.05,
+    ),
+)
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+
+def geglu_step_spread(traces: Mapping[str, Trace]) -> pd.DataFrame:
+    """Per variant, the GeGLU kernels' time of each profiled step: median, fastest and slowest step (us).
+
+    The GeGLU kernels are those whose role (:func:`helpers.mlp.plans.kernel_role`) is pointwise work.
+    """
+    if not isinstance(traces, Mapping) or not traces:
+        raise TypeError("traces must be a non-empty dict {label: Trace}")
+    rows = []
+    for label, trace in traces.items():
+        check_trace(trace)
+        kernels = trace.kernels()
+        if kernels.empty:
+            raise ValueError(f"{label}: the trace has no kernels (a CPU profile?): its GeGLU time is not a kernel's")
+        work = kernels[[kernel_role(n) in POINTWISE_ROLES for n in kernels["name"]]]
+        if work.empty:
+            raise ValueError(f"{label}: no GeGLU kernel found among {kernels['name'].nunique()} kernel names")
+        per_step = work.groupby("step")["duration_us"].sum()
+        rows.append(
+            {
+                "variant": label,
+                "median_us": float(per_step.median()),
+                "min_us": float(per_step.min()),
+                "max_us": float(per_step.max()),
+                "steps": int(per_step.size),
+            }  # fmt: skip
+        )
+    return pd.DataFrame(rows)
+
+
+def ranking_sentence(spread: pd.DataFrame) -> str:
+    """The variants fastest first, saying which neighbours are too close to call (their step ranges overlap)."""
+    if not {"variant", "median_us", "min_us", "max_us"} <= set(spread.columns) or spread.empty:
+        raise ValueError("spread must be a non-empty nb05.geglu_step_spread(...) frame")
+    ranked = spread.sort_values("median_us").reset_index(drop=True)
+    parts = []
+    for i, r in ranked.iterrows():
+        text = f"**{r['variant']}** {r['median_us']:.1f} us ({r['min_us']:.1f}-{r['max_us']:.1f})"
+        if i > 0 and ranked.loc[i - 1, "max_us"] >= r["min_us"]:
+            text += " (too close to call against the one before: their step ranges overlap)"
+        parts.append(text)
+    return "; ".join(parts)

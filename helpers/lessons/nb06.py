@@ -1,9 +1,149 @@
-"""Lesson 06, Writing your own fused kernels: what this notebook alone uses (its exercises, their explanations and hints, its views)."""
+"""Lesson 06, writing your own fused kernels: what this notebook alone uses.
+
+Its exercises (explanations and hints, keyed by exercise name; the learner's kernel is checked by
+:func:`check_geglu_kernel` and recorded here), the course's kernels and plans as the lesson reads
+them (``nb06.geglu``, ``nb06.FusedGeGLUMLP``, ``nb06.plan_floor_us`` ...), and the sentences it
+writes over recorded times and training steps.
+"""
 
 from __future__ import annotations
 
-from .exercises import Exercises
+from collections.abc import Sequence
 
-EXERCISES = Exercises("06")
+import pandas as pd
+
+from ..kernels.gate_up import pack_gate_up
+from ..kernels.gate_up_tuning import config_table
+from ..kernels.geglu_pointwise import geglu
+from ..kernels.launch_plans import plans_table
+from ..kernels.modules import FusedGeGLUMLP
+from ..measure.memory import saved_bytes
+from ..mlp.model import SimpleGeGLUMLP, geglu_reference, reference_forward
+from ..mlp.plans import PLANS, geglu_bytes, geglu_mlp_flops, plan_bytes, plan_floor_us, plan_kernels, plans_frame
+from ..mlp.variants import build_variant, variant_table
+from ..triton_env import triton_mode
+from .exercises import Exercise, Exercises, Feedback
+from .kernel_exercises import check_geglu_kernel as _check_geglu_kernel
+from .kernel_exercises import kernel_device, time_geglu_kernel
+from .mlp_results import mlp_ceilings, mlp_roofline, run_mlp_benchmark, sweep_figure
+
+__all__ = [
+    "PLANS", "FusedGeGLUMLP", "SimpleGeGLUMLP", "build_variant", "config_table", "geglu", "geglu_reference",
+    "kernel_device", "plan_bytes", "plan_floor_us", "plan_kernels", "plans_frame", "plans_table",
+    "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
+    "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
+]  # fmt: skip
+
+EXERCISES = Exercises(
+    "06",
+    geglu_kernel=Exercise(
+        "kernel 1: GeGLU in Triton",
+        hint="Load gate and up with the mask (as float32), compute gelu_tanh(g) * u, store it with the mask.",
+    ),
+    bytes_saved=Exercise(
+        "bytes kernel 2 does not move",
+        explain="gate and up ([tokens, hidden] each) are written by the GEMMs and read by the GeGLU: four passes of "
+        "{tensor_mb:.0f} MB; and one GEMM reads x once where two GEMMs read it twice.",
+        hint="Which [tokens, hidden] tensors can stay in registers? Each of them was written once and read once.",
+        rel_tol=0.01,
+    ),
+    predicted_speedup=Exercise(
+        "predicted speed-up of kernel 2's plan",
+        explain="Both plans do the same GEMM FLOPs; the pointwise-fused plan adds the GeGLU pass, memory bound at "
+        "{geglu_us:.1f} us.",
+        hint="Floor of a plan = sum of its kernels' floors. The GEMMs cost FLOPs / matmul rate; the GeGLU bytes / "
+        "bandwidth.",
+        rel_tol=0.01,
+    ),
+    fused_kernels_per_forward=Exercise(
+        "kernels per forward, course-fused",
+        explain="One Triton kernel for gate, up and the GeGLU; one cuBLAS GEMM for the down projection.",
+        hint="Which of eager's five kernels does kernel 2 replace?",
+    ),
+    sync_can_beat_kernels=Exercise(
+        "a synchronised call beats its kernels",
+        explain="The kernels of one call run one after another on the GPU, and the wall clock also counts the "
+        "host's work before the first kernel starts and the wait at the end. The smallest margin in this "
+        "recording: {margin_us:.0f} us ({variant}).",
+        hint="The kernels of one forward depend on each other: can they overlap?",
+    ),
+    gate_tiles_at_128=Exercise(
+        "tiles of the gate GEMM at M=128",
+        explain="ceil(128 / 256) x ceil(3072 / 128) = 1 x 24: only 24 of the SMs get a tile.",
+        hint="Tiles = ceil(rows / tile rows) x ceil(columns / tile columns).",
+    ),
+    kept=Exercise(
+        "[tokens, hidden] tensors kept for the backward",
+        explain="Eager keeps gate and up (for the GeLU and the product), gelu(gate) (for the product) and h (for "
+        "the down projection); save mode keeps gu (two) and h; recompute keeps only x.",
+        hint="Which tensors does each backward formula read?",
+    ),
+)
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+
+def check_geglu_kernel(fn, **kwargs) -> Feedback:
+    """Check the learner's GeGLU launcher (``fn(gate, up, out)``) and record the result in this lesson's book.
+
+    The checking itself is :func:`helpers.lessons.kernel_exercises.check_geglu_kernel`; keyword
+    arguments (``shapes``, ``dtype``) go to it.
+    """
+    return EXERCISES.record("geglu_kernel", _check_geglu_kernel(fn, **kwargs))
+
+
+def sync_margin(times: pd.DataFrame) -> dict[str, object]:
+    """The variant whose synchronised call is closest to its kernel time, and that margin (us).
+
+    ``times``: rows with ``variant``, ``kernel_us`` and ``e2e_sync_us`` (rows missing either are skipped).
+    """
+    if not {"variant", "kernel_us", "e2e_sync_us"} <= set(times.columns):
+        raise ValueError("times needs the columns variant, kernel_us and e2e_sync_us")
+    rows = times.dropna(subset=["kernel_us", "e2e_sync_us"])
+    if rows.empty:
+        raise ValueError("no variant has both a kernel time and a synchronised time")
+    margin = rows["e2e_sync_us"] - rows["kernel_us"]
+    i = margin.idxmin()
+    return {"variant": str(rows.loc[i, "variant"]), "margin_us": float(margin[i])}
+
+
+def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "compile") -> str:
+    """Whether ``a`` keeps its kernel-time lead over ``b`` once each call is synchronised, with the numbers."""
+    t = times.set_index("variant")
+    missing = {a, b, "eager"} - set(t.index)
+    if missing:
+        raise ValueError(f"times has no row for {sorted(missing)}")
+    ka, kb, sa, sb = (float(t.loc[v, c]) for c, v in (("kernel_us", a), ("kernel_us", b), ("e2e_sync_us", a),
+                                                       ("e2e_sync_us", b)))  # fmt: skip
+    oa, ob = (float(t.loc[v, "host_overhead_us"]) for v in (a, b))
+    if ka >= kb:
+        verdict = f"{a} has no kernel-time lead over {b} to keep"
+    else:
+        verdict = f"the extra host work {'eats' if sa >= sb else 'leaves'} the kernel-time lead of {kb - ka:.0f} us"
+    return (
+        f"Host overhead per call (synchronised minus kernel time): {a} {oa:.0f} us, {b} {ob:.0f} us, eager "
+        f"{float(t.loc['eager', 'host_overhead_us']):.0f} us. Synchronised, {a} takes {sa:.0f} us against {b}'s "
+        f"{sb:.0f} us: {verdict}. These are single numbers of one run, without their spread: a difference of a "
+        "few percent may be that run's noise."
+    )
+
+
+def training_sentence(
+    training: pd.DataFrame, modes: Sequence[str] = ("course-fused-save", "course-fused-recompute")
+) -> str:
+    """What the recorded training steps say: the fastest variant, each fused mode against eager, time and memory."""
+    if not {"variant", "step_us", "peak_mb"} <= set(training.columns) or training.empty:
+        raise ValueError("training must be a non-empty table with the columns variant, step_us and peak_mb")
+    t = training.dropna(subset=["step_us"]).set_index("variant")
+    fastest = t["step_us"].idxmin()
+    parts = [f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us)."]
+    if "eager" in t.index:
+        e = t.loc["eager"]
+        for mode in (m for m in modes if m in t.index):
+            r = t.loc[mode]
+            speed = "slower" if r["step_us"] > e["step_us"] else "faster"
+            parts.append(
+                f"`{mode}`: {r['step_us'] / e['step_us']:.2f}x eager's step time ({speed}), "
+                f"{r['peak_mb']:.0f} MB peak against eager's {e['peak_mb']:.0f} MB."
+            )
+    return " ".join(parts)

@@ -1,0 +1,154 @@
+"""Lesson 06's checkers, probed with the taught answer, a naive one and the tempting wrong one.
+
+Expected values come from what the notebook reads on a CPU: the recorded H200 run, the plans at
+its shape, the tile counts, and the saved tensors counted live (the fused MLP in Triton's interpreter).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import helpers
+from helpers import nb06
+from helpers.lessons.exercises import MISSING, RIGHT, WRONG
+
+
+@pytest.fixture(autouse=True)
+def fresh_book():
+    nb06.reset()
+    yield
+    nb06.reset()
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return helpers.load_benchmark_results()
+
+
+def _probe(key, expected, taught, *wrong, **kw):
+    assert nb06.check(key, taught, expected, **kw).status == RIGHT
+    for answer in wrong:
+        assert nb06.check(key, answer, expected, **kw).status == WRONG, (key, answer)
+
+
+@triton.jit
+def taught_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    g = tl.load(gate_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(up_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    h = g * tl.sigmoid(1.5957691216057308 * (g + 0.044715 * g * g * g)) * u
+    tl.store(out_ptr + offsets, h.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def no_cubic_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    # the tempting shortcut: drop the cubic term of the tanh approximation
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    g = tl.load(gate_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(up_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offsets, (g * tl.sigmoid(1.5957691216057308 * g) * u).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def empty_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pass
+
+
+def _launcher(kernel):
+    def launch(gate, up, out, BLOCK=1024):
+        n = gate.numel()
+        kernel[(triton.cdiv(n, BLOCK),)](gate, up, out, n, BLOCK=BLOCK)
+
+    return launch
+
+
+def test_the_learners_kernel_is_recorded_in_the_book():
+    assert nb06.check_geglu_kernel(_launcher(empty_kernel)).status == MISSING
+    assert nb06.check_geglu_kernel(_launcher(no_cubic_kernel)).status == WRONG
+    assert nb06.summary().set_index("exercise").loc["kernel 1: GeGLU in Triton", "status"] == WRONG
+    assert nb06.check_geglu_kernel(_launcher(taught_kernel)).status == RIGHT
+    assert nb06.summary().set_index("exercise").loc["kernel 1: GeGLU in Triton", "status"] == RIGHT
+
+
+def test_bytes_and_speedup_of_kernel_2s_plan(recorded):
+    shape, dtype, ceilings = recorded.shape, recorded.dtype, recorded.ceilings
+    m, d, h, size = shape.tokens, shape.dim, shape.hidden, dtype.itemsize
+    saved = nb06.plan_bytes("pointwise-fused", shape, dtype) - nb06.plan_bytes("gemm-epilogue", shape, dtype)
+    details = {"tensor_mb": m * h * size / 1e6}
+    # taught: gate and up written and read, x read once less; naive: gate and up written only;
+    # tempting: forgets that the two GEMMs each read x (5.9 % off, beyond the 1 % asked)
+    _probe("bytes_saved", saved, (4 * m * h + m * d) * size, 2 * m * h * size, 4 * m * h * size, details=details)
+
+    floor = {p: nb06.plan_floor_us(p, ceilings, shape, dtype) for p in nb06.PLANS}
+    expected = floor["pointwise-fused"] / floor["gemm-epilogue"]
+    gemms = helpers.geglu_mlp_flops(m, d, h) / ceilings.matmul_flop_per_s * 1e6
+    geglu_bytes = helpers.geglu_bytes(m, h, dtype)
+    taught = (gemms + geglu_bytes / ceilings.bandwidth_bytes_per_s * 1e6) / gemms
+    naive = 5 / 3  # the ratio of passes over the intermediate, as if the GEMMs cost nothing
+    # tempting: the copy bandwidth instead of the memory roof (row 32 of the review)
+    tempting = (gemms + geglu_bytes / ceilings.copy_bytes_per_s * 1e6) / gemms
+    assert not math.isclose(tempting, expected, rel_tol=0.01)
+    _probe("predicted_speedup", expected, taught, naive, tempting, details={"geglu_us": 1.0})
+
+
+def test_kernels_and_clocks_of_the_recording(recorded):
+    # taught 2; naive: compile's 4; tempting: one kernel for everything
+    _probe("fused_kernels_per_forward", recorded.variant("course-fused")["kernels_per_forward"], 2, 4, 1)
+    times = recorded.times()
+    ok = times.dropna(subset=["kernel_us", "e2e_sync_us"])
+    margin = nb06.sync_margin(times)
+    assert margin["margin_us"] > 10  # far beyond any noise: host work and the wait always add
+    expected = bool((ok["e2e_sync_us"] < ok["kernel_us"]).any())
+    _probe("sync_can_beat_kernels", expected, False, True, details=margin)
+    assert (
+        f"{margin['margin_us']:.0f} us" in nb06.check("sync_can_beat_kernels", False, expected, details=margin).message
+    )
+
+
+def test_recorded_sentences_follow_the_numbers(recorded):
+    times = recorded.times()
+    text = nb06.host_lead_sentence(times)
+    t = times.set_index("variant")
+    fused_wins_sync = t.loc["course-fused", "e2e_sync_us"] < t.loc["compile", "e2e_sync_us"]
+    assert ("leaves the kernel-time lead" in text) == bool(fused_wins_sync) and "without their spread" in text
+    assert f"{t.loc['eager', 'host_overhead_us']:.0f} us" in text
+    training = recorded.training()
+    sentence = nb06.training_sentence(training)
+    fastest = training.set_index("variant")["step_us"].idxmin()
+    assert f"**{fastest}**" in sentence
+    with pytest.raises(ValueError, match="no row"):
+        nb06.host_lead_sentence(times[times["variant"] != "compile"])
+    with pytest.raises(ValueError, match="columns"):
+        nb06.training_sentence(training.drop(columns="peak_mb"))
+
+
+def test_tiles_of_the_gate_gemm():
+    waves = helpers.tile_waves({"gate GEMM [M, 3072]": (128, 3072)}, ["256x128"], 132)
+    tiles = int(waves["tiles"].iloc[0])
+    # taught ceil(128/256) x ceil(3072/128) = 24; naive: fractional tiles (12); tempting: one per SM (132)
+    _probe("gate_tiles_at_128", tiles, 24, 12, 132)
+
+
+def test_tensors_kept_for_the_backward_counted_live():
+    torch.manual_seed(1)
+    tokens, dim, hidden = 18, 48, 80
+    device = nb06.kernel_device()
+    mlp = nb06.SimpleGeGLUMLP(dim, hidden).to(device)
+    x = torch.randn(tokens, dim, device=device, requires_grad=True)
+    one = tokens * hidden * x.element_size()
+    models = {"eager": mlp, **{m: nb06.FusedGeGLUMLP.from_module(mlp, mode=m) for m in ("save", "recompute")}}
+    counted = {
+        name: round(nb06.saved_bytes(lambda m=m: m(x), exclude=(*m.parameters(), x)) / one)
+        for name, m in models.items()
+    }
+    taught = {"eager": 4, "save": 3, "recompute": 0}
+    naive = {"eager": 2, "save": 1, "recompute": 0}  # only gate and up, as the formula's inputs
+    tempting = {"eager": 3, "save": 3, "recompute": 0}  # forgets h, kept for the down projection's backward
+    _probe("kept", counted, taught, naive, tempting)
