@@ -207,7 +207,7 @@ def graph_table(
 
 
 def configs_table() -> pd.DataFrame:
-    """The decoder presets side by side: layers, sizes, parameters, bf16 weight bytes."""
+    """The decoder presets side by side: layers, sizes, parameters (millions), bf16 weights (MB)."""
     rows = [
         {
             "config": name,
@@ -216,8 +216,8 @@ def configs_table() -> pd.DataFrame:
             "intermediate": c.intermediate_size,
             "heads": c.num_attention_heads,
             "vocab": c.vocab_size,
-            "parameters_m": c.num_parameters() / 1e6,
-            "bf16_weights_gb": c.weight_bytes(2) / 1e9,
+            "parameters_m": round(c.num_parameters() / 1e6, 1),
+            "bf16_weights_mb": round(c.weight_bytes(2) / 1e6, 1),
         }
         for name, c in DECODER_CONFIGS.items()
     ]
@@ -227,6 +227,17 @@ def configs_table() -> pd.DataFrame:
 def mlp_flop_share(config) -> float:
     """The MLP's share of a layer's GEMM FLOPs (3 products of hidden x intermediate against 4 of hidden x hidden)."""
     return 3 * config.intermediate_size / (3 * config.intermediate_size + 4 * config.hidden_size)
+
+
+def percent_shares(breakdown: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`part_breakdown` table for reading: ``share`` as a percentage, times in whole microseconds."""
+    if not isinstance(breakdown, pd.DataFrame) or "share" not in breakdown.columns:
+        raise TypeError("pass the DataFrame of nb08.part_breakdown(trace)")
+    out = breakdown.copy()
+    out["share"] = (100 * out["share"]).round(1)
+    times = [c for c in out.columns if c.endswith("_us") or c.endswith("(us)")]
+    out[times] = out[times].round(0)
+    return out.rename(columns={"share": "share_%"})
 
 
 def fixes() -> pd.DataFrame:
