@@ -7,6 +7,7 @@ fall back to converting one by one where the values are unusual.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,13 +34,22 @@ def int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def float_array(values: list) -> np.ndarray:
-    """float64 values from a list; anything that is not a number becomes NaN."""
+    """float64 values from a list; anything that is not a number (or beyond float64) becomes NaN."""
     try:
         return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
             dtype=np.float64, na_value=np.nan
         )
+
+
+class LeftOut:
+    """Stands in a lookup table for a value too long to keep: only its length is kept."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 class Codes:
@@ -47,6 +57,20 @@ class Codes:
 
     def __init__(self) -> None:
         self.table: dict[Any, int] = {}
+        self.reordered = False  # True once a value was replaced by a LeftOut (table order != code order)
+
+    def leave_out_long(self, since: int, limit: int) -> int:
+        """Replace the values coded from `since` on that are longer than `limit` by :class:`LeftOut`; how many."""
+        table = self.table
+        new = len(table) - since
+        if new <= 0:
+            return 0
+        # values added since `since` are the last ones in the table (earlier LeftOuts sit before them)
+        long = [k for k in itertools.islice(reversed(table), new) if isinstance(k, (bytes, str)) and len(k) > limit]
+        for key in long:
+            table[LeftOut(len(key))] = table.pop(key)
+        self.reordered |= bool(long)
+        return len(long)
 
     def encode(self, values: Iterable[Any]) -> np.ndarray:
         """The code of each value (new values get the next codes)."""
@@ -81,6 +105,8 @@ class Codes:
 
     def values(self) -> list[Any]:
         """The distinct values, in code order."""
+        if self.reordered:
+            return sorted(self.table, key=self.table.__getitem__)
         return list(self.table)
 
 

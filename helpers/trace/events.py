@@ -41,7 +41,7 @@ import pandas as pd
 from . import files as tracefile
 from . import stream as tracestream
 from .categories import IGNORED_CATEGORIES
-from .columns import Codes, float_array, int_array, text_keys, text_of_key
+from .columns import Codes, LeftOut, float_array, int_array, text_keys, text_of_key
 from .links import MISSING_ID as _MISSING
 from .links import annotate
 from .tables import TraceTables
@@ -79,6 +79,15 @@ _NEGATIVE = "complete events with a negative 'dur'"
 _NO_NAME = "(no name)"
 _UNNAMED = f"events had an empty name; they are listed as {_NO_NAME!r}"
 _EMPTY: dict = {}
+_BAD_TIME = "complete events with a missing, non-numeric or non-finite 'ts' or 'dur'"
+# Past 2**53 us (285 years) a float64 no longer holds every microsecond: no clock writes such times.
+MAX_TIME_US = float(2**53)
+_ABSURD_TIME = f"complete events with a 'ts' or 'dur' beyond {MAX_TIME_US:.3g} us (285 years: no clock writes that)"
+# Default limits on what one trace may hold (the options of load_trace that raise them).
+MAX_EVENTS = 5_000_000
+# One event's shapes or launch configuration past this many bytes of JSON is left out (a note says
+# so): the longest real ones (a cat of thousands of tensors) are tens of kilobytes.
+MAX_ARG_BYTES = 1 << 20
 
 
 # --------------------------------------------------------------------------- typed decoding
@@ -103,7 +112,7 @@ if msgspec is not None:
         ph: str = ""
         cat: str = ""
         name: str = ""
-        ts: float = 0.0
+        ts: float = float("nan")  # missing: counted and left out, never placed at 0
         dur: float | None = None
         pid: int | str = ""
         tid: int | str = ""
@@ -130,9 +139,17 @@ else:  # pragma: no cover - depends on the environment
 
 
 class _Builder:
-    """Accumulates columns from slices of events (typed records or dicts); keeps no per-event object."""
+    """Accumulates columns from slices of events (typed records or dicts); keeps no per-event object.
 
-    def __init__(self) -> None:
+    `max_events`: more entries than this in ``traceEvents`` is refused (:class:`TraceTooLargeError`);
+    `max_arg_bytes`: longer shapes or launch configurations are left out with a note.
+    """
+
+    def __init__(self, source: str = "the trace", max_events: int | None = None, max_arg_bytes: int | None = None) -> None:
+        self.source = source
+        self.max_events = check_count(max_events, MAX_EVENTS, "max_events")
+        self.max_arg_bytes = check_count(max_arg_bytes, MAX_ARG_BYTES, "max_arg_bytes")
+        self.count = 0
         self.names = Codes()
         self.cats = Codes()
         self.pids = Codes()
@@ -159,6 +176,11 @@ class _Builder:
 
     def add(self, events: list) -> None:
         """Add a slice of events: typed records (from :func:`decode_slice`) or dicts."""
+        self.count += len(events)
+        if self.count > self.max_events:
+            raise tracefile.TraceTooLargeError(
+                f"{self.source} holds more than {self.max_events:,} events", "max_events", 4 * self.max_events
+            )
         if _Event is not None and events and type(events[0]) is _Event:
             self._add_typed(events)
             return
@@ -224,11 +246,13 @@ class _Builder:
                 part[col], part[col + "_na"] = int_array(list(map(attrgetter(col), args)))
         for col in _TEXT_ARGS:
             table = self.texts[col].table
+            before = len(table)
             setdefault = table.setdefault
             # an empty Raw is an absent value: code -1, which the table turns into ""
             part[col] = np.array(
                 [setdefault(bytes(r), len(table)) if r else -1 for r in map(attrgetter(col), args)], dtype=np.int64
             )
+            self.texts[col].leave_out_long(before, self.max_arg_bytes)
         self.parts.append(part)
 
     def _add_flows(self, flows: list[tuple[str, Any, Any]]) -> None:
@@ -292,7 +316,7 @@ class _Builder:
         part: dict[str, np.ndarray] = {
             "name": self.names.encode([e.get("name", "") for e in X]),
             "cat": self.cats.encode([e.get("cat") or "" for e in X]),
-            "ts": float_array([e.get("ts", 0.0) for e in X]),
+            "ts": float_array([e.get("ts") for e in X]),  # missing: NaN, counted and left out
             "dur": float_array(dur_list),
             "pid": self.pids.encode([e.get("pid", "") for e in X]),
             "tid": self.tids.encode([e.get("tid", "") for e in X]),
@@ -304,7 +328,9 @@ class _Builder:
             part[col], part[col + "_na"] = int_array([a.get(key, _MISSING) for a in args])
         for col, key in _TEXT_ARGS.items():
             values = [a.get(key) for a in args]
+            before = len(self.texts[col].table)
             part[col] = self.texts[col].encode_present(text_keys(values))
+            self.texts[col].leave_out_long(before, self.max_arg_bytes)
         self.parts.append(part)
 
     @staticmethod
@@ -340,10 +366,16 @@ class _Builder:
         ts, dur, cat = joined("ts", np.float64), joined("dur", np.float64), joined("cat")
         cat_values = np.array([str(v) for v in self.cats.values()] or [""], dtype=object)
         keep = ~np.isin(cat_values[cat], list(IGNORED_CATEGORIES)) if len(cat) else np.zeros(0, dtype=bool)
-        bad_time = ~(np.isfinite(ts) & np.isfinite(dur))
-        if bad_time[keep].any():
-            self._skip("complete events with a non-numeric 'ts' or 'dur'", int(bad_time[keep].sum()))
-        keep &= ~bad_time
+        for what, bad in (
+            (_BAD_TIME, ~(np.isfinite(ts) & np.isfinite(dur))),
+            (_ABSURD_TIME, (np.abs(ts) > MAX_TIME_US) | (dur > MAX_TIME_US)),
+        ):
+            bad &= keep
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                name = self.names.values()[self._peek(parts, "name", i)]
+                self._skip(what, int(bad.sum()), _example(name, ts[i], f"dur {dur[i]:g}"))
+                keep &= ~bad
         negative = keep & (dur < 0)  # an event cannot end before it starts: nothing sensible to show
         if negative.any():
             i = int(np.flatnonzero(negative)[0])
@@ -375,11 +407,30 @@ class _Builder:
         for col in _INT_ARGS:
             values = joined(col)[order]
             cols[col] = pd.arrays.IntegerArray(values, joined(col + "_na", bool)[order])
-        for col in _TEXT_ARGS:
+        for col, key in _TEXT_ARGS.items():
             # code -1 (absent) picks the "" appended at the end of the table
-            table = np.array([text_of_key(v) for v in self.texts[col].values()] + [""], dtype=object)
-            cols[col] = table[joined(col)[order]]
+            values = self.texts[col].values()
+            table = np.array([text_of_key(v) for v in values] + [""], dtype=object)
+            codes = joined(col)[order]
+            cols[col] = table[codes]
+            left = [i for i, v in enumerate(values) if isinstance(v, LeftOut)] if self.texts[col].reordered else []
+            if left:
+                what = (
+                    f"events had a '{key}' longer than {self.max_arg_bytes:,} bytes: left out (shown empty); "
+                    f"load_trace(path, max_arg_bytes=...) keeps longer ones"
+                )
+                self.fixed[what] = int(np.isin(codes, left).sum())
+                self.examples.setdefault(what, f"one of {max(values[i].size for i in left):,} bytes")
         return pd.DataFrame({c: cols.pop(c) for c in EVENT_COLUMNS}, copy=False)
+
+
+def check_count(value: int | None, default: int, option: str) -> int:
+    """A limit given as an option: `default` for None, else a positive int (ValueError otherwise)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{option} must be a positive int, got {value!r}")
+    return value
 
 
 def _name_text(value: Any) -> str:
@@ -416,12 +467,18 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def events_from_document(doc: dict[str, Any]) -> TraceTables:
-    """Build :class:`TraceTables` from a parsed trace document (see :mod:`helpers.trace.files`)."""
+def events_from_document(
+    doc: dict[str, Any], source: str = "the trace", max_events: int | None = None, max_arg_bytes: int | None = None
+) -> TraceTables:
+    """Build :class:`TraceTables` from a parsed trace document (see :mod:`helpers.trace.files`).
+
+    `max_events` (default :data:`MAX_EVENTS`) and `max_arg_bytes` (default :data:`MAX_ARG_BYTES`):
+    see :class:`_Builder`; `source` names the trace in messages.
+    """
     raw = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(raw, list):
         raise ValueError("trace document has no 'traceEvents' list")
-    builder = _Builder()
+    builder = _Builder(source, max_events, max_arg_bytes)
     step = 200_000  # slices keep the temporary lists small on big documents
     with _no_cyclic_gc():
         for start in range(0, len(raw), step):
@@ -430,16 +487,21 @@ def events_from_document(doc: dict[str, Any]) -> TraceTables:
 
 
 def events_from_file(
-    path: str | os.PathLike, block_bytes: int = tracestream.STREAM_BLOCK_BYTES, max_bytes: int | None = None
+    path: str | os.PathLike,
+    block_bytes: int = tracestream.STREAM_BLOCK_BYTES,
+    max_bytes: int | None = None,
+    max_events: int | None = None,
+    max_arg_bytes: int | None = None,
 ) -> tuple[TraceTables, dict[str, Any]]:
     """Build :class:`TraceTables` from a trace file, streaming its events (see :class:`tracestream.EventStream`).
 
     Returns the tables and the document's other top-level keys (``traceEvents`` left empty).
-    `max_bytes`: the most JSON text read (see :class:`helpers.trace.files.TraceText`). The tables
+    `max_bytes`: the most JSON text read (see :class:`helpers.trace.files.TraceText`); `max_events`
+    and `max_arg_bytes`: see :func:`events_from_document`. The tables
     remember where the events lie in the file (``source``), so that a copy can be saved.
     """
     stream = tracestream.stream_events(path, block_bytes, decode=decode_slice, max_bytes=max_bytes)
-    builder = _Builder()
+    builder = _Builder(stream.source_name, max_events, max_arg_bytes)
     with _no_cyclic_gc():
         for chunk in stream:
             builder.add(chunk)
@@ -455,6 +517,10 @@ def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
     annotate(events, codes=builder.codes)
     flow_count, unmatched = builder.flow_counts()
     props = doc.get("deviceProperties") if isinstance(doc, dict) else None
+    if props is not None and not isinstance(props, list):
+        builder._skip(f"'deviceProperties' value ({type(props).__name__} where a list of GPU properties belongs)", 1)
+    elif isinstance(props, list) and not all(isinstance(p, dict) for p in props):
+        builder._skip("entries of 'deviceProperties' that are not JSON objects", sum(not isinstance(p, dict) for p in props))
     return TraceTables(
         events=events,
         process_names=builder.process_names,

@@ -38,14 +38,13 @@ from .files import (
     not_json,
     parse_document,
     too_deep,
+    two_event_lists,
 )
 
 # How much decompressed text one slice of events holds when streaming.
 STREAM_BLOCK_BYTES = 4 << 20
 # A header (everything before "traceEvents") longer than this is not a Kineto trace: read it whole.
 _MAX_HEADER_BYTES = 64 << 20
-# An event boundary ('},') that parses must turn up within this much text: no real event is this long.
-_MAX_EVENT_BYTES = 64 << 20
 
 
 @dataclass
@@ -98,6 +97,9 @@ class SourceText:
         self.check_unchanged()
 
 
+# Stands for the events list while the document's other keys are parsed (no trace holds this text).
+_STAND_IN = b"\\u0000events read in slices"
+_STAND_IN_VALUE = "\x00events read in slices"
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
 
 
@@ -242,9 +244,17 @@ class EventStream:
             buf += block
         self.streamed = True
         events_start = offset
-        # 2. The events, one slice per block: cut at the last '},' that parses.
+        # 2. The events, one slice per block: cut at the last '},' that parses. Blocks wait in a
+        # list, joined only when a cut is tried; after a failed try (an event longer than a block)
+        # the next waits until the text has doubled, so one event of any size costs linear time.
+        pending, size, next_try = [buf], len(buf), 0
         for block in blocks:
-            buf += block
+            pending.append(block)
+            size += len(block)
+            if size < next_try:
+                continue
+            buf = b"".join(pending)
+            pending = [buf]
             cut = buf.rfind(b"},")
             try:
                 events = None if cut < 0 else self._decoded(b"[" + buf[: cut + 1] + b"]", offset - 1, final=False)
@@ -253,24 +263,25 @@ class EventStream:
                 # boundary: when the list has closed in this buffer, read the rest and finish below.
                 if _list_end(buf) < 0:
                     raise
-                buf += b"".join(blocks)
+                pending.extend(blocks)
                 break
             if events is None:
-                if len(buf) > max(_MAX_EVENT_BYTES, 4 * self.block_bytes):
-                    raise not_json(
-                        self.source_name, f"no event ends within {len(buf):,} bytes of text", offset + len(buf)
-                    )
-                continue  # not a boundary between events: read on and retry
+                next_try = 2 * size  # not a boundary between events: read on and retry
+                continue
             buf, offset = buf[cut + 2 :], offset + cut + 2
+            pending, size, next_try = [buf], len(buf), 0
             yield events
+        buf = b"".join(pending)
+        del pending
         # 3. The end: the last events, the ']' closing the array, then the rest of the document.
         close = _list_end(buf)
         if close < 0:  # damage, or a list cut short: the parser says where it stops
             self._decoded(b"[" + buf, offset - 1, final=True)
             raise not_json(self.source_name, "the traceEvents list is never closed", offset + len(buf))
         events = self._decoded(b"[" + buf[: close + 1], offset - 1, final=True)
-        # the document's other keys: the header, an empty list in place of the events, what follows
-        prefix = header + b'"traceEvents":[]' if header else b"[]"
+        # the document's other keys: the header, a stand-in for the events, what follows (a second
+        # top-level traceEvents key replaces the stand-in: the parser keeps the last of equal keys)
+        prefix = header + b'"traceEvents":"' + _STAND_IN + b'"' if header else b"[]"
         rest_text = prefix + buf[close + 1 :]
         try:
             rest = loads(rest_text)
@@ -280,6 +291,10 @@ class EventStream:
             if too_deep(err):
                 raise deep_error(self.source_name, where) from err
             raise not_json(self.source_name, err, where) from err
+        if header and isinstance(rest, dict):
+            if rest.get("traceEvents") != _STAND_IN_VALUE:
+                raise two_event_lists(self.source_name)
+            rest["traceEvents"] = []
         self.document = check_document(rest, self.source_name)
         if self.source is not None:
             self.source.events_span = (events_start, offset + close)
