@@ -305,6 +305,7 @@ def check_document(doc: Any, source: str) -> dict[str, Any]:
 
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:')
+_ESCAPED_KEY = re.compile(rb'\\u[0-9a-fA-F]{4}[^"\\]*"[ \t\r\n]*:')  # a key spelled with an escape
 _KEY_TOKEN = re.compile(rb'"((?:[^"\\]|\\.)*)"([ \t\r\n]*:)?|[\[\]{}]', re.S)
 
 
@@ -312,9 +313,10 @@ def events_key_count(data: bytes) -> int:
     """How many top-level ``traceEvents`` keys the JSON object in `data` holds.
 
     A JSON parser keeps the last of two equal keys without a word; the streamed reader meets the
-    first. Only text where the key appears twice is scanned (strings and brackets, linear).
+    first. Only text where the key appears twice, or a key holds an escape (``"trace\\u0045vents"``),
+    is scanned (strings and brackets, linear).
     """
-    if len(_EVENTS_KEY.findall(data, 0)) < 2:
+    if len(_EVENTS_KEY.findall(data)) < 2 and not _ESCAPED_KEY.search(data):
         return 1
     depth = count = 0
     for m in _KEY_TOKEN.finditer(data):

@@ -224,9 +224,12 @@ class EventStream:
                 if bracket >= 0:
                     header = buf[:key]
                     try:  # the key must be a top-level key of the object, not text inside a string
-                        head_ok = isinstance(loads(header + b'"traceEvents":[]}'), dict)
+                        head = loads(header + b'"' + _STAND_IN + b'":0}')
                     except (RecursionError, *JSON_ERRORS):
-                        head_ok = False
+                        head = None
+                    head_ok = isinstance(head, dict)
+                    if head_ok and "traceEvents" in head:  # one spelled with an escape came first
+                        raise two_event_lists(self.source_name)
                     if not head_ok:
                         yield from self._whole(blocks, buf, offset)
                         return
