@@ -17,6 +17,8 @@ import pandas as pd
 from . import files as tracefile
 from .links import MISSING_ID as _MISSING
 
+NO_NAME = "(no name)"  # shown for an event whose name is empty or missing
+
 
 def int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
     """(int64 values, missing mask) from a list of ints with _MISSING holes; tolerates strings/floats."""
@@ -123,3 +125,28 @@ def text_of_key(key: Any) -> str:
     if not isinstance(key, (bytes, str)):  # None (pandas may hand it back as NaN)
         return ""
     return str(tracefile.loads(key))
+
+
+def check_count(value: int | None, default: int, option: str) -> int:
+    """A limit given as an option: `default` for None, else a positive int (ValueError otherwise)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{option} must be a positive int, got {value!r}")
+    return value
+
+
+def name_text(value: Any) -> str:
+    """The name shown for an event; empty or missing names get one that says so."""
+    text = "" if value is None else str(value)
+    return text if text.strip() else NO_NAME
+
+
+def example(name: Any, ts: Any, extra: str = "") -> str:
+    """A short description of one event for a note: its name and start."""
+    text = f"{str(name)[:60]!r}" if name not in (None, "") else "an event without a name"
+    try:
+        text += f" at ts {float(ts):.0f}"
+    except (TypeError, ValueError):
+        pass
+    return text + (f", {extra}" if extra else "")

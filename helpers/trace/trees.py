@@ -22,7 +22,9 @@ if TYPE_CHECKING:  # the Trace methods call these; model imports this module
 MAX_CHAIN_DEPTH = 2_000
 
 
-def total_device_time(self_dev: np.ndarray, parent: np.ndarray, depth: np.ndarray, has_parent: np.ndarray) -> np.ndarray:
+def total_device_time(
+    self_dev: np.ndarray, parent: np.ndarray, depth: np.ndarray, has_parent: np.ndarray
+) -> np.ndarray:
     """Device time of each event and everything nested under it: `self_dev` summed up the tree.
 
     One pass per nesting level, deepest first, over rows grouped by depth once: time linear in the
