@@ -99,7 +99,8 @@ def events_from_file(
     and `max_arg_bytes`: see :func:`events_from_document`. The tables
     remember where the events lie in the file (``source``), so that a copy can be saved.
     """
-    stream = tracestream.stream_events(path, block_bytes, decode=decode_slice, max_bytes=max_bytes)
+    max_events = check_count(max_events, MAX_EVENTS, "max_events")
+    stream = tracestream.stream_events(path, block_bytes, decode_slice, max_bytes, max_events)
     builder = _Builder(stream.source_name, max_events, max_arg_bytes)
     with _no_cyclic_gc():
         for chunk in stream:

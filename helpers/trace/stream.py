@@ -27,6 +27,7 @@ from .files import (
     WHITESPACE,
     FileStamp,
     TraceText,
+    TraceTooLargeError,
     as_path,
     check_document,
     check_file,
@@ -139,8 +140,11 @@ class EventStream:
         block_bytes: int = STREAM_BLOCK_BYTES,
         decode: Callable[[bytes], list[Any]] | None = None,
         max_bytes: int | None = None,
+        max_events: int | None = None,
     ) -> None:
         self.path = as_path(path)
+        # counted by their "ph" keys in the text, before parsing: refusing costs a read, not a parse
+        self.max_events = max_events
         check_file(self.path)
         if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes < 1:
             raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
@@ -165,8 +169,21 @@ class EventStream:
         stamp = FileStamp.of(self.path)
         self.source = SourceText(self.path, stamp, self.max_bytes)
         with TraceText(self.path, self.max_bytes) as text:
-            yield from self._parse(text.blocks(self.block_bytes))
+            yield from self._parse(self._counted(text.blocks(self.block_bytes)))
         self.source.document = self.document or {}
+
+    def _counted(self, blocks: Iterator[bytes]) -> Iterator[bytes]:
+        """`blocks`, refused once they hold more than `max_events` events (by their "ph" keys)."""
+        seen = 0
+        for block in blocks:
+            seen += block.count(b'"ph"')
+            if self.max_events is not None and seen > self.max_events:
+                raise TraceTooLargeError(
+                    f"{self.source_name} holds more than {self.max_events:,} events (by their 'ph' keys)",
+                    "max_events",
+                    4 * self.max_events,
+                )
+            yield block
 
     def _decoded(self, data: bytes, base: int, final: bool) -> list[Any] | None:
         """The events in `data` (a JSON array); None when the cut was not an event boundary.
@@ -309,6 +326,7 @@ def stream_events(
     block_bytes: int = STREAM_BLOCK_BYTES,
     decode: Callable[[bytes], list[Any]] | None = None,
     max_bytes: int | None = None,
+    max_events: int | None = None,
 ) -> EventStream:
     """An :class:`EventStream` over a ``.json`` or ``.json.gz`` trace (see the module docstring).
 
@@ -316,4 +334,4 @@ def stream_events(
     JSON; the default gives dicts. :mod:`helpers.trace.events` passes a typed decoder that skips the
     fields it does not use. `max_bytes`: the most JSON text read (default :data:`MAX_TEXT_BYTES`).
     """
-    return EventStream(path, block_bytes, decode, max_bytes)
+    return EventStream(path, block_bytes, decode, max_bytes, max_events)

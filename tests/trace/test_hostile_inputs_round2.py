@@ -196,7 +196,8 @@ def test_events_past_max_events_are_refused_naming_the_option_on_both_paths(tmp_
     path = write(tmp_path / "t.json", {"traceEvents": [op("aten::mm", i * 10, 5) for i in range(300)]})
     for keep in (True, False):
         with pytest.raises(
-            tracefile.TraceTooLargeError, match=r"events.*more than 100.*load_trace\(path, max_events=400\)"
+            tracefile.TraceTooLargeError,
+            match=r"(more than 100 events|more than 100:).*load_trace\(path, max_events=400\)",
         ):
             load(path, keep, max_events=100)
         assert len(load(path, keep, max_events=400).events) == 300  # the option named exists and works
