@@ -143,6 +143,14 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _show(value: Any) -> str:
     """A value as a learner reads it (no numpy or torch reprs)."""
     number = _number(value)
@@ -175,7 +183,11 @@ def _same(answer: Any, expected: Any, rel_tol: float) -> tuple[bool, str]:
         if not all(isinstance(a, str) for a in answer) and all(isinstance(e, str) for e in expected):
             return False, "expected text items"
         norm = _normal_text if all(isinstance(e, str) for e in expected) else (lambda x: x)
-        got, want = {norm(a) for a in answer}, {norm(e) for e in expected}
+        try:
+            got, want = {norm(a) for a in answer}, {norm(e) for e in expected}
+        except TypeError:  # an item that cannot be in a set (a list, an array): not an answer of this kind
+            bad = next((a for a in answer if not _hashable(a)), None)
+            return False, f"expected items such as text or numbers, got a {type(bad).__name__} among them"
         if got == want:
             return True, ""
         parts = []

@@ -7,6 +7,7 @@ fall back to converting one by one where the values are unusual.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,6 +16,8 @@ import pandas as pd
 
 from . import files as tracefile
 from .links import MISSING_ID as _MISSING
+
+NO_NAME = "(no name)"  # shown for an event whose name is empty or missing
 
 
 def int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
@@ -33,13 +36,22 @@ def int_array(values: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def float_array(values: list) -> np.ndarray:
-    """float64 values from a list; anything that is not a number becomes NaN."""
+    """float64 values from a list; anything that is not a number (or beyond float64) becomes NaN."""
     try:
         return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
             dtype=np.float64, na_value=np.nan
         )
+
+
+class LeftOut:
+    """Stands in a lookup table for a value too long to keep: only its length is kept."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 class Codes:
@@ -47,6 +59,20 @@ class Codes:
 
     def __init__(self) -> None:
         self.table: dict[Any, int] = {}
+        self.reordered = False  # True once a value was replaced by a LeftOut (table order != code order)
+
+    def leave_out_long(self, since: int, limit: int) -> int:
+        """Replace the values coded from `since` on that are longer than `limit` by :class:`LeftOut`; how many."""
+        table = self.table
+        new = len(table) - since
+        if new <= 0:
+            return 0
+        # values added since `since` are the last ones in the table (earlier LeftOuts sit before them)
+        long = [k for k in itertools.islice(reversed(table), new) if isinstance(k, (bytes, str)) and len(k) > limit]
+        for key in long:
+            table[LeftOut(len(key))] = table.pop(key)
+        self.reordered |= bool(long)
+        return len(long)
 
     def encode(self, values: Iterable[Any]) -> np.ndarray:
         """The code of each value (new values get the next codes)."""
@@ -81,6 +107,8 @@ class Codes:
 
     def values(self) -> list[Any]:
         """The distinct values, in code order."""
+        if self.reordered:
+            return sorted(self.table, key=self.table.__getitem__)
         return list(self.table)
 
 
@@ -97,3 +125,28 @@ def text_of_key(key: Any) -> str:
     if not isinstance(key, (bytes, str)):  # None (pandas may hand it back as NaN)
         return ""
     return str(tracefile.loads(key))
+
+
+def check_count(value: int | None, default: int, option: str) -> int:
+    """A limit given as an option: `default` for None, else a positive int (ValueError otherwise)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{option} must be a positive int, got {value!r}")
+    return value
+
+
+def name_text(value: Any) -> str:
+    """The name shown for an event; empty or missing names get one that says so."""
+    text = "" if value is None else str(value)
+    return text if text.strip() else NO_NAME
+
+
+def example(name: Any, ts: Any, extra: str = "") -> str:
+    """A short description of one event for a note: its name and start."""
+    text = f"{str(name)[:60]!r}" if name not in (None, "") else "an event without a name"
+    try:
+        text += f" at ts {float(ts):.0f}"
+    except (TypeError, ValueError):
+        pass
+    return text + (f", {extra}" if extra else "")

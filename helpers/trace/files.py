@@ -116,7 +116,22 @@ def check_limit(max_bytes: int | None) -> int:
 
 
 class TraceTooLargeError(ValueError):
-    """A trace's JSON text is longer than the reader was allowed to read."""
+    """A trace is past one of the stated limits on reading it (text bytes, events ...).
+
+    The message names the option that raises the limit, on the call that was made: a function that
+    reads traces for another (``load_run`` for ``load_trace``) re-says it with :meth:`for_call`.
+    """
+
+    def __init__(self, what: str, option: str, suggested: int, call: str = "helpers.load_trace(path") -> None:
+        self.what, self.option, self.suggested, self.call = what, option, suggested, call
+        super().__init__(
+            f"{what}: reading stopped there. A damaged file or a gzip bomb looks like this; a real trace "
+            f"that big loads with a larger limit, e.g. {call}, {option}={suggested})."
+        )
+
+    def for_call(self, call: str) -> TraceTooLargeError:
+        """The same error, advising the option on `call` (e.g. ``"helpers.load_run(folder"``)."""
+        return TraceTooLargeError(self.what, self.option, self.suggested, call)
 
 
 def _damaged_gzip(p: Path, err: BaseException) -> ValueError:
@@ -179,11 +194,7 @@ class TraceText:
         self._files.clear()
 
     def _refuse(self, what: str) -> None:
-        raise TraceTooLargeError(
-            f"{str(self.path)!r} {what}: reading stopped there. A damaged file or a gzip bomb looks like "
-            f"this; a real trace that big loads with an explicit limit on its text, e.g. "
-            f"helpers.load_trace(path, max_bytes={4 * self.max_bytes})."
-        )
+        raise TraceTooLargeError(f"{str(self.path)!r} {what}", "max_bytes", 4 * self.max_bytes)
 
     def read(self, size: int) -> bytes:
         """Up to `size` bytes of text (b"" at the end)."""
@@ -293,6 +304,39 @@ def check_document(doc: Any, source: str) -> dict[str, Any]:
     return doc
 
 
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:')
+_ESCAPED_KEY = re.compile(rb'\\u[0-9a-fA-F]{4}[^"\\]*"[ \t\r\n]*:')  # a key spelled with an escape
+_KEY_TOKEN = re.compile(rb'"((?:[^"\\]|\\.)*)"([ \t\r\n]*:)?|[\[\]{}]', re.S)
+
+
+def events_key_count(data: bytes) -> int:
+    """How many top-level ``traceEvents`` keys the JSON object in `data` holds.
+
+    A JSON parser keeps the last of two equal keys without a word; the streamed reader meets the
+    first. Only text where the key appears twice, or a key holds an escape (``"trace\\u0045vents"``),
+    is scanned (strings and brackets, linear).
+    """
+    if len(_EVENTS_KEY.findall(data)) < 2 and not _ESCAPED_KEY.search(data):
+        return 1
+    depth = count = 0
+    for m in _KEY_TOKEN.finditer(data):
+        if m.group(1) is None:  # a bracket
+            depth += 1 if data[m.start()] in (0x5B, 0x7B) else -1
+        elif depth == 1 and m.group(2) is not None:
+            key = m.group(1)
+            count += key == b"traceEvents" or (b"\\" in key and _loads(b'"' + key + b'"') == "traceEvents")
+    return count
+
+
+def two_event_lists(source: str) -> ValueError:
+    """The one error for a document with two top-level ``traceEvents`` keys, on every reading path."""
+    return ValueError(
+        f"{source} has two top-level 'traceEvents' keys: which list is the trace is ambiguous (JSON "
+        "readers keep one or the other without a word), so it is refused. Keep one list: a file "
+        "written by torch.profiler has exactly one."
+    )
+
+
 def check_start(data: bytes, source: str, where: int) -> None:
     """A trace is a JSON object or a list: anything else is refused from its first byte."""
     if data[:1] not in (b"{", b"["):
@@ -322,11 +366,20 @@ def parse_document(data: bytes, source: str = "<bytes>", base: int = 0) -> dict[
         if too_deep(err):
             raise deep_error(source, where) from err
         raise not_json(source, err, where) from err
-    return check_document(doc, source)
+    doc = check_document(doc, source)
+    if isinstance(doc, dict) and data[first.start() : first.start() + 1] == b"{" and events_key_count(data) > 1:
+        raise two_event_lists(source)
+    return doc
 
 
-def read_document(path: str | os.PathLike, max_bytes: int | None = None) -> dict[str, Any]:
-    """Read and parse a ``.json`` or ``.json.gz`` trace file (at most `max_bytes` of text, see :class:`TraceText`)."""
+def read_document(
+    path: str | os.PathLike, max_bytes: int | None = None, max_events: int | None = None
+) -> dict[str, Any]:
+    """Read and parse a ``.json`` or ``.json.gz`` trace file (at most `max_bytes` of text, see :class:`TraceText`).
+
+    `max_events`: a text holding more events than this (counted by their ``"ph"`` keys, before
+    parsing: millions of dicts are what costs memory) is refused.
+    """
     source = repr(str(path))
     with TraceText(path, max_bytes) as text:
         first = text.read(1 << 20)
@@ -336,6 +389,11 @@ def read_document(path: str | os.PathLike, max_bytes: int | None = None) -> dict
         if start is not None:
             check_start(lead[start.start() : start.start() + 16], source, len(first) - len(lead) + start.start())
         data = b"".join([first, *text.blocks(16 << 20)])
+    # every event is at least '{"ph":"X"},': a shorter text cannot be past the limit
+    if max_events is not None and len(data) > 11 * max_events and (n := data.count(b'"ph"')) > max_events:
+        raise TraceTooLargeError(
+            f"{source} holds {n:,} events (by their 'ph' keys), more than {max_events:,}", "max_events", 4 * max_events
+        )
     return parse_document(data, source)
 
 

@@ -19,12 +19,13 @@ import numpy as np
 import pandas as pd
 
 from . import files as tracefile
-from .categories import NOT_WORK, device_work_mask, work_kinds
+from .categories import NOT_WORK, work_kinds
 from .correlation import graph_launched
-from .events import events_from_document, events_from_file
+from .events import MAX_EVENTS, check_count, events_from_document, events_from_file
 from .saving import SAVING, write_gzip_atomic
 from .tables import TraceTables
 from .timeline import timeline_figure
+from .trees import chain_table, op_table
 
 # Kernels that torch.compile generates as C++ on the CPU show up as host events with these names
 # when torch._inductor.config.cpp.enable_kernel_profile is on.
@@ -147,65 +148,7 @@ class Trace:
         self device time is the time of kernels an op launched directly, total includes its children's.
         Sorted by total device time, then total CPU time.
         """
-        ev = self.events
-        host = ~ev["on_device"].to_numpy()
-        cats = {"cpu_op", "user_annotation"} if include_annotations else {"cpu_op"}
-        is_row = host & ev["cat"].isin(cats).to_numpy()
-        if include_annotations:
-            is_row &= ~ev["name"].str.startswith("ProfilerStep#").to_numpy()
-
-        dur = ev["dur"].to_numpy()
-        parent = ev["parent"].to_numpy()
-        child_time = np.zeros(len(ev))
-        has_parent = host & (parent >= 0)
-        np.add.at(child_time, parent[has_parent], dur[has_parent])
-        self_cpu = dur - child_time
-
-        self_dev = np.zeros(len(ev))
-        dev_rows = np.flatnonzero(device_work_mask(ev) & (ev["launched_by"].to_numpy() >= 0))
-        np.add.at(self_dev, ev["launched_by"].to_numpy()[dev_rows], dur[dev_rows])
-        total_dev = self_dev.copy()
-        # Push device time up the tree one nesting level at a time, deepest first (vectorised: a
-        # per-event Python loop took seconds on million-event traces).
-        depth = ev["depth"].to_numpy()
-        rows = np.flatnonzero(has_parent & (total_dev != 0))
-        if len(rows):
-            for d in range(int(depth[has_parent].max()), 0, -1):
-                level = np.flatnonzero(has_parent & (depth == d) & (total_dev != 0))
-                np.add.at(total_dev, parent[level], total_dev[level])
-
-        table = pd.DataFrame(
-            {
-                "name": ev["name"].to_numpy()[is_row],
-                "input_dims": ev["input_dims"].to_numpy()[is_row],
-                "self_cpu_us": self_cpu[is_row],
-                "cpu_total_us": dur[is_row],
-                "self_device_us": self_dev[is_row],
-                "device_total_us": total_dev[is_row],
-            }
-        )
-        if table.empty:
-            raise ValueError(
-                f"{self.info.describe()} has no operator events (category cpu_op). "
-                "Was it recorded with the CPU activity switched off?"
-            )
-        keys = ["name", "input_dims"] if by_shape else ["name"]
-        grouped = table.groupby(keys, sort=False)
-        out = grouped.agg(
-            calls=("self_cpu_us", "size"),
-            self_cpu_us=("self_cpu_us", "sum"),
-            cpu_total_us=("cpu_total_us", "sum"),
-            self_device_us=("self_device_us", "sum"),
-            device_total_us=("device_total_us", "sum"),
-        ).reset_index()
-        if by_shape:
-            out = out.rename(columns={"input_dims": "input_shapes"})
-        else:
-            shapes = grouped["input_dims"].agg(lambda s: sorted({v for v in s if v}))
-            out["input_shapes"] = ["; ".join(v) for v in shapes.to_numpy()]
-        out = out.sort_values(["device_total_us", "cpu_total_us"], ascending=False, kind="stable")
-        cols = ["name", "calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us", "input_shapes"]
-        return out[cols].reset_index(drop=True)
+        return op_table(self, by_shape, include_annotations)
 
     def kernels(self, allow_empty: bool = False) -> pd.DataFrame:
         """One row per kernel launch, in start order.
@@ -291,73 +234,10 @@ class Trace:
         joined by " -> "), ``kind`` ("op" or the kernel kind), ``count`` (occurrences over all calls),
         ``calls_of_root`` (how many calls of `op` were merged), ``tree`` (indented name for reading).
         Kernels launched inside the tree are leaves under the op that launched them.
+        A tree deeper than :data:`helpers.trace.trees.MAX_CHAIN_DEPTH` levels is refused unless `max_depth`
+        cuts it.
         """
-        if not isinstance(op, str) or not op:
-            raise TypeError(f"op must be an operator name such as 'aten::linear', got {op!r}")
-        ev = self.events
-        host = ~ev["on_device"].to_numpy()
-        cat = ev["cat"].to_numpy()
-        names = ev["name"].to_numpy()
-        roots = np.flatnonzero(host & (names == op) & np.isin(cat, ["cpu_op", "user_annotation"]))
-        if len(roots) == 0:
-            known = self.ops()["name"].head(15).tolist()
-            raise ValueError(f"no operator named {op!r} in {self.info.describe()}. Operators present include: {known}")
-        # Only count the outermost calls of `op` (a recursive op would otherwise be merged twice).
-        parent = ev["parent"].to_numpy()
-        children: dict[int, list[int]] = {}
-        for i in np.flatnonzero(host & (parent >= 0) & (cat == "cpu_op")):
-            children.setdefault(int(parent[i]), []).append(int(i))
-        if include_kernels:
-            lb = ev["launched_by"].to_numpy()
-            for i in np.flatnonzero(device_work_mask(ev) & (lb >= 0)):
-                children.setdefault(int(lb[i]), []).append(int(i))
-        cpu_gen = ev["name"].str.contains(CPU_GENERATED_KERNEL).to_numpy() & host
-        work = work_kinds(ev)
-        for i in np.flatnonzero(cpu_gen & (parent >= 0) & (cat != "cpu_op")):
-            children.setdefault(int(parent[i]), []).append(int(i))
-
-        order: list[tuple[str, ...]] = []
-        counts: dict[tuple[str, ...], int] = {}
-        kinds: dict[tuple[str, ...], str] = {}
-
-        def visit(i: int, path: tuple[str, ...], depth: int) -> None:
-            if path not in counts:
-                order.append(path)
-                counts[path] = 0
-                kinds[path] = "op" if host[i] and not cpu_gen[i] else (work[i] or "cpu-generated")
-            counts[path] += 1
-            if max_depth is not None and depth >= max_depth:
-                return
-            for c in sorted(children.get(i, []), key=lambda j: ev["ts"].iat[j]):
-                visit(c, path + (str(names[c]),), depth + 1)
-
-        for r in roots:
-            visit(int(r), (op,), 0)
-        # Emit the merged tree depth first: a path first met in a later call (the down projection's
-        # GEMM kernel, say) goes under its own parent, not after whatever sibling was visited last.
-        below: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-        for p in order[1:]:
-            below.setdefault(p[:-1], []).append(p)
-        tree_order: list[tuple[str, ...]] = []
-        stack = [order[0]]
-        while stack:
-            p = stack.pop()
-            tree_order.append(p)
-            stack.extend(reversed(below.get(p, [])))
-        order = tree_order
-        rows = [
-            {
-                "depth": len(p) - 1,
-                "name": p[-1],
-                "path": " -> ".join(p),
-                "kind": kinds[p],
-                "count": counts[p],
-                "calls_of_root": len(roots),
-                "tree": "    " * (len(p) - 1) + p[-1],
-            }
-            for p in order
-        ]
-        return pd.DataFrame(rows)
+        return chain_table(self, op, max_depth, include_kernels)
 
     def profiler_table(self) -> pd.DataFrame:
         """The profiler's own `key_averages()` table, kept when the profile was recorded live."""
@@ -446,7 +326,12 @@ class Trace:
 
 
 def load_trace(
-    path: str | os.PathLike, label: str | None = None, keep_document: bool | None = None, max_bytes: int | None = None
+    path: str | os.PathLike,
+    label: str | None = None,
+    keep_document: bool | None = None,
+    max_bytes: int | None = None,
+    max_events: int | None = None,
+    max_arg_bytes: int | None = None,
 ) -> Trace:
     """Load a saved Chrome/Kineto trace (``.json`` or ``.json.gz``) from any torch 2.x, CPU-only or CUDA.
 
@@ -458,6 +343,9 @@ def load_trace(
     What could not be read cleanly (events without ``dur``, one-ended flow arrows ...) is listed
     in ``trace.notes``. `max_bytes` caps the JSON text read after decompression (default 512 MiB,
     and a gzip file inflating more than 100 times is refused): see :class:`helpers.trace.files.TraceText`.
+    `max_events` caps the entries of ``traceEvents`` (default 5,000,000; more is refused);
+    `max_arg_bytes` caps one event's recorded shapes or launch configuration (default 1 MiB of JSON;
+    longer ones are left out, and a note says so).
     """
     p = Path(path) if isinstance(path, (str, os.PathLike)) else path
     if not isinstance(p, Path):
@@ -467,19 +355,21 @@ def load_trace(
         keep_document = p.is_file() and tracefile.text_size(p) < 50_000_000
     tables = None
     if keep_document:
-        doc = tracefile.read_document(p, max_bytes)  # raises TypeError / FileNotFoundError / ValueError with advice
+        # raises TypeError / FileNotFoundError / ValueError with advice
+        doc = tracefile.read_document(p, max_bytes, max_events=check_count(max_events, MAX_EVENTS, "max_events"))
+        tables = events_from_document(doc, repr(str(p)), max_events, max_arg_bytes)
     else:
         # Big file: parse the events in slices straight into columns, never holding them all as dicts.
-        tables, doc = events_from_file(p, max_bytes=max_bytes)
+        tables, doc = events_from_file(p, max_bytes=max_bytes, max_events=max_events, max_arg_bytes=max_arg_bytes)
     prov = doc.get(PROVENANCE_KEY) or {}
     if not isinstance(prov, dict):
         prov = {}
-    devices = [d.get("name") for d in doc.get("deviceProperties") or [] if isinstance(d, dict) and d.get("name")]
+    devices = [str(d["name"]) for d in tables.device_properties if d.get("name")]
     name = p.name.removesuffix(".gz").removesuffix(".json")
     info = TraceInfo(
-        label=label or prov.get("label") or name,
+        label=label or str(prov.get("label") or name),
         source="reference" if SAVING.is_reference(p) else "file",
-        device=prov.get("device") or (devices[0] if devices else "device not recorded"),
+        device=str(prov.get("device") or (devices[0] if devices else "device not recorded")),
         torch_version=str(prov.get("torch", "not recorded")),
         recorded_on=str(prov.get("recorded_on", "date not recorded")),
         path=str(p),

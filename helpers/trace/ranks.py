@@ -15,7 +15,14 @@ Which rank an event belongs to (:func:`event_ranks`):
 
 Clocks: Kineto writes times in microseconds, relative to the file's ``baseTimeNanoseconds`` when it
 has one; files are put on one clock through it. Ranks on different hosts keep their hosts' clock
-offsets (NTP-level, usually well under a millisecond): compare step times, not exact instants.
+offsets (NTP-level, usually well under a millisecond): compare step times, not exact instants. A
+file without that field among files with it cannot be put on their clock: its first event is placed
+at the run's first event, and a note says so.
+
+What a run's table rests on is checked: one file per rank (two files, or two traces, claiming one
+rank are refused, naming both), ranks that agree with what the caller knows (a file name's rank
+against ``distributedInfo``), and ranks missing from 0..max said in the label and the notes. The
+files together are read up to ``max_bytes`` of JSON text (:data:`MAX_RUN_BYTES` by default).
 """
 
 from __future__ import annotations
@@ -28,11 +35,33 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .files import MAX_TEXT_BYTES, TraceTooLargeError, check_limit, text_size
 from .model import Trace, TraceInfo, check_trace, load_trace
 from .tables import TraceTables
 from .timeline import RANK_SEPARATOR
 
 INDEX_COLUMNS = ("parent", "launch", "launched_by", "annotation")
+# Default limit on the JSON text of a run's files together: past it, loading takes over a gigabyte.
+MAX_RUN_BYTES = MAX_TEXT_BYTES // 2
+# Under this much text in all, each rank keeps its parsed JSON (as load_trace does for small files).
+_KEEP_DOCUMENTS_BELOW = 50_000_000
+
+
+def _stem(path: Path) -> str:
+    return path.name.removesuffix(".gz").removesuffix(".json")
+
+
+def check_one_file_per_name(files: Sequence[Path]) -> None:
+    """ValueError naming both when two files are one trace twice (``rank1.json`` beside ``rank1.json.gz``)."""
+    seen: dict[tuple[Path, str], Path] = {}
+    for f in files:
+        key = (f.parent, _stem(f))
+        if key in seen and seen[key] != f:
+            raise ValueError(
+                f"{str(seen[key])!r} and {str(f)!r} are two files for one trace: which one holds the rank's events "
+                "is unknown (reading both would count its work twice). Move or delete one of them."
+            )
+        seen[key] = f
 
 
 def _files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
@@ -117,27 +146,100 @@ def _rank_lanes(ranks: np.ndarray, lanes: np.ndarray) -> np.ndarray:
     return np.asarray(names, dtype=object)[pair_codes] if len(lanes) else lanes
 
 
-def _base_us(trace: Trace) -> float:
+def _base_us(trace: Trace) -> float | None:
+    """The file's clock origin in us, None when it has none (or a value no clock writes)."""
     base = trace.base_time_ns
-    return float(base) / 1000.0 if isinstance(base, (int, float)) and not isinstance(base, bool) else 0.0
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not np.isfinite(base) or base <= 0:
+        return None
+    return float(base) / 1000.0
 
 
-def combine_ranks(traces: Sequence[Trace], label: str | None = None) -> MultiRankTrace:
-    """One :class:`MultiRankTrace` from traces of the ranks of one run (see :func:`load_traces`)."""
+def _clock_offsets(traces: Sequence[Trace]) -> tuple[list[float], list[str]]:
+    """How much to add to each trace's times to put all on one clock, and notes on what could not be."""
+    bases = [_base_us(t) for t in traces]
+    if all(b is None for b in bases) or all(b is not None for b in bases):
+        origin = min((b for b in bases if b is not None), default=0.0)
+        return [0.0 if b is None else b - origin for b in bases], []
+    origin = min(b for b in bases if b is not None)
+    aligned = [float(t.events["ts"].min()) + b - origin for t, b in zip(traces, bases) if b is not None]
+    start = min(aligned)
+    offsets, notes = [], []
+    for t, b in zip(traces, bases):
+        if b is None:
+            offsets.append(start - float(t.events["ts"].min()))
+            notes.append(
+                f"{t.info.label}: the file has no valid 'baseTimeNanoseconds' while other ranks' files have one, "
+                "so its clock cannot be put on theirs: its first event is placed at the run's first event. "
+                "Compare durations and step times across ranks, not instants."
+            )
+        else:
+            offsets.append(b - origin)
+    return offsets, notes
+
+
+def _declared_rank(trace: Trace) -> int | None:
+    rank = trace.distributed_info.get("rank") if isinstance(trace.distributed_info, dict) else None
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0 else None
+
+
+def _missing_ranks(ranks: Sequence[int]) -> list[int]:
+    return sorted(set(range(max(ranks) + 1)) - set(ranks)) if ranks else []
+
+
+def _checked_ranks(traces: Sequence[Trace], expected: Sequence[int] | None) -> list[tuple[np.ndarray, list[str]]]:
+    """Each trace's event ranks; ValueError when a file's rank contradicts `expected` or two claim one rank."""
+    if expected is not None and len(expected) != len(traces):
+        raise ValueError(f"ranks: one rank per trace expected, got {len(expected)} ranks for {len(traces)} traces")
+    out, owner = [], {}
+    for i, trace in enumerate(traces):
+        want = None if expected is None else int(expected[i])
+        declared = _declared_rank(trace)
+        if want is not None and declared is not None and declared != want:
+            raise ValueError(
+                f"{trace.info.path or trace.info.label!r} should hold rank {want} (its name says so) but its "
+                f"distributedInfo says rank {declared}: a file renamed or copied over another. Reading it as either "
+                "would put one rank's work under another (a straggler that never was). Rename the file after the "
+                "rank it holds, or load the files with helpers.load_traces([...]) to use distributedInfo alone."
+            )
+        ranks, notes = event_ranks(trace, default=i if want is None else want)
+        single = np.unique(ranks[ranks >= 0])
+        if len(single) == 1 and not notes:  # a file of one rank: no other file may claim it
+            r = int(single[0])
+            if r in owner:
+                other = traces[owner[r]]
+                raise ValueError(
+                    f"{other.info.path or other.info.label!r} and {trace.info.path or trace.info.label!r} both hold "
+                    f"rank {r}: two files for one rank (a copy, or a rank recorded twice). Reading both would count "
+                    "its work twice. Keep one file per rank."
+                )
+            owner[r] = i
+        out.append((ranks, notes))
+    return out
+
+
+def combine_ranks(
+    traces: Sequence[Trace], label: str | None = None, ranks: Sequence[int] | None = None
+) -> MultiRankTrace:
+    """One :class:`MultiRankTrace` from traces of the ranks of one run (see :func:`load_traces`).
+
+    `ranks`: the rank each trace holds when the caller knows it (from file names); a file's
+    ``distributedInfo`` that says otherwise is refused. Without it, a trace's rank is its
+    ``distributedInfo`` rank, else its position in `traces`.
+    """
     if not traces:
         raise ValueError("combine_ranks needs at least one trace")
     for i, t in enumerate(traces):
         check_trace(t, f"trace {i}")
-    bases = [_base_us(t) for t in traces]
-    origin = min(bases)
-    frames, notes, offset = [], [], 0
+    per_trace = _checked_ranks(traces, ranks)
+    offsets, notes = _clock_offsets(traces)
+    frames, offset = [], 0
     for i, trace in enumerate(traces):
-        ranks, rank_notes = event_ranks(trace, default=i)
+        ranks_i, rank_notes = per_trace[i]
         notes += [f"{trace.info.label}: {n}" for n in rank_notes] + [f"{trace.info.label}: {n}" for n in trace.notes]
         ev = trace.events.copy()
-        ev["rank"] = ranks
-        ev["ts"] = ev["ts"] + (bases[i] - origin)
-        ev["lane"] = _rank_lanes(ranks, ev["lane"].to_numpy(dtype=object))
+        ev["rank"] = ranks_i
+        ev["ts"] = ev["ts"] + offsets[i]
+        ev["lane"] = _rank_lanes(ranks_i, ev["lane"].to_numpy(dtype=object))
         for col in INDEX_COLUMNS:
             values = ev[col].to_numpy()
             ev[col] = np.where(values >= 0, values + offset, -1)
@@ -152,10 +254,17 @@ def combine_ranks(traces: Sequence[Trace], label: str | None = None) -> MultiRan
         values = events[col].to_numpy()
         events[col] = np.where(values >= 0, inverse[np.maximum(values, 0)], -1)
     first = traces[0].info
-    ranks = sorted(int(r) for r in np.unique(events["rank"].to_numpy()) if r >= 0)
+    present = sorted(int(r) for r in np.unique(events["rank"].to_numpy()) if r >= 0)
+    missing = _missing_ranks(present)
+    if missing:
+        notes.append(
+            f"ranks present: {', '.join(map(str, present))}; no trace for rank {', '.join(map(str, missing))} "
+            "(a file missing?): every table of this run covers the ranks present only"
+        )
+    which = f" {', '.join(map(str, present))}" if missing else ""
     info = replace(
         first,
-        label=label or f"{len(ranks)} ranks ({first.label}{' ...' if len(traces) > 1 else ''})",
+        label=label or f"{len(present)} ranks{which} ({first.label}{' ...' if len(traces) > 1 else ''})",
         path=None,
         extra={**first.extra, "files": [t.info.path for t in traces]},
     )
@@ -163,16 +272,48 @@ def combine_ranks(traces: Sequence[Trace], label: str | None = None) -> MultiRan
     return MultiRankTrace(traces, info, tables, notes)
 
 
-def load_traces(paths: str | os.PathLike | Sequence[str | os.PathLike], label: str | None = None) -> MultiRankTrace:
+def load_traces(
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
+    label: str | None = None,
+    max_bytes: int | None = None,
+    max_events: int | None = None,
+    max_arg_bytes: int | None = None,
+    ranks: Sequence[int] | None = None,
+    call: str = "helpers.load_traces(paths",
+) -> MultiRankTrace:
     """The traces of one run's ranks as one :class:`MultiRankTrace`.
 
     `paths`: a folder (every ``.json`` / ``.json.gz`` file in it, by name), a list of files (one per
     rank), or one file holding several ranks. Ranks come from each file's ``distributedInfo``
-    (else the file's position in the list); a file with several launching processes is split into
-    ranks (see :func:`event_ranks`). What could not be read cleanly is in ``.notes``.
+    (else the file's position in the list, or `ranks` when given); a file with several launching
+    processes is split into ranks (see :func:`event_ranks`). What could not be read cleanly is in
+    ``.notes``. `max_bytes`: the most JSON text of all files together (default :data:`MAX_RUN_BYTES`);
+    `max_events` and `max_arg_bytes` apply to each file (see :func:`helpers.load_trace`).
     """
     files = _files(paths)
-    return combine_ranks([load_trace(p) for p in files], label=label)
+    check_one_file_per_name(files)
+    limit = MAX_RUN_BYTES if max_bytes is None else check_limit(max_bytes)
+    sizes = [text_size(f) if f.is_file() else 0 for f in files]
+    if sum(sizes) > limit:
+        raise TraceTooLargeError(
+            f"the {len(files)} trace files together hold {sum(sizes):,} bytes of JSON text, more than "
+            f"{limit:,} ({limit / 2**20:,.0f} MiB; their events would take several times that in memory)",
+            "max_bytes",
+            max(2 * sum(sizes), 2 * limit),
+            call,
+        )
+    keep = None if sum(sizes) < _KEEP_DOCUMENTS_BELOW else False
+    traces = []
+    for f in files:
+        try:
+            traces.append(
+                load_trace(
+                    f, keep_document=keep, max_bytes=max_bytes, max_events=max_events, max_arg_bytes=max_arg_bytes
+                )
+            )
+        except TraceTooLargeError as err:
+            raise err.for_call(call) from err
+    return combine_ranks(traces, label=label, ranks=ranks)
 
 
 class MultiRankTrace(Trace):

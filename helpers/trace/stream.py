@@ -27,6 +27,7 @@ from .files import (
     WHITESPACE,
     FileStamp,
     TraceText,
+    TraceTooLargeError,
     as_path,
     check_document,
     check_file,
@@ -38,14 +39,13 @@ from .files import (
     not_json,
     parse_document,
     too_deep,
+    two_event_lists,
 )
 
 # How much decompressed text one slice of events holds when streaming.
 STREAM_BLOCK_BYTES = 4 << 20
 # A header (everything before "traceEvents") longer than this is not a Kineto trace: read it whole.
 _MAX_HEADER_BYTES = 64 << 20
-# An event boundary ('},') that parses must turn up within this much text: no real event is this long.
-_MAX_EVENT_BYTES = 64 << 20
 
 
 @dataclass
@@ -98,6 +98,9 @@ class SourceText:
         self.check_unchanged()
 
 
+# Stands for the events list while the document's other keys are parsed (no trace holds this text).
+_STAND_IN = b"\\u0000events read in slices"
+_STAND_IN_VALUE = "\x00events read in slices"
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
 
 
@@ -137,8 +140,11 @@ class EventStream:
         block_bytes: int = STREAM_BLOCK_BYTES,
         decode: Callable[[bytes], list[Any]] | None = None,
         max_bytes: int | None = None,
+        max_events: int | None = None,
     ) -> None:
         self.path = as_path(path)
+        # counted by their "ph" keys in the text, before parsing: refusing costs a read, not a parse
+        self.max_events = max_events
         check_file(self.path)
         if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes < 1:
             raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
@@ -163,8 +169,21 @@ class EventStream:
         stamp = FileStamp.of(self.path)
         self.source = SourceText(self.path, stamp, self.max_bytes)
         with TraceText(self.path, self.max_bytes) as text:
-            yield from self._parse(text.blocks(self.block_bytes))
+            yield from self._parse(self._counted(text.blocks(self.block_bytes)))
         self.source.document = self.document or {}
+
+    def _counted(self, blocks: Iterator[bytes]) -> Iterator[bytes]:
+        """`blocks`, refused once they hold more than `max_events` events (by their "ph" keys)."""
+        seen = 0
+        for block in blocks:
+            seen += block.count(b'"ph"')
+            if self.max_events is not None and seen > self.max_events:
+                raise TraceTooLargeError(
+                    f"{self.source_name} holds more than {self.max_events:,} events (by their 'ph' keys)",
+                    "max_events",
+                    4 * self.max_events,
+                )
+            yield block
 
     def _decoded(self, data: bytes, base: int, final: bool) -> list[Any] | None:
         """The events in `data` (a JSON array); None when the cut was not an event boundary.
@@ -222,9 +241,12 @@ class EventStream:
                 if bracket >= 0:
                     header = buf[:key]
                     try:  # the key must be a top-level key of the object, not text inside a string
-                        head_ok = isinstance(loads(header + b'"traceEvents":[]}'), dict)
+                        head = loads(header + b'"' + _STAND_IN + b'":0}')
                     except (RecursionError, *JSON_ERRORS):
-                        head_ok = False
+                        head = None
+                    head_ok = isinstance(head, dict)
+                    if head_ok and "traceEvents" in head:  # one spelled with an escape came first
+                        raise two_event_lists(self.source_name)
                     if not head_ok:
                         yield from self._whole(blocks, buf, offset)
                         return
@@ -242,9 +264,17 @@ class EventStream:
             buf += block
         self.streamed = True
         events_start = offset
-        # 2. The events, one slice per block: cut at the last '},' that parses.
+        # 2. The events, one slice per block: cut at the last '},' that parses. Blocks wait in a
+        # list, joined only when a cut is tried; after a failed try (an event longer than a block)
+        # the next waits until the text has doubled, so one event of any size costs linear time.
+        pending, size, next_try = [buf], len(buf), 0
         for block in blocks:
-            buf += block
+            pending.append(block)
+            size += len(block)
+            if size < next_try:
+                continue
+            buf = b"".join(pending)
+            pending = [buf]
             cut = buf.rfind(b"},")
             try:
                 events = None if cut < 0 else self._decoded(b"[" + buf[: cut + 1] + b"]", offset - 1, final=False)
@@ -253,24 +283,25 @@ class EventStream:
                 # boundary: when the list has closed in this buffer, read the rest and finish below.
                 if _list_end(buf) < 0:
                     raise
-                buf += b"".join(blocks)
+                pending.extend(blocks)
                 break
             if events is None:
-                if len(buf) > max(_MAX_EVENT_BYTES, 4 * self.block_bytes):
-                    raise not_json(
-                        self.source_name, f"no event ends within {len(buf):,} bytes of text", offset + len(buf)
-                    )
-                continue  # not a boundary between events: read on and retry
+                next_try = 2 * size  # not a boundary between events: read on and retry
+                continue
             buf, offset = buf[cut + 2 :], offset + cut + 2
+            pending, size, next_try = [buf], len(buf), 0
             yield events
+        buf = b"".join(pending)
+        del pending
         # 3. The end: the last events, the ']' closing the array, then the rest of the document.
         close = _list_end(buf)
         if close < 0:  # damage, or a list cut short: the parser says where it stops
             self._decoded(b"[" + buf, offset - 1, final=True)
             raise not_json(self.source_name, "the traceEvents list is never closed", offset + len(buf))
         events = self._decoded(b"[" + buf[: close + 1], offset - 1, final=True)
-        # the document's other keys: the header, an empty list in place of the events, what follows
-        prefix = header + b'"traceEvents":[]' if header else b"[]"
+        # the document's other keys: the header, a stand-in for the events, what follows (a second
+        # top-level traceEvents key replaces the stand-in: the parser keeps the last of equal keys)
+        prefix = header + b'"traceEvents":"' + _STAND_IN + b'"' if header else b"[]"
         rest_text = prefix + buf[close + 1 :]
         try:
             rest = loads(rest_text)
@@ -280,6 +311,10 @@ class EventStream:
             if too_deep(err):
                 raise deep_error(self.source_name, where) from err
             raise not_json(self.source_name, err, where) from err
+        if header and isinstance(rest, dict):
+            if rest.get("traceEvents") != _STAND_IN_VALUE:
+                raise two_event_lists(self.source_name)
+            rest["traceEvents"] = []
         self.document = check_document(rest, self.source_name)
         if self.source is not None:
             self.source.events_span = (events_start, offset + close)
@@ -291,6 +326,7 @@ def stream_events(
     block_bytes: int = STREAM_BLOCK_BYTES,
     decode: Callable[[bytes], list[Any]] | None = None,
     max_bytes: int | None = None,
+    max_events: int | None = None,
 ) -> EventStream:
     """An :class:`EventStream` over a ``.json`` or ``.json.gz`` trace (see the module docstring).
 
@@ -298,4 +334,4 @@ def stream_events(
     JSON; the default gives dicts. :mod:`helpers.trace.events` passes a typed decoder that skips the
     fields it does not use. `max_bytes`: the most JSON text read (default :data:`MAX_TEXT_BYTES`).
     """
-    return EventStream(path, block_bytes, decode, max_bytes)
+    return EventStream(path, block_bytes, decode, max_bytes, max_events)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support import data_file
+from support import data_file, load_benchmark
 
 import helpers
 import helpers.trace.compare
@@ -94,10 +94,11 @@ def test_damaged_byte_deep_in_a_trace_fails_at_once_with_its_offset(tmp_path, mo
 
 def test_the_benchmark_of_hostile_inputs_runs(tmp_path):
     """benchmarks/hostile_inputs.py on small probes: each answered by a clear error, fast and small."""
-    import hostile_inputs
+    hostile_inputs = load_benchmark("hostile_inputs")
 
     out = tmp_path / "result.json"
-    args = ["--quick", "--probes", "damaged_80mb,bomb_events", "--workdir", str(tmp_path / "work"), "--json", str(out)]
+    probes = "damaged_80mb,bomb_events,deep_nest_100k_chain,one_event_70mb"
+    args = ["--quick", "--probes", probes, "--workdir", str(tmp_path / "work"), "--json", str(out)]
     assert hostile_inputs.main(args) == 0
     result = json.loads(out.read_text())
     assert [(r["probe"], r["path"]) for r in result["rows"]] == [
@@ -105,6 +106,8 @@ def test_the_benchmark_of_hostile_inputs_runs(tmp_path):
         ("damaged_80mb", "streamed"),
         ("bomb_events", "whole"),
         ("bomb_events", "streamed"),
+        ("deep_nest_100k_chain", "chain:level0"),
+        ("one_event_70mb", "load"),
     ]
     assert result["target_met"], result["rows"]
     assert result["provenance"]["device_type"] == "cpu"
