@@ -160,6 +160,15 @@ def test_dockerfile_installs_with_the_readme_commands(dockerfile):
     assert "start.sh" in START.name and "make lab" in START.read_text(), "the start script must run `make lab`"
 
 
+def test_dockerfile_installs_with_hash_checks(dockerfile):
+    """Every `make install` of the image checks the lock's wheels against their hashes (HASHES=1)."""
+    runs = _values(dockerfile, "RUN")
+    assert all("make install HASHES=1" in runs[k] for k in _installs(runs))
+    first = next(i for i, ins in enumerate(dockerfile) if ins["value"].strip().startswith("make install"))
+    copied = " ".join(ins["value"] for ins in dockerfile[:first] if ins["instruction"] == "COPY")
+    assert "requirements-space.lock" in copied
+
+
 def test_dockerfile_prefetches_the_pinned_kernel(dockerfile):
     runs = _values(dockerfile, "RUN")
     prefetch = [k for k, r in enumerate(runs) if "scripts/prefetch_kernels.py prefetch" in r]
@@ -324,7 +333,7 @@ def app_copy(tmp_path) -> Path:
     """The files the image's /app holds, copied with their times (so `make` sees the install as current)."""
     app = tmp_path / "app"
     app.mkdir()
-    for name in ("pyproject.toml", "Makefile", "README.md", "requirements.lock"):
+    for name in ("pyproject.toml", "Makefile", "README.md", "requirements.lock", "requirements-space.lock"):
         shutil.copy2(REPO / name, app / name)
     ignore = shutil.ignore_patterns("__pycache__", "learner", ".ipynb_checkpoints", "local")
     for name in ("helpers", "scripts", "space", "notebooks", "traces", "local_kernels"):
