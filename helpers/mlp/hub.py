@@ -73,15 +73,7 @@ from .hub_cache import (
     hub_status,
     offline_mode,
 )
-from .hub_pin import (
-    KernelPin,
-    check_cache_before_import,
-    check_cached_kernel,
-    check_installed,
-    kernel_pin,
-    snapshot_commit,
-)
-from .hub_trust import no_bytecode
+from .hub_pin import KernelPin, check_cached_kernel, check_installed, checked_cache_import, kernel_pin, snapshot_commit
 from .model import MLPConfig, SimpleGeGLUMLP, liger_style_layer
 
 USED, SKIPPED, FAILED, NOT_TRIED = "used", "skipped", "failed", "not tried"
@@ -304,8 +296,7 @@ def _try_hub(ctx: _Context) -> _Found:
 def _try_cache(ctx: _Context) -> _Found:
     import kernels
 
-    commit, _ = check_cache_before_import(ctx.pin)  # before kernels imports (runs) anything from the cache
-    with offline_mode(), no_bytecode():
+    with checked_cache_import(ctx.pin) as commit, offline_mode():  # checked before kernels imports (runs) it
         if ctx.pin.lockfile is not None:  # the library's own loader for locked kernels: never downloads
             module = kernels.load_kernel(ctx.repo_id, lockfile=ctx.pin.lockfile)
             call = f"kernels.load_kernel({ctx.repo_id!r}, lockfile={str(ctx.pin.lockfile)!r})"

@@ -30,17 +30,19 @@ library downloads that commit itself (``kernels.install_kernel``, what ``kernels
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib.metadata
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from ..paths import REPO_ROOT
 from .hub_cache import LIGER_REPO, LIGER_VERSION, cache_dir, cached_versions, offline_requested
-from .hub_trust import UntrustedKernelError, record_snapshot, verify_snapshot
+from .hub_trust import UntrustedKernelError, no_bytecode, record_snapshot, verify_snapshot
 
 KERNEL_LOCK_DIR = REPO_ROOT / "local_kernels" / "hub-lock"
 KERNEL_LOCK_FILE = KERNEL_LOCK_DIR / "kernels.lock"
@@ -174,6 +176,17 @@ def check_cache_before_import(pin: KernelPin) -> tuple[str | None, str]:
     if not (repo_cache_folder(pin.repo_id) / "snapshots" / commit).is_dir():
         return None, "the pinned commit's files are not in the cache"
     return commit, verify_snapshot(pin.repo_id, commit)
+
+
+@contextlib.contextmanager
+def checked_cache_import(pin: KernelPin) -> Iterator[str | None]:
+    """Check the cache for `pin` (:func:`check_cache_before_import`), then let the block import without writing bytecode.
+
+    Yields the commit that was checked (None when nothing is cached: the library's load then fails).
+    """
+    commit, _ = check_cache_before_import(pin)
+    with no_bytecode():
+        yield commit
 
 
 def check_cached_kernel(module: ModuleType, pin: KernelPin, verified: str | None = None) -> str:
