@@ -32,12 +32,14 @@ WORKDIR /app
 #    layer is rebuilt only when they change. `make install` creates /app/.venv (torch pinned in the
 #    Makefile: TORCH_VERSION; PyPI's Linux wheel of torch is a CUDA build). In the same layer, the
 #    packages only the tests use (Playwright, pytest, linters) are uninstalled again: a Space
-#    serves lessons, and what is removed within one RUN never reaches the image.
-COPY --chown=user pyproject.toml Makefile README.md requirements.lock ./
+#    serves lessons, and what is removed within one RUN never reaches the image. HASHES=1: every
+#    package of the lock is checked against its SHA-256 (requirements-space.lock, pip --require-hashes);
+#    torch (and the CUDA libraries it brings) and the course's own package are not hash-checked.
+COPY --chown=user pyproject.toml Makefile README.md requirements.lock requirements-space.lock ./
 COPY --chown=user helpers/ helpers/
 COPY --chown=user scripts/prefetch_kernels.py scripts/
 COPY --chown=user space/drop_test_tools.py space/
-RUN make install && .venv/bin/python space/drop_test_tools.py
+RUN make install HASHES=1 && .venv/bin/python space/drop_test_tools.py
 
 # 2. The hand-tuned kernel (kernels-community/liger-kernels, version 1) into the Hugging Face cache
 #    while the build has network. With local_kernels/hub-lock/kernels.lock (`kernels lock`), the
@@ -51,7 +53,7 @@ RUN .venv/bin/python scripts/prefetch_kernels.py prefetch
 #    again: nothing to do when pyproject.toml and the Makefile are unchanged, and it leaves the
 #    install stamp newer than the files just copied, so `make lab` never reinstalls at start-up.
 COPY --chown=user . .
-RUN make install && .venv/bin/python space/drop_test_tools.py
+RUN make install HASHES=1 && .venv/bin/python space/drop_test_tools.py
 
 EXPOSE 7860
 CMD ["bash", "space/start.sh"]

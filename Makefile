@@ -12,7 +12,11 @@ TRITON_VERSION ?= 3.9.0
 PORT ?= 8888
 BIN := $(VENV)/bin
 # Reinstall when the dependency files change.
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile requirements.lock | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile requirements.lock requirements-space.lock | cksum | cut -d' ' -f1)
+# HASHES=1 (the Space's image): the lock is installed from requirements-space.lock, every wheel checked
+# against its SHA-256 (pip --require-hashes); those hashes are of the Linux x86_64 CPython 3.11 wheels.
+HASHES ?=
+LOCK_INSTALL := $(if $(filter 1,$(HASHES)),--require-hashes --only-binary=:all: -r requirements-space.lock,-r requirements.lock)
 PYTEST_WORKERS ?= 2
 # Tests run in a new random order each time (pytest-randomly prints the seed): `make test SEED=N` replays one.
 SEED ?=
@@ -43,12 +47,12 @@ install: $(STAMP)
 # torch first (a CUDA build brings triton and CUDA libraries; the CPU build gets TRITON_VERSION),
 # then the exact versions of everything else (requirements.lock, written by
 # scripts/lock_environment.py), then the course package itself.
-$(STAMP): pyproject.toml Makefile requirements.lock
+$(STAMP): pyproject.toml Makefile requirements.lock requirements-space.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"
 	$(BIN)/python -c "import triton" 2>/dev/null || $(BIN)/python -m pip install --quiet "triton==$(TRITON_VERSION)"
-	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet $(LOCK_INSTALL)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-*
 	touch $@

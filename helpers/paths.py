@@ -6,13 +6,40 @@ the helpers need is derived from ``helpers/__file__``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRACES_DIR = REPO_ROOT / "traces"
-# Traces a learner records: git-ignored, and the only place `Trace.save` writes by default.
-LOCAL_TRACES_DIR = TRACES_DIR / "local"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+# Set by the test runs (the repository's conftest.py): the notebooks they execute save their traces
+# there, never over the ones a learner saved in traces/local/.
+LOCAL_TRACES_ENV = "COURSE_LOCAL_TRACES"
+
+
+def local_traces_dir(value: str | None = None) -> Path:
+    """Where traces a learner (or a run) saves go: ``$COURSE_LOCAL_TRACES`` when set, else ``traces/local/``.
+
+    A relative value is taken from the repository root. A folder inside ``traces/`` other than
+    ``traces/local/`` is refused: that is where the read-only reference traces live.
+    """
+    value = os.environ.get(LOCAL_TRACES_ENV, "") if value is None else value
+    default = TRACES_DIR / "local"
+    if not value.strip():
+        return default
+    folder = Path(value).expanduser()
+    folder = folder if folder.is_absolute() else REPO_ROOT / folder
+    resolved = folder.resolve()
+    if resolved.is_relative_to(TRACES_DIR.resolve()) and not resolved.is_relative_to(default.resolve()):
+        raise ValueError(
+            f"{LOCAL_TRACES_ENV}={value!r} is inside the reference traces folder {TRACES_DIR}: "
+            "give a folder outside it (or unset it for traces/local/)"
+        )
+    return folder
+
+
+# Traces a learner records: git-ignored, and the only place `Trace.save` writes by default.
+LOCAL_TRACES_DIR = local_traces_dir()
 
 
 def reference_trace_path(name: str) -> Path:

@@ -12,6 +12,15 @@ A copy that exists is the learner's: it is kept as it is, even when the lesson c
 script says so and how to get the new version). ``--force NAME`` regenerates one copy after saving
 the old one to ``<dest>/backups/``. The learner folder may be a symbolic link (a Space keeps it on
 its persistent /data volume); a link to a folder that does not exist yet gets that folder.
+
+Nothing a learner made is lost: every copy is written to a temporary file in its folder, flushed
+to disk, then renamed over its name (a full disk leaves the old file, never half a notebook);
+backups get names no other run can take (microseconds, and an exclusive create); the copies never
+go into the lessons' own folder. A lesson that cannot be read or turned into an exercise is
+reported and skipped and the other copies are still made. Exit status: 0 when every copy was made
+or kept; for a plain run (``make lab``, the Space) also when a lesson failed, with a warning, so
+that JupyterLab still opens on the others; 1 with ``--fresh`` or ``--force`` (the test copies and an
+explicit reset must not pass silently).
 """
 
 from __future__ import annotations
@@ -20,7 +29,9 @@ import argparse
 import ast
 import datetime as _dt
 import hashlib
+import io
 import os
+import secrets
 import shutil
 import sys
 from dataclasses import dataclass
@@ -94,9 +105,10 @@ class CopyResult:
     """What happened to one learner copy: ``created``, ``kept`` (the learner's, untouched), ``regenerated``."""
 
     path: Path
-    action: str
+    action: str  # created / kept / regenerated / failed
     backup: Path | None = None
     outdated: bool = False  # kept, but made from an older version of the lesson
+    error: str | None = None  # why a lesson failed (its copy, if any, was left as it was)
 
 
 def _lessons(src: Path) -> list[Path]:
@@ -122,6 +134,77 @@ def _prepare(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
 
 
+def _refuse_lessons_folder(src: Path, dest: Path) -> None:
+    """Copies carry the lessons' own file names: written into a lessons folder they would replace the lessons."""
+    target = dest.resolve()  # follows links, `..` and trailing slashes, even for a folder not made yet
+    for lessons in {Path(src).resolve(), NOTEBOOKS_DIR.resolve()}:
+        if target == lessons:
+            raise ValueError(
+                f"--dest {dest} is the lessons' own folder ({lessons}): the copies would overwrite the lessons. "
+                "Give another folder, e.g. build/learner-test"
+            )
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(data: bytes, target: Path) -> None:
+    """`data` under `target`, all or nothing: a temporary file in its folder, flushed to disk, then renamed."""
+    tmp = target.with_name(f".{target.name}.incomplete-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+def backup_copy(path: Path, folder: Path, stem: str) -> Path:
+    """A copy of `path` in `folder` under a name no other run takes: the time to the microsecond, then a counter."""
+    folder.mkdir(exist_ok=True)
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    data = path.read_bytes()
+    for n in range(1000):
+        target = folder / (f"{stem}-{stamp}.ipynb" if n == 0 else f"{stem}-{stamp}-{n}.ipynb")
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # never an existing backup
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        shutil.copystat(path, target)
+        _fsync_dir(folder)
+        return target
+    raise FileExistsError(f"1000 backups of {stem} named {stamp} already exist in {folder}")
+
+
+def _notebook_bytes(nb: nbformat.NotebookNode) -> bytes:
+    buffer = io.StringIO()
+    nbformat.write(nb, buffer)
+    return buffer.getvalue().encode("utf-8")
+
+
 def _outdated(path: Path, lesson: nbformat.NotebookNode) -> bool:
     try:
         made_from = nbformat.read(path, as_version=4).metadata.get("course", {}).get("lesson_hash")
@@ -141,26 +224,33 @@ def make_learner_copies(
     scratch folder only (refused for the learner folder of the repository).
     """
     dest = Path(dest) if dest is not None else Path(src) / "learner"
+    _refuse_lessons_folder(Path(src), dest)
     if fresh and dest.resolve() == LEARNER_DIR.resolve():
         raise ValueError(f"--fresh would overwrite the learners' own copies in {dest}; use --force NAME instead")
     lessons = _lessons(Path(src))
     forced = _match(list(force), lessons)
     _prepare(dest)
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     results = []
     for path in lessons:
-        nb = nbformat.read(path, as_version=4)
         out = dest / path.name
-        if out.exists() and not fresh and path not in forced:
-            results.append(CopyResult(out, "kept", outdated=_outdated(out, nb)))
+        try:
+            nb = nbformat.read(path, as_version=4)
+            if out.exists() and not fresh and path not in forced:
+                results.append(CopyResult(out, "kept", outdated=_outdated(out, nb)))
+                continue
+            data = _notebook_bytes(learner_notebook(nb, path.name))  # made before anything is touched
+        except Exception as err:  # one broken lesson must not stop the others (make lab still opens)
+            results.append(CopyResult(out, "failed", error=f"{type(err).__name__}: {str(err)[:300]}"))
             continue
         backup = None
-        if out.exists() and not fresh:
-            (dest / BACKUPS).mkdir(exist_ok=True)
-            backup = dest / BACKUPS / f"{path.stem}-{stamp}.ipynb"
-            shutil.copy2(out, backup)
         action = "created" if not out.exists() else "regenerated"
-        nbformat.write(learner_notebook(nb, path.name), out)
+        try:
+            if out.exists() and not fresh:
+                backup = backup_copy(out, dest / BACKUPS, path.stem)
+            write_atomic(data, out)
+        except OSError as err:  # a full disk, no permission: the old copy (if any) is still whole
+            results.append(CopyResult(out, "failed", backup, error=f"could not write it: {err}"))
+            continue
         results.append(CopyResult(out, action, backup))
     return results
 
@@ -178,11 +268,22 @@ def main(argv: list[str] | None = None) -> int:
         results = make_learner_copies(args.src, args.dest, args.force, args.fresh)
     except ValueError as err:
         parser.error(str(err))
+    failed = [r for r in results if r.action == "failed"]
     for r in results:
         note = f" (old copy saved as {r.backup})" if r.backup else ""
         if r.outdated:
             note = f" (yours; the lesson changed since: `make learner-reset NB={r.path.stem[:2]}` for the new one)"
+        if r.action == "failed":
+            note = f": the lesson could not be copied ({r.error}); {'your copy is untouched' if r.path.exists() else 'no copy made'}"
         print(f"{r.action:11s} {r.path}{note}")
+    if failed:
+        print(
+            f"make_learner_copies: {len(failed)} lesson(s) failed, the other copies were made: "
+            + ", ".join(r.path.name for r in failed),
+            file=sys.stderr,
+        )
+        # a plain run feeds `make lab` and the Space: JupyterLab opens on the copies that worked
+        return 1 if (args.fresh or args.force) else 0
     return 0
 
 

@@ -1,7 +1,8 @@
 """Pin, fetch and check the hand-tuned kernel the course loads (kernels-community/liger-kernels, version 1).
 
 python scripts/prefetch_kernels.py lock       # with network: write local_kernels/hub-lock/kernels.lock (`kernels lock`)
-python scripts/prefetch_kernels.py prefetch   # with network: download the pinned kernel into the cache (the Space's build step)
+python scripts/prefetch_kernels.py prefetch   # with network: download the pinned kernel into the cache and record
+                                              # its files' hashes, which offline loads check first (the Space's build step)
 python scripts/prefetch_kernels.py pin        # which pin applies here: a commit (exact) or the branch v1 (movable)
 python scripts/prefetch_kernels.py status     # run the loader here and print which source it used and why
 """

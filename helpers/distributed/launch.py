@@ -10,6 +10,9 @@ The environment is passed through unchanged (``NCCL_*`` settings among it), plus
 
 from __future__ import annotations
 
+import datetime as _dt
+import hashlib
+import json
 import os
 import re
 import sys
@@ -22,6 +25,8 @@ from .runs import SUMMARY
 
 SCRIPT = REPO_ROOT / "scripts" / "ddp_step.py"
 LOG = "launch.log"
+# what launch_run wrote into a folder, with each file's content hash: the only files a new run deletes
+MANIFEST = ".launch_run.json"
 PROGRESS = "[ddp_step]"
 MAX_RANKS = 64
 # the files a run writes (and the script's temporaries): the only ones a new run removes
@@ -48,8 +53,28 @@ def _folder(name: str, out: str | os.PathLike | None) -> Path:
     return folder
 
 
-def _earlier_run(folder: Path) -> bool:
-    """True when `folder` holds a run launched into it by :func:`launch_run` (its log's first line says so)."""
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _recorded(folder: Path) -> dict[str, str] | None:
+    """The files an earlier :func:`launch_run` wrote into `folder` ({name: sha256}); None when it holds no such run."""
+    try:
+        record = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = record.get("files") if isinstance(record, dict) else None
+    if record.get("folder") != str(folder) or not isinstance(files, dict):
+        return None  # a copy of a run elsewhere, or not a record of ours
+    return {str(k): str(v) for k, v in files.items()}
+
+
+def _logged_run(folder: Path) -> bool:
+    """True when `folder`'s log says launch_run started a run into it (a run from before records existed)."""
     try:
         first = (folder / LOG).read_text(encoding="utf-8", errors="replace").splitlines()[0].split()
     except (OSError, IndexError):
@@ -57,18 +82,63 @@ def _earlier_run(folder: Path) -> bool:
     return str(SCRIPT) in first and "--out" in first[:-1] and first[first.index("--out") + 1] == str(folder)
 
 
-def _prepare(folder: Path) -> None:
-    """An empty folder for the run: a new or empty one, or an earlier run's, whose files (only those) go."""
-    if folder.is_dir() and any(folder.iterdir()):
-        if not _earlier_run(folder):
-            raise ValueError(
-                f"{folder} is not empty and holds no earlier run of launch_run: give an empty or new folder "
-                "(nothing in it was touched)"
-            )
-        for p in folder.iterdir():
-            if p.is_file() and RUN_FILE.match(p.name):
-                p.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
+def _record(folder: Path) -> None:
+    """Write down the files this run left (its own: the folder held none of its kind before it started)."""
+    try:
+        files = {p.name: _digest(p) for p in sorted(folder.iterdir()) if p.is_file() and RUN_FILE.match(p.name)}
+        tmp = folder / f"{MANIFEST}.tmp"
+        tmp.write_text(json.dumps({"folder": str(folder), "files": files}, indent=1), encoding="utf-8")
+        os.replace(tmp, folder / MANIFEST)
+    except OSError:  # without a record, the next run keeps these files aside instead of deleting them
+        pass
+
+
+def _prepare(folder: Path) -> Path | None:
+    """An empty folder for the run; returns where files a new run would replace but did not write were moved.
+
+    A new or empty folder is used as it is. A folder holding an earlier run of this function (its
+    record, :data:`MANIFEST`) loses the files that run wrote and that are unchanged since; any other
+    file with a run's name (added or changed since, by someone else) is moved to
+    ``<folder>/kept-<time>/`` first, and other files stay. Any other non-empty folder is refused.
+    """
+    if not (folder.is_dir() and any(folder.iterdir())):
+        folder.mkdir(parents=True, exist_ok=True)
+        return None
+    recorded = _recorded(folder)
+    if recorded is None and _logged_run(folder):
+        recorded = {}  # nothing recorded: every file of that run is kept aside, none deleted
+    if recorded is None:
+        raise ValueError(
+            f"{folder} is not empty and holds no earlier run of launch_run: give an empty or new folder "
+            "(nothing in it was touched)"
+        )
+    theirs = []
+    for p in sorted(folder.iterdir()):
+        if not (p.is_file() or p.is_symlink()) or not RUN_FILE.match(p.name):
+            continue
+        if not p.is_symlink() and recorded.get(p.name) == _digest(p):
+            p.unlink()  # this function's own output, unchanged: the new run writes it again
+        else:
+            theirs.append(p)
+    kept = None
+    if theirs:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        for n in range(1000):
+            kept = folder / (f"kept-{stamp}" if n == 0 else f"kept-{stamp}-{n}")
+            try:
+                kept.mkdir()  # a folder of its own, never an existing one
+                break
+            except FileExistsError:
+                continue
+        for p in theirs:
+            os.replace(p, kept / p.name)
+        print(
+            f"{PROGRESS} {folder} held {len(theirs)} file(s) this function did not write "
+            f"({', '.join(p.name for p in theirs)}): moved to {kept}",
+            flush=True,
+        )
+    (folder / MANIFEST).unlink(missing_ok=True)
+    return kept
 
 
 def launch_command(name: str, nproc: int, options: RunOptions, folder: Path) -> list[str]:
@@ -138,7 +208,9 @@ def launch_run(
     `options` are the fields of :class:`helpers.distributed.options.RunOptions` (``mode="fsdp"``,
     ``bucket_cap_mb=25``, ``straggler_rank=1, straggler_ms=50`` ...). The folder (``traces/local/<name>/``
     unless `out`) receives ``rank<r>.json.gz``, ``summary.json`` and ``launch.log``. It must be new,
-    empty, or hold an earlier run of this function (whose files alone are removed first). Raises
+    empty, or hold an earlier run of this function: the files that run wrote (recorded with their
+    content hashes) are removed first; files with a run's name that it did not write, or that changed
+    since, are moved to ``<folder>/kept-<time>/``, never deleted. Raises
     :class:`LaunchError` with the end of the output when a rank fails, or after `timeout_s`.
     """
     check_run_name(name)
@@ -150,9 +222,12 @@ def launch_run(
     folder = _folder(name, out)
     _prepare(folder)
     cmd = launch_command(name, nproc, run_options, folder)
-    code, tail, errors = run_program(
-        cmd, folder / LOG, timeout_s, f"run {name!r}", re.escape(PROGRESS) if progress else None
-    )
+    try:
+        code, tail, errors = run_program(
+            cmd, folder / LOG, timeout_s, f"run {name!r}", re.escape(PROGRESS) if progress else None
+        )
+    finally:  # also after a failure or a timeout: the next run may then replace these files
+        _record(folder)
     complete = (folder / SUMMARY).is_file()  # rank 0 writes it last, after every rank's trace
     if code != 0 and complete:
         # every rank finished its work; a rank crashed on its way out (a backend's threads at shutdown)

@@ -82,10 +82,13 @@ def check_geglu_kernel(
     worst = 0.0
     for i, shape in enumerate(shapes):
         gate, up = _inputs(shape, dtype, device, seed=i)
+        # the reference first, from copies: a kernel that rewrites its inputs cannot move the target
+        ref = geglu_reference(gate.float().clone(), up.float().clone())
+        given = (gate.clone(), up.clone())
         out = torch.full(shape, float("nan"), dtype=dtype, device=device)
         where = f"a [{shape[0]}, {shape[1]}] {str(dtype).removeprefix('torch.')} input"
         try:
-            fn(gate, up, out)
+            fn(*given, out)
             if device.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as err:  # noqa: BLE001 - feedback, not a traceback
@@ -107,7 +110,16 @@ def check_geglu_kernel(
                 EXPECTED,
                 explain=f"on {where}: every element must be stored; check the offsets, the mask and the grid.",
             )
-        ref = geglu_reference(gate.float(), up.float())
+        changed = [
+            n for n, before, after in (("gate", gate, given[0]), ("up", up, given[1])) if not torch.equal(before, after)
+        ]
+        if changed:
+            return check(
+                name,
+                f"your kernel changed its input {' and '.join(changed)}",
+                EXPECTED,
+                explain=f"on {where}: a GeGLU kernel only reads gate and up and stores into out.",
+            )
         err = relative_error(out, ref)
         worst = max(worst, err)
         if not err <= tol:  # also catches NaN

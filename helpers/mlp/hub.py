@@ -73,7 +73,7 @@ from .hub_cache import (
     hub_status,
     offline_mode,
 )
-from .hub_pin import KernelPin, check_cached_kernel, check_installed, kernel_pin, snapshot_commit
+from .hub_pin import KernelPin, check_cached_kernel, check_installed, checked_cache_import, kernel_pin, snapshot_commit
 from .model import MLPConfig, SimpleGeGLUMLP, liger_style_layer
 
 USED, SKIPPED, FAILED, NOT_TRIED = "used", "skipped", "failed", "not tried"
@@ -296,14 +296,14 @@ def _try_hub(ctx: _Context) -> _Found:
 def _try_cache(ctx: _Context) -> _Found:
     import kernels
 
-    with offline_mode():
+    with checked_cache_import(ctx.pin) as commit, offline_mode():  # checked before kernels imports (runs) it
         if ctx.pin.lockfile is not None:  # the library's own loader for locked kernels: never downloads
             module = kernels.load_kernel(ctx.repo_id, lockfile=ctx.pin.lockfile)
             call = f"kernels.load_kernel({ctx.repo_id!r}, lockfile={str(ctx.pin.lockfile)!r})"
         else:
             module = _get_pinned(ctx)
             call = f"{ctx.pin.call()} with HF_HUB_OFFLINE=1"
-    checks = check_cached_kernel(module, ctx.pin)  # what kernels skips offline
+    checks = check_cached_kernel(module, ctx.pin, commit)
     variant = _variant_of(module)
     cls = _layer_from_module(module, ctx.layer, f"{ctx.pin.describe()} (cache)")
     return cls, f"{call} from {cache_dir()}, variant {variant}; {checks}", module, variant

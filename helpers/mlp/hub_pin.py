@@ -15,9 +15,11 @@ loads it without network). :func:`kernel_pin` says which of these applies here:
 Trust, on every route (:mod:`helpers.mlp.hub`):
 
 - the Hub: ``kernels`` itself asks the Hub whether the publisher is trusted before downloading;
-- the cache: offline, ``kernels`` skips that question ("Skipping publisher trust check"), so the
-  publisher is checked against :data:`TRUSTED_PUBLISHERS`, the loaded snapshot against the pin,
-  and each cached file against the content hash its blob is named by (:func:`check_cached_kernel`);
+- the cache: offline, ``kernels`` skips that question ("Skipping publisher trust check"), so
+  before anything is imported the publisher is checked against :data:`TRUSTED_PUBLISHERS` and
+  every file of the pinned commit against the hashes recorded when it was downloaded
+  (:func:`check_cache_before_import`, :mod:`helpers.mlp.hub_trust`); after the import, that the
+  module came from that commit (:func:`check_cached_kernel`);
 - the ``liger-kernel`` package: its installed files against the hashes pip recorded (:func:`check_installed`);
 - the course's own kernel repository: part of this git repository.
 
@@ -28,16 +30,19 @@ library downloads that commit itself (``kernels.install_kernel``, what ``kernels
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib.metadata
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from ..paths import REPO_ROOT
 from .hub_cache import LIGER_REPO, LIGER_VERSION, cache_dir, cached_versions, offline_requested
+from .hub_trust import UntrustedKernelError, no_bytecode, record_snapshot, verify_snapshot
 
 KERNEL_LOCK_DIR = REPO_ROOT / "local_kernels" / "hub-lock"
 KERNEL_LOCK_FILE = KERNEL_LOCK_DIR / "kernels.lock"
@@ -45,10 +50,6 @@ KERNEL_LOCK_FILE = KERNEL_LOCK_DIR / "kernels.lock"
 # kernels-community as a trusted kernel publisher; kernels checks that flag online before a download.
 TRUSTED_PUBLISHERS: tuple[str, ...] = ("kernels-community",)
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-
-
-class UntrustedKernelError(ValueError):
-    """A kernel failed a trust check: unknown publisher, another commit than the pin, or changed files."""
 
 
 @dataclass(frozen=True)
@@ -151,17 +152,47 @@ def snapshot_commit(module: ModuleType) -> tuple[str | None, Path | None]:
     return None, None
 
 
-def _content_hashes(path: Path) -> set[str]:
-    data = path.read_bytes()
-    git = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # what the Hub names git files by
-    return {git, hashlib.sha256(data).hexdigest()}  # and large (LFS / xet) files
+def cached_commit(pin: KernelPin) -> str | None:
+    """The commit an offline load of `pin` reads: the pinned one, else the one the cache's ``refs/v<N>`` names."""
+    return pin.revision if pin.exact else cached_versions(pin.repo_id).get(pin.version)
 
 
-def check_cached_kernel(module: ModuleType, pin: KernelPin) -> str:
-    """Trust checks for a kernel loaded from the cache (offline, where kernels skips them); returns a summary.
+def check_cache_before_import(pin: KernelPin) -> tuple[str | None, str]:
+    """Before ``kernels`` imports anything from the cache: the publisher, and every file of the commit it will read.
 
-    The publisher must be trusted, the snapshot must be the pinned commit (when the pin is exact),
-    and every file of the variant must still hold the content its blob in the cache is named by.
+    Returns ``(commit, summary)``; ``(None, ...)`` when the cache holds nothing for the pin (the
+    load then fails in ``kernels``, whose error is explained). Raises UntrustedKernelError.
+    """
+    check_publisher(pin.repo_id)
+    commit = cached_commit(pin)
+    if commit is None:
+        return None, "nothing cached for this pin"
+    if not _SHA.match(commit):
+        raise UntrustedKernelError(
+            f"the cache's refs/v{pin.version} of {pin.repo_id} holds {commit[:80]!r}, not a commit"
+        )
+    from .hub_trust import repo_cache_folder
+
+    if not (repo_cache_folder(pin.repo_id) / "snapshots" / commit).is_dir():
+        return None, "the pinned commit's files are not in the cache"
+    return commit, verify_snapshot(pin.repo_id, commit)
+
+
+@contextlib.contextmanager
+def checked_cache_import(pin: KernelPin) -> Iterator[str | None]:
+    """Check the cache for `pin` (:func:`check_cache_before_import`), then let the block import without writing bytecode.
+
+    Yields the commit that was checked (None when nothing is cached: the library's load then fails).
+    """
+    commit, _ = check_cache_before_import(pin)
+    with no_bytecode():
+        yield commit
+
+
+def check_cached_kernel(module: ModuleType, pin: KernelPin, verified: str | None = None) -> str:
+    """After an offline load: the module came from the commit checked before the import; returns a summary.
+
+    `verified` is the commit :func:`check_cache_before_import` checked (checked here when None).
     Raises UntrustedKernelError otherwise.
     """
     publisher = check_publisher(pin.repo_id)
@@ -172,21 +203,10 @@ def check_cached_kernel(module: ModuleType, pin: KernelPin) -> str:
         raise UntrustedKernelError(
             f"{pin.repo_id}: the cache served commit {commit}, not the pinned {pin.revision} ({pin.pinned_by})"
         )
-    checked, unchecked = 0, 0
-    for file in sorted(p for p in variant.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        blob = Path(os.path.realpath(file)).name
-        if not file.is_symlink() or not _SHA.match(blob):
-            unchecked += 1  # a cache of copies (no symbolic links): nothing names the content
-            continue
-        if blob not in _content_hashes(file):
-            raise UntrustedKernelError(
-                f"{pin.repo_id}: the cached file {file.relative_to(variant)} of commit {commit[:12]} no longer "
-                f"matches its content hash {blob[:12]}: the cache was modified. Delete {variant.parent.parent} and "
-                "download it again."
-            )
-        checked += 1
-    files = f"{checked} files match their content hashes" + (f", {unchecked} not checkable" if unchecked else "")
-    return f"publisher {publisher} trusted by the course; commit {commit[:12]}; {files}"
+    if verified is not None and commit != verified:
+        raise UntrustedKernelError(f"{pin.repo_id}: kernels loaded commit {commit}, not the checked {verified}")
+    files = verify_snapshot(pin.repo_id, commit)
+    return f"publisher {publisher} trusted by the course; commit {commit[:12]}; {files} (checked before the import)"
 
 
 def check_installed(distribution: str) -> str:
@@ -249,9 +269,12 @@ def prefetch(
         if all_variants:
             from kernels.install import install_kernel_all_variants
 
-            return Path(install_kernel_all_variants(repo_id, revision=pin.revision)).parent
-        variant = Path(kernels.install_kernel(repo_id, revision=pin.revision, backend=backend))
-        return variant.parent.parent  # snapshots/<commit>/build/<variant> -> snapshots/<commit>
+            path = Path(install_kernel_all_variants(repo_id, revision=pin.revision)).parent
+        else:
+            variant = Path(kernels.install_kernel(repo_id, revision=pin.revision, backend=backend))
+            path = variant.parent.parent  # snapshots/<commit>/build/<variant> -> snapshots/<commit>
+        record_snapshot(repo_id, pin.revision)  # what offline loads check before importing
+        return path
     decisions = kernels.get_kernel_variants(repo_id, version=version, backend=backend)
     accepted = [d.variant.variant_str for d in decisions if isinstance(d, kernels.VariantAccepted)]
     if not accepted:
@@ -275,4 +298,5 @@ def prefetch(
             f"downloaded {repo_id} to {path} but {cache_dir()} has no refs/v{version}: "
             "offline loads by version would not find it"
         )
+    record_snapshot(repo_id, cached_versions(repo_id)[version])  # what offline loads check before importing
     return path

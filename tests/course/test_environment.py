@@ -5,6 +5,7 @@ lock) and the Makefile's torch pin."""
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -94,8 +95,34 @@ def test_makefile_installs_triton_when_the_torch_build_brings_none():
     triton_at = rule.index(
         'import triton" 2>/dev/null || $(BIN)/python -m pip install --quiet "triton==$(TRITON_VERSION)"'
     )
-    assert torch_at < triton_at < rule.index("-r requirements.lock"), "triton after torch, before the lock"
+    assert torch_at < triton_at < rule.index("$(LOCK_INSTALL)"), "triton after torch, before the lock"
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = list(meta["dependencies"]) + [d for deps in meta["optional-dependencies"].values() for d in deps]
     (triton,) = [Requirement(d) for d in declared if _name(d) == "triton"]
     assert triton.specifier.contains(version), f"TRITON_VERSION {version} does not meet pyproject's {triton}"
+
+
+def test_the_spaces_lock_hashes_every_pin():
+    """requirements-space.lock: the pins of requirements.lock, each with the SHA-256 of the Space's wheel."""
+    pins = lock_environment.read_lock()
+    space = (ROOT / "requirements-space.lock").read_text()
+    assert lock_environment.read_lock(ROOT / "requirements-space.lock") == pins
+    entries = [e for e in re.split(r"\n(?=[A-Za-z0-9])", space.split("\n", 2)[2]) if e.strip()]
+    assert len(entries) == len(pins) and all(re.search(r"--hash=sha256:[0-9a-f]{64}", e) for e in entries)
+    assert not [p for p in lock_environment.check() if "requirements-space.lock" in p]
+
+
+@pytest.mark.parametrize(
+    "hashes, expected",
+    [("1", "--require-hashes --only-binary=:all: -r requirements-space.lock"), ("", "-r requirements.lock")],
+)
+def test_make_install_checks_hashes_when_asked(tmp_path, hashes, expected):
+    out = subprocess.run(
+        ["make", "-n", "install", f"VENV={tmp_path / 'venv'}", f"HASHES={hashes}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    lock_line = next(line for line in out.stdout.splitlines() if "requirements" in line and "pip install" in line)
+    assert lock_line.endswith(expected), lock_line

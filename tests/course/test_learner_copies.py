@@ -137,3 +137,129 @@ def test_makefile_runs_lab_as_root_and_tests_fresh_copies():
     test = make.split("\ntest:", 1)[1].split("\n\n", 1)[0]
     assert "learner-test" in test.splitlines()[0] and "--ignore=notebooks/learner" in test
     assert "make_learner_copies.py --dest $(LEARNER_TEST_DIR) --fresh" in make
+
+
+# ------------------------------------------------------------------ hostile inputs (issue 23)
+
+
+def test_two_resets_in_the_same_second_keep_both_backups(lessons):
+    made = make_learner_copies(lessons)
+    _edit_answer(made[0].path, "first = 1")
+    one = make_learner_copies(lessons, force=["00"])[0].backup
+    _edit_answer(made[0].path, "second = 2")
+    two = make_learner_copies(lessons, force=["00"])[0].backup
+    assert one != two and _answers(one)[0] == "first = 1" and _answers(two)[0] == "second = 2"
+
+
+def test_backups_never_take_an_existing_name(lessons, monkeypatch):
+    """Even when the clock gives two runs the same microsecond, the second backup gets its own name."""
+    import datetime as dt
+
+    import make_learner_copies as mlc
+
+    frozen = dt.datetime(2026, 12, 1, 12, 0, 0, 123456)
+    monkeypatch.setattr(mlc._dt, "datetime", type("Frozen", (dt.datetime,), {"now": classmethod(lambda cls: frozen)}))
+    made = make_learner_copies(lessons)
+    backups = []
+    for answer in ("a = 1", "b = 2", "c = 3"):
+        _edit_answer(made[0].path, answer)
+        backups.append(make_learner_copies(lessons, force=["00"])[0].backup)
+    assert len(set(backups)) == 3
+    assert [_answers(b)[0] for b in backups] == ["a = 1", "b = 2", "c = 3"]
+
+
+def test_resets_at_once_keep_every_backup(lessons):
+    """Two `make learner-reset NB=00` started together: both finish, no backup is overwritten."""
+    make_learner_copies(lessons)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(SCRIPT), "--src", str(lessons), "--force", "00"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    backups = sorted((lessons / "learner" / "backups").iterdir())
+    assert len(backups) == 3 and all(nbformat.read(b, as_version=4).cells for b in backups)
+    assert not [p for p in (lessons / "learner").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_failed_write_leaves_the_old_copy_whole(lessons, tmp_path, monkeypatch):
+    """A full disk while writing: the old notebook stays under its name, no half-written one, no temp file."""
+    import errno
+
+    import make_learner_copies as mlc
+
+    scratch = tmp_path / "scratch"
+    made = make_learner_copies(lessons, scratch)
+    _edit_answer(made[0].path, "mine = 1")
+    before = made[0].path.read_bytes()
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(mlc.os, "fsync", full)
+    results = make_learner_copies(lessons, scratch, fresh=True)
+    monkeypatch.undo()
+    assert [r.action for r in results] == ["failed", "failed"] and "No space left" in results[0].error
+    assert made[0].path.read_bytes() == before
+    assert sorted(p.name for p in scratch.iterdir()) == sorted(r.path.name for r in made)
+
+
+@pytest.mark.parametrize("how", ["same", "dotdot", "slash", "link"])
+def test_copies_never_go_into_the_lessons_folder(lessons, tmp_path, how):
+    before = {p.name: p.read_bytes() for p in lessons.iterdir()}
+    link = tmp_path / "looks-elsewhere"
+    link.symlink_to(lessons, target_is_directory=True)
+    dest = {
+        "same": str(lessons),
+        "dotdot": str(lessons / "learner" / ".."),
+        "slash": str(lessons) + "//",
+        "link": str(link),
+    }[how]
+    with pytest.raises(ValueError, match="lessons' own folder"):
+        make_learner_copies(lessons, Path(dest), fresh=True)
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--src", str(lessons), "--dest", dest, "--fresh"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "lessons' own folder" in out.stderr
+    assert {p.name: p.read_bytes() for p in lessons.iterdir()} == before
+
+
+def test_the_repositorys_lessons_folder_is_refused_whatever_the_source(lessons, tmp_path, monkeypatch):
+    import make_learner_copies as mlc
+
+    fake_repo_lessons = tmp_path / "repo" / "notebooks"
+    fake_repo_lessons.mkdir(parents=True)
+    monkeypatch.setattr(mlc, "NOTEBOOKS_DIR", fake_repo_lessons)
+    with pytest.raises(ValueError, match="lessons' own folder"):
+        mlc.make_learner_copies(lessons, tmp_path / "repo" / "." / "notebooks/", fresh=True)
+    assert not any(fake_repo_lessons.iterdir())
+
+
+def test_one_corrupt_lesson_is_reported_and_the_others_copied(lessons, tmp_path):
+    (lessons / "00_broken.ipynb").write_text('{"cells": [')  # truncated JSON
+    results = make_learner_copies(lessons)
+    by_name = {r.path.name: r for r in results}
+    assert by_name["00_broken.ipynb"].action == "failed" and "00_broken" not in str(
+        [p.name for p in (lessons / "learner").iterdir()]
+    )
+    assert [r.action for r in results if r.path.name != "00_broken.ipynb"] == ["created", "created"]
+    # a plain run (make lab, the Space) still succeeds with a warning; the test copies fail at the end
+    plain = subprocess.run(
+        [sys.executable, str(SCRIPT), "--src", str(lessons)], capture_output=True, text=True, timeout=60
+    )
+    assert plain.returncode == 0 and "1 lesson(s) failed" in plain.stderr and "00_broken.ipynb" in plain.stderr
+    fresh = subprocess.run(
+        [sys.executable, str(SCRIPT), "--src", str(lessons), "--dest", str(tmp_path / "t"), "--fresh"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fresh.returncode == 1 and len(list((tmp_path / "t").glob("*.ipynb"))) == 2

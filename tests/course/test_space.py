@@ -35,6 +35,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
 START = REPO / "space" / "start.sh"
+SETTINGS = REPO / "space" / "settings.py"
 README = REPO / "README.md"
 VENV = Path(sys.prefix)
 SPACE_PORT = 7860
@@ -159,6 +160,15 @@ def test_dockerfile_installs_with_the_readme_commands(dockerfile):
     assert "start.sh" in START.name and "make lab" in START.read_text(), "the start script must run `make lab`"
 
 
+def test_dockerfile_installs_with_hash_checks(dockerfile):
+    """Every `make install` of the image checks the lock's wheels against their hashes (HASHES=1)."""
+    runs = _values(dockerfile, "RUN")
+    assert all("make install HASHES=1" in runs[k] for k in _installs(runs))
+    first = next(i for i, ins in enumerate(dockerfile) if ins["value"].strip().startswith("make install"))
+    copied = " ".join(ins["value"] for ins in dockerfile[:first] if ins["instruction"] == "COPY")
+    assert "requirements-space.lock" in copied
+
+
 def test_dockerfile_prefetches_the_pinned_kernel(dockerfile):
     runs = _values(dockerfile, "RUN")
     prefetch = [k for k, r in enumerate(runs) if "scripts/prefetch_kernels.py prefetch" in r]
@@ -266,6 +276,7 @@ def fake_app(tmp_path) -> tuple[Path, dict[str, str]]:
     app = tmp_path / "app"
     (app / "space").mkdir(parents=True)
     shutil.copy2(START, app / "space" / "start.sh")
+    shutil.copy2(SETTINGS, app / "space" / "settings.py")
     (app / "notebooks").mkdir()
     (app / "traces").mkdir()
     bin_dir = tmp_path / "bin"
@@ -322,7 +333,7 @@ def app_copy(tmp_path) -> Path:
     """The files the image's /app holds, copied with their times (so `make` sees the install as current)."""
     app = tmp_path / "app"
     app.mkdir()
-    for name in ("pyproject.toml", "Makefile", "README.md", "requirements.lock"):
+    for name in ("pyproject.toml", "Makefile", "README.md", "requirements.lock", "requirements-space.lock"):
         shutil.copy2(REPO / name, app / name)
     ignore = shutil.ignore_patterns("__pycache__", "learner", ".ipynb_checkpoints", "local")
     for name in ("helpers", "scripts", "space", "notebooks", "traces", "local_kernels"):
@@ -394,3 +405,155 @@ def _group_alive(pgid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+# ------------------------------------------------------------------ hostile settings (issue 23)
+def _settings():
+    spec = importlib.util.spec_from_file_location("space_settings", SETTINGS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _start(app: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "space/start.sh"], cwd=app, env=env, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "\U0001f600" * 4,  # 16 bytes, 4 characters
+        "abcdefgh" + "\u200b" * 8,  # zero-width spaces
+        "abcdefgh" + "\ufeff\u2060\u200d\u00ad" * 3,  # BOM, word joiner, zero-width joiner, soft hyphen
+        "abcdefgh" + "\u3164" * 10,  # Hangul filler: a letter that draws nothing
+        "abcdefgh" + "\u2800" * 10,  # braille blank
+        "abcdefgh" + "\u0301" * 10,  # combining accents
+        "abcdefg\u00a0\u2003\u3000" * 2,  # no-break, em and ideographic spaces
+    ],
+)
+def test_token_counts_visible_characters_not_bytes(fake_app, tmp_path, token):
+    app, env = fake_app
+    env["JUPYTER_TOKEN"] = token
+    result = _start(app, env)
+    assert result.returncode == 64 and "visible characters" in result.stderr, result.stderr
+    assert not (tmp_path / "make.log").exists()
+
+
+@pytest.mark.parametrize("token", ["\U0001f600" * 16, "\u00e9" * 16, "Schl\u00fcssel-" * 2])
+def test_a_long_token_of_any_letters_is_accepted(fake_app, tmp_path, token):
+    app, env = fake_app
+    env["JUPYTER_TOKEN"] = token
+    assert _start(app, env).returncode == 0 and (tmp_path / "make.log").exists()
+
+
+@pytest.mark.parametrize(
+    "setting, off",
+    [("0", True), ("false", True), ("No", True), ("OFF", True), (" off ", True)]
+    + [("1", False), ("TRUE", False), ("yes", False), ("On", False), ("", False)],
+)
+def test_terminal_setting_is_parsed_strictly(fake_app, tmp_path, setting, off):
+    app, env = fake_app
+    env["LAB_TERMINALS"] = setting
+    result = _start(app, env)
+    assert result.returncode == 0, result.stderr
+    assert ("--ServerApp.terminals_enabled=False" in (tmp_path / "make.log").read_text()) == off
+
+
+@pytest.mark.parametrize("setting", ["2", "disable", "nope", "f", "0 1", "offf"])
+def test_an_unknown_terminal_setting_is_refused(fake_app, tmp_path, setting):
+    app, env = fake_app
+    env["LAB_TERMINALS"] = setting
+    result = _start(app, env)
+    assert result.returncode == 64 and f"LAB_TERMINALS={setting!r} is not understood" in result.stderr
+    assert not (tmp_path / "make.log").exists()
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("LAB_HOST", "0.0.0.0; touch {marker}"),
+        ("LAB_HOST", "127.0.0.1 --ServerApp.token="),
+        ("LAB_HOST", "--ServerApp.token="),
+        ("LAB_HOST", "$(touch {marker})"),
+        ("LAB_HOST", "`touch {marker}`"),
+        ("LAB_HOST", "host\n--ServerApp.token="),
+        ("LAB_HOST", "-bad.example"),
+        ("LAB_PORT", "7860; touch {marker}"),
+        ("LAB_PORT", "0"),
+        ("LAB_PORT", "65536"),
+        ("LAB_PORT", "-1"),
+        ("LAB_PORT", "80 --ServerApp.token="),
+        ("LAB_PORT", "\u0668\u0668"),  # Arabic-Indic digits: not a port here
+    ],
+)
+def test_host_and_port_are_validated(fake_app, tmp_path, name, value):
+    app, env = fake_app
+    marker = tmp_path / "injected"
+    env[name] = value.format(marker=marker)
+    result = _start(app, env)
+    assert result.returncode == 64 and f"{name}=" in result.stderr, result.stderr
+    assert not marker.exists() and not (tmp_path / "make.log").exists()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "0.0.0.0", "localhost", "my-host.example.org"])
+def test_good_hosts_and_ports_reach_make(fake_app, tmp_path, host):
+    app, env = fake_app
+    env.update(LAB_HOST=host, LAB_PORT="8899")
+    assert _start(app, env).returncode == 0
+    args = (tmp_path / "make.log").read_text().splitlines()
+    assert "PORT=8899" in args and any(f"--ip={host} " in a for a in args)
+
+
+def test_persist_never_deletes_what_it_did_not_copy(fake_app, tmp_path):
+    """/data holds newer work; the image holds other versions: every version survives, nothing is overwritten."""
+    app, env = fake_app
+    data = tmp_path / "data"
+    learner = data / "course" / "learner"
+    learner.mkdir(parents=True)
+    (learner / "03.ipynb").write_text("on /data")
+    (learner / "04.ipynb").write_text("same")
+    here = app / "notebooks" / "learner"
+    (here / "sub").mkdir(parents=True)
+    (here / "03.ipynb").write_text("newer, in the image")
+    (here / "04.ipynb").write_text("same")
+    (here / "sub" / "notes.txt").write_text("mine")
+    env["COURSE_DATA_DIR"] = str(data)
+    result = _start(app, env)
+    assert result.returncode == 0, result.stderr
+    assert (learner / "03.ipynb").read_text() == "on /data"
+    (kept,) = learner.glob("03.from-image-*.ipynb")
+    assert kept.read_text() == "newer, in the image"
+    assert not list(learner.glob("04.from-image-*")) and (learner / "sub" / "notes.txt").read_text() == "mine"
+    assert here.is_symlink()
+
+
+def test_persist_removes_nothing_when_a_copy_fails(tmp_path, monkeypatch):
+    settings = _settings()
+    here, there = tmp_path / "here", tmp_path / "data" / "learner"
+    here.mkdir()
+    (here / "a.ipynb").write_text("a")
+    (here / "b.ipynb").write_text("b")
+
+    calls, real_link = [], os.link
+
+    def failing_link(src, dst):  # the second file meets a full disk
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real_link(src, dst)
+
+    monkeypatch.setattr(settings.os, "link", failing_link)
+    assert settings.main(["persist", str(here), str(there)]) == 65
+    monkeypatch.undo()
+    assert sorted(p.name for p in here.iterdir()) == ["a.ipynb", "b.ipynb"]  # nothing removed
+    assert not list(there.glob(".*.tmp"))
+
+
+def test_settings_check_lists_every_problem():
+    settings = _settings()
+    with pytest.raises(settings.SettingError) as info:
+        settings.check({"JUPYTER_TOKEN": "x", "LAB_TERMINALS": "maybe", "LAB_HOST": "a b", "LAB_PORT": "x"})
+    text = str(info.value)
+    assert all(name in text for name in ("JUPYTER_TOKEN", "LAB_TERMINALS", "LAB_HOST", "LAB_PORT"))
+    good = settings.check({"JUPYTER_TOKEN": secrets.token_urlsafe(24)})
+    assert good == {"LAB_TERMINALS": "1", "LAB_HOST": "0.0.0.0", "LAB_PORT": "7860"}

@@ -126,6 +126,52 @@ def test_a_folder_is_reused_only_when_it_holds_an_earlier_run_and_only_its_files
     assert (launch_run("r", out=tmp_path / "empty", progress=False) / "summary.json").is_file()
 
 
+def test_files_a_run_did_not_write_are_kept_aside_never_deleted(tmp_path, monkeypatch, capsys):
+    """Issue 23: rank files, summary.json and launch.log put in a run's folder by someone else survive a new run."""
+    _fake_run(monkeypatch)
+    folder = tmp_path / "run"
+    launch_run("r", out=folder, progress=False)
+    (folder / "rank5.json.gz").write_bytes(b"a rank of another run")
+    (folder / "summary.json").write_text('{"mine": true}')
+    (folder / LOG).write_text("my own notes")
+    (folder / "rank1.json.gz").unlink()
+    (folder / "rank1.json.gz").symlink_to(tmp_path / "elsewhere.json.gz")
+    launch_run("r", out=folder, progress=False)
+    (kept,) = folder.glob("kept-*")
+    assert (kept / "rank5.json.gz").read_bytes() == b"a rank of another run"
+    assert (kept / "summary.json").read_text() == '{"mine": true}' and (kept / LOG).read_text() == "my own notes"
+    assert (kept / "rank1.json.gz").is_symlink()
+    assert "did not write" in capsys.readouterr().out
+    assert (folder / "rank0.json.gz").read_bytes() == b"x" and (folder / "summary.json").read_text() == "{}"
+    launch_run("r", out=folder, progress=False)  # the new run's own files go; the kept folder stays
+    assert [p.name for p in folder.glob("kept-*")] == [kept.name] and (kept / "rank5.json.gz").exists()
+
+
+def test_a_forged_log_does_not_make_a_folder_deletable(tmp_path, monkeypatch):
+    """A folder whose launch.log names this folder but that holds no record: its files are moved, not deleted."""
+    _fake_run(monkeypatch)
+    folder = (tmp_path / "forged").resolve()
+    folder.mkdir()
+    (folder / LOG).write_text(f"python {launch.SCRIPT} --out {folder}\n")
+    (folder / "rank0.json.gz").write_bytes(b"precious")
+    launch_run("r", out=folder, progress=False)
+    (kept,) = folder.glob("kept-*")
+    assert (kept / "rank0.json.gz").read_bytes() == b"precious"
+
+
+def test_a_failed_run_records_its_files_so_the_next_one_replaces_them(tmp_path, monkeypatch):
+    script = "import pathlib, sys; (pathlib.Path(sys.argv[1]) / 'rank0.json.gz').write_bytes(b'half'); sys.exit(3)"
+    monkeypatch.setattr(
+        launch, "launch_command", lambda name, nproc, options, folder: [sys.executable, "-c", script, str(folder)]
+    )
+    folder = tmp_path / "failed"
+    with pytest.raises(LaunchError):
+        launch_run("r", out=folder, progress=False)
+    with pytest.raises(LaunchError):
+        launch_run("r", out=folder, progress=False)
+    assert not list(folder.glob("kept-*"))  # its own files were replaced, nothing set aside
+
+
 def test_the_notebooks_runs_folder_is_per_kernel_and_tidies_after_ended_ones():
     dead = nb09.RUNS_PARENT / "999999999"
     dead.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from huggingface_hub import constants
 
 import helpers
 from helpers.mlp import hub as hk
-from helpers.mlp import hub_cache, hub_pin
+from helpers.mlp import hub_cache, hub_pin, hub_trust
 from helpers.mlp.model import MLPConfig
 
 ON_CUDA = torch.cuda.is_available()
@@ -102,8 +102,11 @@ def fill_cache(
     return shas
 
 
-def add_snapshot(root: Path, sha: str, source: str) -> Path:
-    """snapshots/<sha>/build/<variant>/ with every file a link to its content-addressed blob."""
+def add_snapshot(root: Path, sha: str, source: str, record: bool = True) -> Path:
+    """snapshots/<sha>/build/<variant>/ with every file a link to its content-addressed blob.
+
+    With `record`, its files are recorded as :func:`helpers.mlp.hub_pin.prefetch` records a download.
+    """
     variant = root / "snapshots" / sha / "build" / DEVICE_VARIANT
     write_variant(variant, source)
     (root / "blobs").mkdir(exist_ok=True)
@@ -113,6 +116,8 @@ def add_snapshot(root: Path, sha: str, source: str) -> Path:
         blob.write_bytes(data)
         file.unlink()
         file.symlink_to(os.path.relpath(blob, file.parent))
+    if record:
+        hub_trust.record_snapshot(root.name.replace("kernels--", "", 1).replace("--", "/", 1), sha)
     return variant
 
 
@@ -134,6 +139,7 @@ def no_hub(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("LOCAL_KERNELS", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub_trust, "CACHE_RECORD", tmp_path / "kernel-cache-record.json")
     return cache
 
 
@@ -638,7 +644,8 @@ def test_the_cache_route_checks_trust_that_kernels_skips_offline(no_hub, no_cour
     (attempt,) = loaded.attempts
     assert "Skipping publisher trust check" in " ".join(attempt.notes)  # what kernels says offline ...
     assert "publisher kernels-community trusted by the course" in loaded.origin  # ... and what the loader checks
-    assert re.search(r"\d+ files match their content hashes", loaded.origin)
+    assert re.search(r"\d+ files match the content hashes recorded when they were downloaded", loaded.origin)
+    assert "checked before the import" in loaded.origin
 
 
 def test_a_modified_cached_file_is_refused(no_hub, no_course_lock):
@@ -677,14 +684,20 @@ def test_prefetch_with_an_exact_pin_lets_kernels_download_the_commit(monkeypatch
 
     calls = {}
 
+    from huggingface_hub.file_download import repo_folder_name
+
+    root = no_hub / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel")
+
     def fake_install(repo_id, *, revision=None, backend=None, **kwargs):
         calls.update(repo_id=repo_id, revision=revision)
-        return tmp_path / "snapshots" / revision / "build" / DEVICE_VARIANT
+        return add_snapshot(root, revision, LAYER_V1, record=False)  # what the library's download writes
 
     monkeypatch.setattr(kernels, "install_kernel", fake_install)
     path = hub_pin.prefetch(revision=SHA_A)
     assert calls == {"repo_id": hub_cache.LIGER_REPO, "revision": SHA_A}
-    assert path == tmp_path / "snapshots" / SHA_A
+    assert path == root / "snapshots" / SHA_A
+    recorded = json.loads(hub_trust.CACHE_RECORD.read_text())[hub_cache.LIGER_REPO][SHA_A]
+    assert f"build/{DEVICE_VARIANT}/liger_kernels/layers.py" in recorded  # what offline loads check first
     with pytest.raises(hub_pin.UntrustedKernelError, match="not one the course trusts"):
         hub_pin.prefetch(repo_id="someone/kernels", revision=SHA_A)
 
@@ -726,3 +739,120 @@ def test_command_line_pin(no_course_lock, capsys):
 
     assert prefetch_kernels.main(["pin"]) == 0
     assert "the branch v1, which its publisher can move" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the cache checked before the import (issue 23)
+
+
+def _layers_file(cache: Path, sha: str) -> Path:
+    from huggingface_hub.file_download import repo_folder_name
+
+    root = cache / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel")
+    return root / "snapshots" / sha / "build" / DEVICE_VARIANT / "liger_kernels" / "layers.py"
+
+
+def _tampered(marker: Path) -> str:
+    """Layer code that leaves a mark when it runs, and tries to switch the loader's checks off."""
+    return (
+        f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "from helpers.mlp import hub_pin, hub_trust\n"
+        "hub_trust.verify_snapshot = hub_pin.verify_snapshot = lambda *a, **k: 'all fine'\n" + LAYER_V1
+    )
+
+
+def _refused(marker: Path, **kwargs) -> str:
+    with pytest.raises(hk.KernelLoadError) as info:
+        hk.load_geglu_mlp(sources=("cache",), **kwargs)
+    assert not marker.exists(), "the tampered code ran before the check"
+    return info.value.attempts[0].reason
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_tampered_code_never_runs(no_hub, no_course_lock, tmp_path, pinned):
+    shas = fill_cache(no_hub, {1: LAYER_V1}, commits={1: SHA_A})
+    marker = tmp_path / "ran"
+    Path(os.path.realpath(_layers_file(no_hub, shas[1]))).write_text(_tampered(marker))
+    reason = _refused(marker, **({"revision": SHA_A} if pinned else {}))
+    assert "no longer matches its content hash" in reason and "layers.py" in reason
+
+
+def test_a_plain_file_in_place_of_a_link_is_checked_too(no_hub, no_course_lock, tmp_path):
+    shas = fill_cache(no_hub, {1: LAYER_V1})
+    marker = tmp_path / "ran"
+    layers = _layers_file(no_hub, shas[1])
+    layers.unlink()
+    layers.write_text(_tampered(marker))
+    assert "layers.py" in _refused(marker)
+    layers.unlink()
+    layers.write_text(LAYER_V1)  # a plain copy with the recorded content is the same code
+    assert hk.load_geglu_mlp(sources=("cache",)).source == "cache"
+
+
+def test_a_repointed_self_consistent_blob_fails_with_an_exact_pin(no_hub, no_course_lock, tmp_path):
+    shas = fill_cache(no_hub, {1: LAYER_V1}, commits={1: SHA_A})
+    marker = tmp_path / "ran"
+    layers = _layers_file(no_hub, shas[1])
+    data = _tampered(marker).encode()
+    blobs = Path(os.path.realpath(layers)).parent
+    blob = blobs / hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # named by its own content
+    blob.write_bytes(data)
+    layers.unlink()
+    layers.symlink_to(os.path.relpath(blob, layers.parent))
+    assert "no longer matches its content hash" in _refused(marker, revision=SHA_A)
+
+
+def test_a_forged_pyc_is_refused(no_hub, no_course_lock, tmp_path):
+    import py_compile
+
+    shas = fill_cache(no_hub, {1: LAYER_V1})
+    marker = tmp_path / "ran"
+    layers = _layers_file(no_hub, shas[1])
+    evil = tmp_path / "layers.py"
+    evil.write_text(_tampered(marker))
+    cache = layers.parent / "__pycache__"
+    cache.mkdir()
+    py_compile.compile(str(evil), cfile=str(cache / f"layers.{sys.implementation.cache_tag}.pyc"))
+    reason = _refused(marker)
+    assert "compiled Python code" in reason and "__pycache__" in reason
+
+
+def test_a_link_leading_out_of_the_cache_is_refused(no_hub, no_course_lock, tmp_path):
+    shas = fill_cache(no_hub, {1: LAYER_V1})
+    layers = _layers_file(no_hub, shas[1])
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text(LAYER_V1)  # even with the right content: it can change after the check
+    layers.unlink()
+    layers.symlink_to(outside)
+    assert "outside the cache's blobs" in _refused(tmp_path / "ran")
+
+
+def test_an_unrecorded_cache_or_file_is_refused(no_hub, no_course_lock, tmp_path):
+    from huggingface_hub.file_download import repo_folder_name
+
+    root = no_hub / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel")
+    (root / "refs").mkdir(parents=True)
+    (root / "refs" / "v1").write_text(SHA_B)
+    add_snapshot(root, SHA_B, LAYER_V1, record=False)  # filled by something else than prefetch
+    assert "holds no record of its files" in _refused(tmp_path / "ran")
+    hub_trust.record_snapshot(hub_cache.LIGER_REPO, SHA_B)
+    extra = _layers_file(no_hub, SHA_B).parent / "extra.py"
+    extra.write_text("print('added later')")
+    assert "extra.py" in _refused(tmp_path / "ran") and "not there when the kernel was downloaded" in _refused(
+        tmp_path / "ran"
+    )
+
+
+def test_a_checked_load_writes_no_bytecode_into_the_cache(no_hub, no_course_lock):
+    shas = fill_cache(no_hub, {1: LAYER_V1})
+    for _ in range(2):  # the second load finds the cache as the record says
+        assert hk.load_geglu_mlp(sources=("cache",)).source == "cache"
+    assert not list(_layers_file(no_hub, shas[1]).parent.parent.rglob("__pycache__"))
+
+
+def test_a_ref_that_is_not_a_commit_is_refused(no_hub, no_course_lock, tmp_path):
+    from huggingface_hub.file_download import repo_folder_name
+
+    refs = no_hub / repo_folder_name(repo_id=hub_cache.LIGER_REPO, repo_type="kernel") / "refs"
+    refs.mkdir(parents=True)
+    (refs / "v1").write_text("../../../elsewhere")
+    assert "not a commit" in _refused(tmp_path / "ran")
