@@ -1,6 +1,6 @@
 """``python -m helpers <command>``: command-line tools of the course's engine.
 
-    python -m helpers report TRACE_OR_FOLDER [-o report.html]   # findings, kernels, timeline: one HTML page
+python -m helpers report TRACE_OR_FOLDER [-o report.html]   # findings, kernels, timeline: one HTML page
 """
 
 from __future__ import annotations

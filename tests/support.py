@@ -11,10 +11,12 @@ import pytest
 import torch
 
 import helpers
+import helpers.lessons.results
+import helpers.triton_env
 
 DATA = Path(__file__).parent / "data"  # third-party traces (SOURCES.tsv says where each comes from)
 # The course's recorded H200 ceilings (benchmarks/results/h200_ceilings.json), as every lesson divides by them.
-H200_REFERENCE = helpers.reference_ceilings()
+H200_REFERENCE = helpers.lessons.results.reference_ceilings()
 requires_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(),
     reason="needs a CUDA GPU: this machine has none (CI never has one); the CUDA parsing path is tested on "
@@ -47,7 +49,7 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def kernel_device() -> str:
     """Where the course's kernels run: "cuda" when compiled, "cpu" under Triton's interpreter."""
-    return "cuda" if helpers.triton_mode() == "cuda" else "cpu"
+    return "cuda" if helpers.triton_env.triton_mode() == "cuda" else "cpu"
 
 
 def seeded_randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, scale: float = 1.0) -> torch.Tensor:

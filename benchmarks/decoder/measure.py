@@ -139,7 +139,9 @@ def step_peak_memory(step: TrainingStep, warmup: int = 1) -> dict[str, float]:
     """
     device = step.tokens.device
     if device.type != "cuda":
-        raise ValueError("step_peak_memory reads the CUDA allocator; on a CPU use helpers.profile_memory(step)")
+        raise ValueError(
+            "step_peak_memory reads the CUDA allocator; on a CPU use helpers.measure.memory.profile_memory(step)"
+        )
     for _ in range(warmup):
         step()
     synchronize(device)

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from support import requires_cuda
 
 import helpers
+import helpers.measure.memory
 from helpers.attention import backends, costs
 from helpers.attention import workloads as aw
 
@@ -104,14 +105,16 @@ def test_peak_memory_sees_the_score_matrix_only_in_the_hand_written_version() ->
     q, k, v = aw.attention_inputs("cpu", shape=shape)
     score = costs.score_matrix_bytes(shape, torch.float32)
     manual = aw.manual("cpu", shape=shape)
-    assert helpers.peak_memory(manual.fn, q, k, v) >= 2 * score  # the scores and their masked copy
-    assert helpers.peak_memory(backends.sdpa_fn("flash"), q, k, v) < score  # tiles, never the whole matrix
+    assert helpers.measure.memory.peak_memory(manual.fn, q, k, v) >= 2 * score  # the scores and their masked copy
+    assert (
+        helpers.measure.memory.peak_memory(backends.sdpa_fn("flash"), q, k, v) < score
+    )  # tiles, never the whole matrix
 
 
 def test_peak_memory_of_a_known_allocation() -> None:
-    assert helpers.peak_memory(lambda: torch.ones(1_000_000)) >= 4_000_000
+    assert helpers.measure.memory.peak_memory(lambda: torch.ones(1_000_000)) >= 4_000_000
     with pytest.raises(TypeError):
-        helpers.peak_memory(3)
+        helpers.measure.memory.peak_memory(3)
 
 
 def test_gpu_views_are_named_like_their_reference_traces() -> None:

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 import helpers
+import helpers.lessons.results
+import helpers.triton_env
 from benchmarks.attention import main as bench_main
 from benchmarks.attention import tables as attention_tables
 from helpers.kernels.flash_attention_configs import TUNED_H200, FlashConfig
@@ -17,7 +19,7 @@ from helpers.paths import NOTEBOOKS_DIR, REPO_ROOT
 RECORDED = REPO_ROOT / "benchmarks" / "results" / "h200_attention.json"
 # The CPU smoke run needs the course kernel on CPU tensors: Triton's interpreter (CI, this laptop), not a GPU build.
 interpreter_only = pytest.mark.skipif(
-    helpers.triton_mode() != "interpreter",
+    helpers.triton_env.triton_mode() != "interpreter",
     reason="Triton compiles for a GPU here: the CPU smoke run's kernel rows fail",
 )
 
@@ -85,7 +87,7 @@ def test_each_table_notebook_07_shows_is_the_stored_one() -> None:
 def test_the_recorded_h200_run_is_judged_against_the_course_ceilings() -> None:
     results = helpers.load_results("h200_attention")
     judged = results.table("judged_against").iloc[0]
-    ref = helpers.reference_ceilings()
+    ref = helpers.lessons.results.reference_ceilings()
     assert judged["source"] == "reference" and judged["matmul_tflops"] == pytest.approx(ref.matmul_tflops)
     session = json.loads(RECORDED.read_text())["ceilings"]  # the run's own, close to the reference, kept
     assert session["matmul_flop_per_s"] == pytest.approx(ref.matmul_flop_per_s, rel=0.10)

@@ -6,11 +6,14 @@ import pytest
 import torch
 
 import helpers
+import helpers.triton_env
 from benchmarks.attention import tuning
 from helpers.kernels.flash_attention_configs import INTERPRETER_CONFIG, FlashConfig
 
 # CPU tensors: the kernel runs on them in Triton's interpreter only.
-pytestmark = pytest.mark.skipif(helpers.triton_mode() != "interpreter", reason="Triton compiles for a GPU here")
+pytestmark = pytest.mark.skipif(
+    helpers.triton_env.triton_mode() != "interpreter", reason="Triton compiles for a GPU here"
+)
 
 
 def qkv(seq: int = 24, d: int = 16):

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import helpers
+import helpers.lessons.results
 from benchmarks.common import RESULTS_DIR, store_tables
 from benchmarks.decoder.tables import judged_ceilings, tables, targets
 from helpers.decoder.generate import weight_read_floor_us
@@ -45,7 +46,7 @@ def test_the_tables_notebook_08_shows_are_the_files_rows():
 
 def test_an_h200_recording_is_judged_against_the_reference_ceilings():
     data = json.loads(PATH.read_text())
-    reference = helpers.reference_ceilings()
+    reference = helpers.lessons.results.reference_ceilings()
     assert judged_ceilings(data) is reference
     results = helpers.load_results("h200_decoder")
     floor = results.value("setup", "decode_floor_us")

@@ -50,7 +50,7 @@ def test_notebook_04_shows_compiles_own_tools():
     src = _source(NOTEBOOKS_DIR / "04_torch_compile.ipynb")
     assert "torch._logging.set_logs(recompiles=True, graph_breaks=True)" in src
     assert "torch._dynamo.explain(" in src
-    assert src.index("torch._dynamo.explain(") < src.index("helpers.shape_sweep("), (
+    assert src.index("torch._dynamo.explain(") < src.index("nb04.shape_sweep("), (
         "torch's tools before the course's counter"
     )
 
@@ -79,7 +79,7 @@ def test_few_asserts_in_lessons(path):
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
 def test_no_superseded_ceilings_or_excuses_above_100(path):
     text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
-    assert "673" not in text and "4.14" not in text, "ceilings come from helpers.reference_ceilings(), never typed in"
+    assert "673" not in text and "4.14" not in text, "ceilings come from the recorded ceilings file, never typed in"
     assert not re.search(r"(above|over) 100\s?%", text.replace("at or below 100%", "")), (
         "a floor a kernel beats is a bug"
     )

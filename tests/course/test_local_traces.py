@@ -9,9 +9,10 @@ import subprocess
 import sys
 
 import helpers
+import helpers.paths
 from helpers import paths
 
-SHOW = "import helpers; from helpers.trace.saving import SAVING; print(helpers.LOCAL_TRACES_DIR); print(SAVING.default_dir)"
+SHOW = "import helpers; from helpers.trace.saving import SAVING; print(helpers.paths.LOCAL_TRACES_DIR); print(SAVING.default_dir)"
 
 
 def _run(value: str | None) -> subprocess.CompletedProcess:
@@ -24,15 +25,15 @@ def _run(value: str | None) -> subprocess.CompletedProcess:
 
 
 def test_this_test_run_saves_outside_the_learners_folder():
-    assert helpers.LOCAL_TRACES_DIR.resolve() != (paths.TRACES_DIR / "local").resolve()
-    assert helpers.LOCAL_TRACES_DIR.resolve().is_relative_to((paths.REPO_ROOT / "build").resolve())
+    assert helpers.paths.LOCAL_TRACES_DIR.resolve() != (paths.TRACES_DIR / "local").resolve()
+    assert helpers.paths.LOCAL_TRACES_DIR.resolve().is_relative_to((paths.REPO_ROOT / "build").resolve())
 
 
 def test_a_test_runs_saves_go_to_the_configured_folder(tmp_path, linear_trace):
     learner = paths.TRACES_DIR / "local" / "linear.json.gz"
     before = learner.read_bytes() if learner.exists() else None
     saved = linear_trace.save()  # what notebook 00 does
-    assert saved.parent.resolve() == helpers.LOCAL_TRACES_DIR.resolve()
+    assert saved.parent.resolve() == helpers.paths.LOCAL_TRACES_DIR.resolve()
     assert (learner.read_bytes() if learner.exists() else None) == before
 
 

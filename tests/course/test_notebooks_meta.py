@@ -20,6 +20,7 @@ import pytest
 from make_learner_copies import SOLUTION_TAG, learner_notebook, make_learner_copies
 
 import helpers
+import helpers.lessons.exercises
 from helpers.paths import NOTEBOOKS_DIR
 
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -84,7 +85,7 @@ def test_exercises_are_self_checking(path):
     answers = [i for i, c in enumerate(cells[:-1]) if _tagged(c)]
     assert len(answers) >= 2, f"{path.name} has {len(answers)} exercises; the course asks for at least two"
     for i in answers:
-        # a check cell calls helpers.exercises.check or a checker built on it (e.g. check_geglu_kernel)
+        # a check cell calls helpers.lessons.exercises.check or a checker built on it (e.g. check_geglu_kernel)
         checks = "\n".join(c.source for c in cells[i + 1 :] if CHECK_CALL.search(c.source))
         names = _assigned(cells[i].source)
         assert names, f"{path.name}: solution cell {i} defines nothing for a check to read"

@@ -63,5 +63,5 @@ class Kineto:
         path.write_text(json.dumps({"traceEvents": self.events, **doc}))
         return path
 
-    def load(self, tmp_path: Path, name: str = "synthetic.json", **doc) -> helpers.Trace:
+    def load(self, tmp_path: Path, name: str = "synthetic.json", **doc) -> helpers.trace.Trace:
         return helpers.load_trace(self.write(tmp_path / name, **doc))

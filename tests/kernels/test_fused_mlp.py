@@ -17,6 +17,7 @@ from support import seeded_randn as randn
 from torch import nn
 
 import helpers
+import helpers.mlp.model
 from helpers.kernels import (
     FusedGeGLUMLP,
     clear_plans,
@@ -361,7 +362,7 @@ def test_gpu_cuda_graph_capture_replays(mode: str | None) -> None:
         with torch.set_grad_enabled(grad):
             direct = fused(static_x)
         assert torch.equal(static_y.detach(), direct), "the replay must run the same kernels on the new input"
-        assert rel_err(direct, helpers.reference_forward(mlp, static_x)) < 1e-2
+        assert rel_err(direct, helpers.mlp.model.reference_forward(mlp, static_x)) < 1e-2
 
 
 @requires_cuda

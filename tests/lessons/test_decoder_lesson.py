@@ -11,6 +11,7 @@ import torch
 from support import synthetic_decoder_trace
 
 import helpers
+import helpers.lessons.exercises
 from helpers import nb08
 from helpers.paths import NOTEBOOKS_DIR
 
@@ -62,7 +63,7 @@ def test_every_exercise_of_the_notebook_is_in_the_book():
     checked = set(re.findall(r'nb08\.check\(\s*"(\w+)"', code)) | {"variant_part", "variant_fix", "variant_speedup"}
     checked |= {"graph_step"} if "nb08.check_graph_step(" in code else set()  # its own checker
     assert checked == set(nb08.EXERCISES.book)
-    assert "explain=" not in code and "hint=" not in code and "helpers.exercises" not in code
+    assert "explain=" not in code and "hint=" not in code and "helpers.lessons.exercises" not in code
 
 
 def test_explanations_fill_in_their_details():

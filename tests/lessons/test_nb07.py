@@ -16,6 +16,9 @@ import triton
 import triton.language as tl
 
 import helpers
+import helpers.lessons.exercises
+import helpers.lessons.results
+import helpers.measure.roofline
 from helpers import nb07
 from helpers.attention.costs import AttentionShape
 from helpers.lessons.exercises import Tie
@@ -248,7 +251,9 @@ def test_plan_kernel_costs_matches_kernels_by_their_launching_operator() -> None
     assert list(out["name"]) == list(plan["step"])  # every step found its kernel, in order
     assert out.attrs["unmatched"] == 1 and out.attrs["steps_without_kernel"] == []  # the memset
     assert list(out["kernel"]) == ["gemm_a", "mul", "copy", "masked_fill", "softmax", "gemm_b"]
-    frame = helpers.roofline_frame(out.to_dict("records"), helpers.reference_ceilings())
+    frame = helpers.measure.roofline.roofline_frame(
+        out.to_dict("records"), helpers.lessons.results.reference_ceilings()
+    )
     assert set(frame.loc[frame["name"].str.contains("scale|clone|fill|softmax"), "bound_by"]) == {"memory"}
     with pytest.raises(ValueError, match="kernel_table"):
         nb07.plan_kernel_costs(

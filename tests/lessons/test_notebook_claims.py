@@ -12,6 +12,10 @@ import torch
 from support import data_file
 
 import helpers
+import helpers.lessons.results
+import helpers.measure.compile_counts
+import helpers.mlp.fusion
+import helpers.mlp.plans
 from helpers.mlp.plans import geglu_bytes
 
 BLOG_HIDDEN = 3072
@@ -93,7 +97,7 @@ def test_01_a_transposing_copy_on_the_h200_is_far_below_the_roof(h200):
     # section 6: the views' two copies fit in the L2 cache (no DRAM floor) and still run far below the roof
     floors = helpers.kernel_floors(h200["views_copy"], step="all")
     assert (floors["family"] == "copy").all() and set(floors["launched_by"]) == {"aten::copy_"}
-    assert (floors["achieved_tbps"] < 0.25 * helpers.reference_ceilings().bandwidth_tbps).all()
+    assert (floors["achieved_tbps"] < 0.25 * helpers.lessons.results.reference_ceilings().bandwidth_tbps).all()
     # ... and at 268 MB (beyond the L2), ATen's transposing copy is far below its floor, the straight
     # copy at it and the compiled, tiled transpose in between
     copies = helpers.kernel_floors(helpers.load_trace(data_file("h200_transpose_copies.json.gz")))
@@ -186,7 +190,7 @@ def test_04_compile_fuses_the_pointwise_pair_and_saves_device_time(h200):
 
 def test_04_max_autotune_is_attributed_kernel_by_kernel(h200):
     tuned = h200["mlp_compiled_max_autotune"]
-    roles = helpers.kernels_by_role({"default": h200["mlp_compiled"], "max-autotune": tuned})
+    roles = helpers.mlp.fusion.kernels_by_role({"default": h200["mlp_compiled"], "max-autotune": tuned})
     mine = roles[roles["variant"] == "max-autotune"].set_index("role")
     assert set(mine.index) == {"gate/up GEMMs", "GeGLU pointwise", "down GEMM"}  # nothing left unattributed
     per_step = tuned.kernels().groupby("step")["duration_us"].sum().median()
@@ -195,7 +199,7 @@ def test_04_max_autotune_is_attributed_kernel_by_kernel(h200):
     # the down template's name lists gelu and mul, yet a separate pointwise kernel computes them
     names = helpers.kernel_table(tuned)["name"]
     assert any(n.startswith("triton_tem") and "gelu" in n for n in names)
-    assert helpers.infer_plan(names) == "pointwise-fused"
+    assert helpers.mlp.plans.infer_plan(names) == "pointwise-fused"
 
 
 def test_04_other_strides_recompile_rather_than_fail():
@@ -203,7 +207,7 @@ def test_04_other_strides_recompile_rather_than_fail():
     x = built.inputs[0]
     transposed = x.transpose(0, 1).contiguous().transpose(0, 1)
     assert transposed.shape == x.shape and transposed.stride() != x.stride()
-    sweep = helpers.shape_sweep(built.fn, [x, transposed, x], backend="eager", progress=False)
+    sweep = helpers.measure.compile_counts.shape_sweep(built.fn, [x, transposed, x], backend="eager", progress=False)
     assert list(sweep.table["new_graphs"]) == [1, 1, 0]
     assert "stride" in sweep.table["why"].iloc[1]
     assert sweep.notes["torch_frame_count"] == sweep.compiles == 2
@@ -222,7 +226,7 @@ def test_06_the_pointwise_work_of_each_variant_against_its_floor():
     assert counts["eager"] == 2 and counts["compile"] == 1 and counts["course-geglu"] == 1
     setup = recorded.table("setup").iloc[0]
     floor_us = geglu_bytes(setup["tokens"], setup["hidden"], getattr(torch, setup["dtype"]))
-    floor_us /= helpers.reference_ceilings().bandwidth_bytes_per_s
+    floor_us /= helpers.lessons.results.reference_ceilings().bandwidth_bytes_per_s
     assert pointwise["floor_us"].to_numpy() == pytest.approx(floor_us * 1e6, rel=1e-9)
     assert 85 <= pointwise.loc["course-geglu", "pct_of_floor"] <= 100
     assert pointwise.loc["eager", "pct_of_floor"] < 70  # its two kernels move 5 tensors' worth, not 3

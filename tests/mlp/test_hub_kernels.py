@@ -28,6 +28,7 @@ import torch
 from huggingface_hub import constants
 
 import helpers
+import helpers.mlp.model
 from helpers.mlp import hub as hk
 from helpers.mlp import hub_cache, hub_pin, hub_trust
 from helpers.mlp.model import MLPConfig
@@ -416,7 +417,7 @@ def test_course_layer_from_mlp_matches_simple_mlp(no_hub, shape):
     loaded = hk.load_geglu_mlp(sources=("local",))
     torch.manual_seed(1)
     device = "cuda" if ON_CUDA else "cpu"
-    mlp = helpers.SimpleGeGLUMLP(dim, hidden).to(device).eval()
+    mlp = helpers.mlp.model.SimpleGeGLUMLP(dim, hidden).to(device).eval()
     fast = loaded.from_mlp(mlp)
     assert type(fast).__name__ == "CourseGeGLUMLP" and not fast.training
     x = torch.randn(batch, seq, dim, device=device)
@@ -427,13 +428,13 @@ def test_course_layer_from_mlp_matches_simple_mlp(no_hub, shape):
 def test_from_mlp_rejects_biases_and_other_modules(no_hub):
     loaded = hk.load_geglu_mlp(sources=("local",), verify=False)
     with pytest.raises(ValueError, match="bias-free"):
-        loaded.from_mlp(helpers.SimpleGeGLUMLP(8, 16, bias=True))
+        loaded.from_mlp(helpers.mlp.model.SimpleGeGLUMLP(8, 16, bias=True))
     with pytest.raises(TypeError, match="gate_proj"):
         loaded.from_mlp(torch.nn.Linear(4, 4))
 
 
 def test_check_layer_catches_a_wrong_layer():
-    class Wrong(helpers.SimpleGeGLUMLP):
+    class Wrong(helpers.mlp.model.SimpleGeGLUMLP):
         def __init__(self, config):
             super().__init__(config.hidden_size, config.intermediate_size)
 

@@ -15,6 +15,8 @@ from support import H200_REFERENCE, data_file
 
 import helpers
 import helpers.kernels.modules
+import helpers.lessons.exercises
+import helpers.mlp.model
 from helpers.lessons import kernel_exercises as ke
 from helpers.lessons.exercises import MISSING, RIGHT, WRONG
 from helpers.mlp import plans, variants
@@ -62,7 +64,7 @@ def test_uncompiled_variants_match_fp32_reference(name: str) -> None:
     with torch.no_grad():
         out = variant(x)
     assert out.shape == x.shape
-    assert helpers.relative_error(out, helpers.reference_forward(mlp, x)) < 1e-4
+    assert helpers.relative_error(out, helpers.mlp.model.reference_forward(mlp, x)) < 1e-4
 
 
 def test_course_geglu_copies_weights_and_cat_packs_them() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import helpers
+import helpers.lessons.exercises
 from helpers.distributed.runs import load_run, run_summary, runs_table
 from helpers.trace import events as events_mod
 from helpers.trace import files as tracefile
@@ -67,7 +68,7 @@ def write(path: Path, doc) -> Path:
     return path
 
 
-def load(path, keep_document, **kwargs) -> helpers.Trace:
+def load(path, keep_document, **kwargs) -> helpers.trace.Trace:
     return helpers.load_trace(path, keep_document=keep_document, **kwargs)
 
 
@@ -140,11 +141,11 @@ def test_two_files_for_one_rank_are_refused_naming_both(tmp_path):
     with pytest.raises(ValueError, match=r"rank1\.json.*rank1\.json\.gz.*two files for rank 1"):
         load_run(run)
     with pytest.raises(ValueError, match=r"rank1\.json.*rank1\.json\.gz.*two files for one trace"):
-        helpers.load_traces(run)
+        helpers.trace.load_traces(run)
     # two differently named files that declare one rank: refused too, never summed into a straggler
     a, b = write(tmp_path / "a.json", step_doc(1)), write(tmp_path / "b.json", step_doc(1, step_us=300))
     with pytest.raises(ValueError, match=r"a\.json.*b\.json.*both hold rank 1"):
-        helpers.load_traces([a, b])
+        helpers.trace.load_traces([a, b])
 
 
 def test_a_rank_that_contradicts_its_file_name_is_refused(tmp_path):
@@ -173,7 +174,7 @@ def test_a_missing_rank_keeps_the_true_rank_numbers_and_says_which_are_present(t
     assert "ranks 0, 2 of 3" in trace.info.label and any("rank 1" in n for n in trace.notes)
     # and load_traces of files that declare their ranks
     files = [write(tmp_path / "x.json", step_doc(0)), write(tmp_path / "y.json", step_doc(2))]
-    trace = helpers.load_traces(files)
+    trace = helpers.trace.load_traces(files)
     assert trace.ranks == [0, 2] and trace.info.label.startswith("2 ranks 0, 2")
     assert any("no trace for rank 1" in n for n in trace.notes)
 
@@ -182,7 +183,7 @@ def test_a_missing_rank_keeps_the_true_rank_numbers_and_says_which_are_present(t
 def test_a_rank_without_a_clock_origin_is_not_placed_decades_away(tmp_path, bad_base):
     epoch_ns = 1_764_000_000_000_000_000  # late 2025, as Kineto writes it
     docs = [step_doc(0, base=epoch_ns), step_doc(1, base=epoch_ns + 5_000), step_doc(2, base=bad_base)]
-    trace = helpers.load_traces([write(tmp_path / f"r{i}.json", d) for i, d in enumerate(docs)])
+    trace = helpers.trace.load_traces([write(tmp_path / f"r{i}.json", d) for i, d in enumerate(docs)])
     span = trace.events["ts"].max() - trace.events["ts"].min()
     assert span < 10_000  # microseconds, not 54 years
     assert any("no valid 'baseTimeNanoseconds'" in n and "r2" in n for n in trace.notes), trace.notes
@@ -227,7 +228,7 @@ def test_a_run_past_max_bytes_is_refused_advising_the_option_of_the_call_made(tm
     with pytest.raises(tracefile.TraceTooLargeError, match=r"3 trace files together .*load_run\(folder, max_bytes="):
         load_run(run, max_bytes=size // 2)
     with pytest.raises(tracefile.TraceTooLargeError, match=r"load_traces\(paths, max_bytes="):
-        helpers.load_traces(run, max_bytes=size // 2)
+        helpers.trace.load_traces(run, max_bytes=size // 2)
     assert load_run(run, max_bytes=size).ranks == [0, 1, 2]
     # a limit met inside one file is re-said for the call made, with an option it takes
     with pytest.raises(tracefile.TraceTooLargeError, match=r"load_run\(folder, max_events=40\)"):
