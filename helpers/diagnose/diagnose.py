@@ -26,7 +26,7 @@ def as_trace(trace_or_run: Trace | str | os.PathLike) -> Trace:
             return load_traces(p)
         return load_trace(p)
     raise TypeError(
-        f"diagnose needs a helpers.Trace (helpers.profile / helpers.load_trace), a run (helpers.load_traces), "
+        f"diagnose needs a Trace (helpers.profile / helpers.load_trace), a run (helpers.load_traces), "
         f"or the path of a trace file or folder; got {type(trace_or_run).__name__}"
     )
 
@@ -34,7 +34,7 @@ def as_trace(trace_or_run: Trace | str | os.PathLike) -> Trace:
 def diagnose(trace_or_run: Trace | str | os.PathLike, rules: list | None = None) -> Findings:
     """Ranked findings for a trace: what to fix first, with its evidence and an upper bound on the saving.
 
-    `trace_or_run`: a :class:`helpers.Trace`, a run of several ranks, or a path to either. Every
+    `trace_or_run`: a :class:`Trace`, a run of several ranks, or a path to either. Every
     rule of :mod:`helpers.diagnose` runs (or the given `rules`); a rule that cannot run on this trace
     is skipped and named in ``attrs["skipped"]`` with its error. Sorted by
     ``saving_upper_bound_us`` (per step: the time the critical path would lose; see

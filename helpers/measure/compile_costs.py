@@ -158,7 +158,7 @@ def compile_wrapper_rows(trace: Trace) -> pd.DataFrame:
     ``cpu_total_us_per_call``. Empty for an eager trace.
     """
     if not isinstance(trace, Trace):
-        raise TypeError(f"expected a helpers.Trace, got {type(trace).__name__}")
+        raise TypeError(f"expected a Trace, got {type(trace).__name__}")
     ops = trace.ops(include_annotations=True)
     ops = ops.assign(row=ops["name"].map(_wrapper_name))
     ops = ops[ops["row"].notna()]
@@ -186,7 +186,7 @@ def call_split(trace: Trace) -> pd.DataFrame:
     so with a synchronise after every call, the CPU side sets the pace.
     """
     if not isinstance(trace, Trace):
-        raise TypeError(f"expected a helpers.Trace, got {type(trace).__name__}")
+        raise TypeError(f"expected a Trace, got {type(trace).__name__}")
     ev = trace.events
     host = ev[
         ~ev["on_device"]

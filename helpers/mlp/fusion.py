@@ -6,7 +6,7 @@ PyTorch runs it as two kernels, each a full pass over memory: ``gelu`` reads ``g
 fused kernel (Inductor's, Liger's, the course's) reads ``gate`` and ``up`` once and writes once:
 3 tensors. Both are memory bound, so time follows bytes.
 
-Everything here is read from a :class:`helpers.Trace`: which kernels (or, on a CPU-only trace,
+Everything here is read from a :class:`Trace`: which kernels (or, on a CPU-only trace,
 which operators) do the GeGLU, how long they take per forward, and the tensor sizes (from the
 provenance of a recorded reference trace, else from the shapes the profiler recorded for the first
 ``aten::mm``). :func:`geglu_table` puts several variants side by side against the ceilings of the

@@ -20,6 +20,8 @@ Formats and devices read here:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -118,3 +120,7 @@ def device_work_mask(events: pd.DataFrame) -> np.ndarray:
         rows = np.flatnonzero(mtia)
         mask[rows] = [name in MTIA_WORK_KIND for name in names[rows]]
     return mask
+
+
+# Inductor's generated C++ kernels on a CPU (``graph_0_cpp_fused_...``): the CPU's kind of device work.
+CPU_GENERATED_KERNEL = re.compile(r"^(?:graph_\d+_)?cpp_fused_")

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from .aten_ops import aten_family, computes
-from .categories import device_work_mask
+from .categories import CPU_GENERATED_KERNEL, device_work_mask
 from .correlation import graph_launched
 from .kernel_names import decode_kernels
-from .model import CPU_GENERATED_KERNEL, Trace, check_trace
+from .model import Trace, check_trace
 
 GROUPINGS = ("family", "source", "annotation", "op", "name", "step")
 METRICS = ("kernels", "device_us", "launches", "launch_us", "cpu_us", "idle_us")

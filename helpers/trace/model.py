@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from . import files as tracefile
-from .categories import NOT_WORK, work_kinds
+from .categories import CPU_GENERATED_KERNEL, NOT_WORK, work_kinds
 from .correlation import graph_launched
 from .events import MAX_EVENTS, check_count, events_from_document, events_from_file
 from .saving import SAVING, write_gzip_atomic
@@ -29,7 +29,6 @@ from .trees import chain_table, op_table
 
 # Kernels that torch.compile generates as C++ on the CPU show up as host events with these names
 # when torch._inductor.config.cpp.enable_kernel_profile is on.
-CPU_GENERATED_KERNEL = re.compile(r"^(?:graph_\d+_)?cpp_fused_")
 PROVENANCE_KEY = "course_provenance"
 
 
@@ -41,7 +40,7 @@ def check_trace(trace: Any, what: str = "trace") -> Trace:
     """`trace` itself when it is a :class:`Trace`; a TypeError saying how to get one otherwise."""
     if not isinstance(trace, Trace):
         raise TypeError(
-            f"{what} must be a helpers.Trace (from helpers.profile or helpers.load_trace), got {type(trace).__name__}"
+            f"{what} must be a Trace (from helpers.profile or helpers.load_trace), got {type(trace).__name__}"
         )
     return trace
 

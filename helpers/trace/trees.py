@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .categories import device_work_mask, work_kinds
+from .categories import CPU_GENERATED_KERNEL, device_work_mask, work_kinds
 
 if TYPE_CHECKING:  # the Trace methods call these; model imports this module
     from .model import Trace
@@ -44,7 +44,7 @@ def total_device_time(
 
 
 def op_table(trace: Trace, by_shape: bool = False, include_annotations: bool = False) -> pd.DataFrame:
-    """The table of :meth:`helpers.Trace.ops` (see there)."""
+    """The table of :meth:`Trace.ops` (see there)."""
     ev = trace.events
     host = ~ev["on_device"].to_numpy()
     cats = {"cpu_op", "user_annotation"} if include_annotations else {"cpu_op"}
@@ -99,8 +99,7 @@ def op_table(trace: Trace, by_shape: bool = False, include_annotations: bool = F
 
 
 def chain_table(trace: Trace, op: str, max_depth: int | None = None, include_kernels: bool = True) -> pd.DataFrame:
-    """The table of :meth:`helpers.Trace.chain` (see there)."""
-    from .model import CPU_GENERATED_KERNEL
+    """The table of :meth:`Trace.chain` (see there)."""
 
     if not isinstance(op, str) or not op:
         raise TypeError(f"op must be an operator name such as 'aten::linear', got {op!r}")

@@ -74,7 +74,7 @@ def test_cpu_training_step_has_backward_and_optimizer():
 
 
 def test_bad_input():
-    with pytest.raises(TypeError, match="helpers.trace.Trace"):
+    with pytest.raises(TypeError, match="a Trace"):
         part_breakdown("trace.json")
     with pytest.raises(TypeError, match="part_breakdown"):
         idle_share([1, 2])

@@ -114,7 +114,7 @@ def test_whole_trace_and_errors(tmp_path):
         critical_path(trace, step=3)
     with pytest.raises(TypeError, match="step"):
         critical_path(trace, step="1")
-    with pytest.raises(TypeError, match="helpers.trace.Trace"):
+    with pytest.raises(TypeError, match="a Trace"):
         critical_path("trace.json")
 
 

@@ -50,7 +50,13 @@ def runs(tmp_path_factory):
 
 def test_every_rank_writes_a_trace_with_its_rank_and_the_runs_provenance(runs):
     folder = runs["ddp"]
-    assert sorted(p.name for p in folder.iterdir()) == ["launch.log", "rank0.json.gz", "rank1.json.gz", "summary.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".launch_run.json",
+        "launch.log",
+        "rank0.json.gz",
+        "rank1.json.gz",
+        "summary.json",
+    ]
     for rank in (0, 1):
         doc = json.loads(gzip.decompress((folder / f"rank{rank}.json.gz").read_bytes()))
         assert doc["distributedInfo"]["rank"] == rank and doc["distributedInfo"]["world_size"] == 2

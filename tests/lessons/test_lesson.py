@@ -71,7 +71,7 @@ def test_trace_cards_label_live_and_reference(linear_trace):
 def test_trace_cards_errors(linear_trace):
     with pytest.raises(ValueError, match="at least one"):
         helpers.trace_cards()
-    with pytest.raises(TypeError, match=r"traces\[1\] must be a helpers.trace.Trace"):
+    with pytest.raises(TypeError, match=r"traces\[1\] must be a Trace"):
         helpers.trace_cards(linear_trace, "trace.json")
 
 

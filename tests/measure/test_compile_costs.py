@@ -117,7 +117,7 @@ def test_timing(mlp):
         (lambda m: counts.CompileCounter("no-such-backend"), ValueError, "unknown torch.compile backend"),
         (lambda m: cc.time_per_call(m.fn, *m.inputs, repeats=0), ValueError, "repeats"),
         (lambda m: counts.batch_inputs(m.inputs[0], [0]), ValueError, "positive ints"),
-        (lambda m: cc.compile_wrapper_rows("trace"), TypeError, "helpers.trace.Trace"),
+        (lambda m: cc.compile_wrapper_rows("trace"), TypeError, "a Trace"),
     ],
 )
 def test_bad_arguments(mlp, call, error, match):

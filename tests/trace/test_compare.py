@@ -179,13 +179,13 @@ def test_labels_and_errors(h200, linear_trace):
     assert list(named.columns.get_level_values(0).unique()) == ["gpu", "cpu"]
     with pytest.raises(ValueError, match="at least one trace"):
         helpers.trace.compare.compare()
-    with pytest.raises(TypeError, match="argument 2 must be a helpers.trace.Trace"):
+    with pytest.raises(TypeError, match="argument 2 must be a Trace"):
         helpers.trace.compare.compare(h200["eager"], "compiled.json.gz")
     with pytest.raises(ValueError, match="by must be one of"):
         helpers.trace.compare.compare(h200["eager"], by="kernel")
     with pytest.raises(ValueError, match="one label per trace"):
         helpers.trace.compare.compare(h200["eager"], h200["compiled"], labels=["x"])
-    with pytest.raises(TypeError, match="b must be a helpers.trace.Trace"):
+    with pytest.raises(TypeError, match="b must be a Trace"):
         helpers.trace.compare_kernels(h200["eager"], None)
 
 

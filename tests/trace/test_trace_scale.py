@@ -106,7 +106,7 @@ def test_reading_traces_does_not_import_torch():
     import sys
 
     code = (
-        "import sys, helpers; t = helpers.load_trace(sys.argv[1]); t.kernels(); t.ops(); "
+        "import sys, helpers, helpers.trace.compare; t = helpers.load_trace(sys.argv[1]); t.kernels(); t.ops(); "
         "helpers.trace.compare.compare(t, t); print('torch' in sys.modules)"
     )
     out = subprocess.run(
