@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..distributed.launch import SCRIPT, LaunchError, launch_command, launch_run, run_program
@@ -24,7 +25,7 @@ from ..distributed.predict import allreduce_model, bucket_schedule, job_schedule
 from ..distributed.runs import SUMMARY, load_run, rank_files, run_summary, runs_table
 from ..distributed.workloads import configurations
 from ..paths import LOCAL_TRACES_DIR, TRACES_DIR
-from ..trace.collectives import collectives, communication_per_step, rank_table
+from ..trace.collectives import collectives, communication_per_step, rank_table, step_windows
 from ..trace.compare import kernel_breakdown
 from ..trace.overlap import overlap
 from ..trace.ranks import MultiRankTrace
@@ -258,12 +259,11 @@ def hta_differences(run: MultiRankTrace) -> pd.DataFrame:
     kernels = run.kernels()
     if kernels.empty:
         raise ValueError(f"{run.info.describe()} has no device kernel: HTA's kernel breakdown needs a GPU trace")
-    events = run.events
-    marks = events[events["name"].astype(str).str.startswith("ProfilerStep#")]
+    windows = step_windows(run)
+    last_start = windows.groupby("rank")["start_us"].max()
     rows = []
     for rank, k in kernels.groupby("rank"):
-        starts = marks.loc[marks["rank"] == rank, "ts"]
-        keep = k["start_us"] < starts.max() if len(starts) else pd.Series(True, index=k.index)
+        keep = k["start_us"] < last_start.get(rank, np.inf)
         rows.append(
             {
                 "rank": rank,
