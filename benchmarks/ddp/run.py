@@ -211,13 +211,17 @@ def repredict(results: dict[str, Any], root: Path, note: str) -> dict[str, Any]:
     """`results` with its predictions made again from its runs' trace folders (relative to `root`).
 
     When the way of predicting changes, the new predictions are made from the same traces, against
-    the same measured step times; the old ones stay under ``predictions_before`` with `note`.
+    the same measured step times; the old ones stay under ``predictions_before`` with `note` (and
+    the rounds before them under its ``before``).
     """
     if not isinstance(results, dict) or "runs" not in results:
         raise ValueError("results must be a ddp benchmark's JSON (a dict with 'runs')")
     folders = {name: root / r["folder"] for name, r in results["runs"].items() if r.get("folder")}
     out = dict(results)
-    out["predictions_before"] = {"note": note, "predictions": results.get("predictions")}
+    before = {"note": note, "predictions": results.get("predictions")}
+    if results.get("predictions_before"):  # the earlier rounds stay, newest first
+        before["before"] = results["predictions_before"]
+    out["predictions_before"] = before
     out["predictions"] = predictions(results["runs"], folders)
     return out
 

@@ -6,17 +6,23 @@ optimizer waits for the last all-reduce. So what communication costs a step is t
 time from the end of the backward's compute to the end of the last all-reduce. From the trace:
 
 1. each bucket's bytes (the kernel's message size) and the time its gradients were ready (the end
-   of the last compute kernel launched before the all-reduce's launch call);
-2. an all-reduce's time as ``latency + bytes / bandwidth``, fitted to the trace's own kernels;
-3. the new buckets: consecutive old buckets merged until each holds at least the new cap (DDP
-   closes a bucket once it reaches the cap; its first bucket stays at 1 MiB), ready when their
-   last old bucket was;
-4. both bucketings replayed on one NCCL stream through the same model; the predicted change of
+   of the last compute kernel launched before the all-reduce's launch call), per rank;
+2. a collective starts only when every rank has reached it, so a bucket is ready for the job when
+   it is ready on the last rank, and the backward ends when it ends on the last rank;
+3. an all-reduce's time as ``latency + bytes / bandwidth``, fitted per bucket to the shortest of
+   the ranks' kernels: the rank that arrived last found the others there and did not wait, so its
+   kernel time is the transfer alone (the other ranks' kernels also hold their wait);
+4. the new buckets: consecutive old buckets merged until each holds at least the new cap (DDP
+   closes a bucket once it reaches the cap; only with DDP's default cap is the first bucket
+   smaller, 1 MiB), ready when their last old bucket was;
+5. both bucketings replayed on one NCCL stream through the same model; the predicted change of
    the step time is the change of the tail (the same model on both sides, so its errors largely
    cancel).
 
-Smaller buckets cannot be predicted this way (the trace does not say which gradients sit where
-inside a bucket): predict from the trace with the smaller buckets instead.
+What this leaves out: overlapped all-reduces slow the compute beside them (NCCL's kernels take
+SMs and memory bandwidth), and a step that waits for its CPU hides part of any tail. Smaller
+buckets cannot be predicted this way (the trace does not say which gradients sit where inside a
+bucket): predict from the trace with the smaller buckets instead.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import pandas as pd
 from ..trace.collectives import collectives, compute_spans
 from ..trace.model import Trace, check_trace
 
-FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: DDP's first bucket
+FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: only with DDP's default cap
+DEFAULT_BUCKET_CAP_MB = 25.0  # DDP's default bucket_cap_mb
 
 
 def allreduce_model(table: pd.DataFrame) -> tuple[float, float]:
@@ -95,9 +102,16 @@ def bucket_schedule(trace: Trace, bucket_bytes: list[int] | None = None) -> pd.D
     return out
 
 
-def merge_buckets(sizes: np.ndarray, ready: np.ndarray, cap_bytes: float) -> tuple[np.ndarray, np.ndarray]:
-    """Old buckets merged in order into buckets of at least `cap_bytes` (the first: at least 1 MiB); their ready times."""
-    out_b, out_r, acc, limit = [], [], 0.0, float(FIRST_BUCKET_BYTES)
+def merge_buckets(
+    sizes: np.ndarray, ready: np.ndarray, cap_bytes: float, first_bytes: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Old buckets merged in order into buckets of at least `cap_bytes`; their ready times.
+
+    `first_bytes` caps the first bucket (DDP's 1 MiB, only when it runs with its default cap);
+    None: the first bucket has `cap_bytes` like the others, as when ``bucket_cap_mb`` is given.
+    """
+    out_b, out_r, acc = [], [], 0.0
+    limit = float(cap_bytes if first_bytes is None else first_bytes)
     for b, r in zip(sizes, ready):
         acc += b
         if acc >= limit:
@@ -118,16 +132,56 @@ def replay(sizes: np.ndarray, ready: np.ndarray, latency_us: float, bytes_per_us
     return float(end)
 
 
-def predict_bucket_change(
-    trace: Trace, bucket_cap_mb: float, old_cap_mb: float | None = None, bucket_bytes: list[int] | None = None
-) -> pd.DataFrame:
-    """Per rank and step of a DDP trace on GPUs: the tail now, replayed, and with buckets of `bucket_cap_mb`.
+def job_schedule(schedule: pd.DataFrame) -> pd.DataFrame:
+    """The buckets of a :func:`bucket_schedule` as the job runs them: one row per step and bucket, all ranks together.
 
-    Columns: ``rank``, ``step``, ``buckets`` and ``new_buckets``, ``measured_tail_us`` (last
-    all-reduce end minus the backward's compute end, as recorded), ``replayed_tail_us`` (the same
+    Columns: ``step``, ``bucket`` (its number in the step), ``bytes``, ``ready_us`` (ready on the
+    last rank), ``end_us`` (the last rank's end), ``duration_us`` and ``waited_least`` (the
+    shortest kernel of the ranks and its rank: the rank that arrived last and found the others
+    there), ``backward_end_us`` (the last rank's). Raises ValueError when the ranks ran different
+    numbers of all-reduces in a step (a trimmed trace).
+    """
+    if not isinstance(schedule, pd.DataFrame) or schedule.empty:
+        raise ValueError("job_schedule needs the non-empty table of bucket_schedule(trace)")
+    s = schedule.sort_values(["rank", "step", "start_us"]).copy()
+    s["bucket"] = s.groupby(["rank", "step"]).cumcount()
+    counts = s.groupby(["step", "rank"]).size().unstack()
+    uneven = counts[counts.nunique(axis=1) > 1]
+    if not uneven.empty:
+        raise ValueError(
+            f"step {uneven.index[0]}: the ranks ran {counts.loc[uneven.index[0]].tolist()} all-reduces; "
+            "a collective needs every rank (a trace trimmed on one rank?)"
+        )
+    shortest = s.loc[s.groupby(["step", "bucket"])["duration_us"].idxmin(), ["step", "bucket", "duration_us", "rank"]]
+    g = s.groupby(["step", "bucket"])
+    out = pd.DataFrame(
+        {
+            "bytes": g["bytes"].first(),
+            "ready_us": g["ready_us"].max(),
+            "end_us": g["end_us"].max(),
+            "backward_end_us": g["backward_end_us"].max(),
+        }
+    ).reset_index()
+    out = out.merge(shortest.rename(columns={"rank": "waited_least"}), on=["step", "bucket"])
+    return out[["step", "bucket", "bytes", "ready_us", "end_us", "duration_us", "waited_least", "backward_end_us"]]
+
+
+def predict_bucket_change(
+    trace: Trace,
+    bucket_cap_mb: float,
+    old_cap_mb: float | None = None,
+    bucket_bytes: list[int] | None = None,
+    default_cap: bool = False,
+) -> pd.DataFrame:
+    """Per profiled step of a DDP trace on GPUs: the tail now, replayed, and with buckets of `bucket_cap_mb`.
+
+    Columns: ``step``, ``buckets`` and ``new_buckets``, ``measured_tail_us`` (last all-reduce end
+    minus the backward's compute end on the last rank, as recorded), ``replayed_tail_us`` (the same
     through the model: how well the model fits), ``predicted_tail_us`` and ``predicted_change_us``
-    (predicted minus replayed: the step-time change to expect). ``.attrs`` holds the fitted model.
-    `old_cap_mb` (the trace's bucket size, if known) only checks that the new cap is not smaller;
+    (predicted minus replayed: the step-time change to expect). ``.attrs`` holds the fitted model
+    (fitted to the shortest kernel of each bucket, see :func:`job_schedule`). `old_cap_mb` (the
+    trace's bucket size, if known) only checks that the new cap is not smaller; `default_cap`:
+    the new run leaves ``bucket_cap_mb`` to DDP's default, whose first bucket is 1 MiB;
     `bucket_bytes`: see :func:`bucket_schedule`.
     """
     if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)) or not bucket_cap_mb > 0:
@@ -137,19 +191,19 @@ def predict_bucket_change(
             f"the trace has {old_cap_mb} MB buckets: a smaller cap ({bucket_cap_mb} MB) cannot be predicted from it "
             "(which gradients sit where inside a bucket is not in the trace); predict from a trace with smaller buckets"
         )
-    schedule = bucket_schedule(trace, bucket_bytes)
-    latency, bandwidth = allreduce_model(schedule)
+    job = job_schedule(bucket_schedule(trace, bucket_bytes))
+    latency, bandwidth = allreduce_model(job)
     cap = bucket_cap_mb * 1024 * 1024  # DDP reads bucket_cap_mb as MiB
+    first = FIRST_BUCKET_BYTES if default_cap else None
     rows = []
-    for (rank, step), g in schedule.groupby(["rank", "step"]):
+    for step, g in job.groupby("step"):
         sizes, ready = g["bytes"].fillna(0).to_numpy(float), g["ready_us"].to_numpy(float)
         backward_end = float(g["backward_end_us"].iloc[0])
-        new_sizes, new_ready = merge_buckets(sizes, ready, cap)
+        new_sizes, new_ready = merge_buckets(sizes, ready, cap, first)
         replayed = max(0.0, replay(sizes, ready, latency, bandwidth) - backward_end)
         predicted = max(0.0, replay(new_sizes, new_ready, latency, bandwidth) - backward_end)
         rows.append(
             {
-                "rank": rank,
                 "step": step,
                 "buckets": len(sizes),
                 "new_buckets": len(new_sizes),

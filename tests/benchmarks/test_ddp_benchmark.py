@@ -97,7 +97,11 @@ def test_repredict_makes_the_predictions_again_from_the_committed_traces(tmp_pat
     for new, old in zip(again["predictions"], source["predictions"], strict=True):
         assert new["prediction"] == old["prediction"] and new["met"] == old["met"]
         assert new["predicted_change_ms"] == pytest.approx(old["predicted_change_ms"], rel=1e-9)
-    assert again["predictions_before"] == {"note": "a test", "predictions": source["predictions"]}
+    assert again["predictions_before"] == {
+        "note": "a test",
+        "predictions": source["predictions"],
+        "before": source["predictions_before"],
+    }
     assert "NOT met" in capsys.readouterr().out  # the targets are printed by the benchmark
     with pytest.raises(ValueError, match="ddp benchmark's JSON"):
         runner.repredict({"shapes": {}}, ROOT, "x")

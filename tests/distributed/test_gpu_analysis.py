@@ -68,12 +68,17 @@ def test_the_bucket_schedule_and_the_prediction_replay_the_trace(run):
     table = predict_bucket_change(run, 2000, old_cap_mb=25)
     assert table.attrs["latency_us"] == pytest.approx(syn.LATENCY_US)
     assert table.attrs["bandwidth_gb_s"] == pytest.approx(syn.BYTES_PER_US * 1e6 / 1e9)
-    # the trace's own tail, replayed exactly; one bucket of 50 MiB after the backward instead
-    assert table["measured_tail_us"].tolist() == pytest.approx([STEP_EXPOSED] * 4)
-    assert table["replayed_tail_us"].tolist() == pytest.approx([STEP_EXPOSED] * 4)
-    merged = syn.allreduce_us(50 * syn.MIB)
-    assert table["predicted_change_us"].tolist() == pytest.approx([merged - STEP_EXPOSED] * 4)
-    assert table["new_buckets"].tolist() == [2] * 4  # DDP's first bucket stays at 1 MiB
+    # one row per step for the job: a bucket starts when the later rank (rank 1, 7 us behind) has it ready
+    assert table["step"].tolist() == [1, 2]
+    assert table["measured_tail_us"].tolist() == pytest.approx([STEP_EXPOSED] * 2)
+    assert table["replayed_tail_us"].tolist() == pytest.approx([STEP_EXPOSED] * 2)
+    # given a cap, DDP's first bucket has that cap too: all 51 MiB in one bucket after the backward
+    merged = syn.allreduce_us(51 * syn.MIB)
+    assert table["new_buckets"].tolist() == [1] * 2
+    assert table["predicted_change_us"].tolist() == pytest.approx([merged - STEP_EXPOSED] * 2)
+    # with DDP's default cap the first bucket stays at 1 MiB: that bucket, then 50 MiB
+    default = predict_bucket_change(run, 2000, old_cap_mb=25, default_cap=True)
+    assert default["new_buckets"].tolist() == [2] * 2
     with pytest.raises(ValueError, match="smaller cap"):
         predict_bucket_change(run, 5, old_cap_mb=25)
     with pytest.raises(ValueError, match="bucket_cap_mb"):
@@ -193,7 +198,11 @@ def test_the_straggler_cost_is_read_from_when_each_rank_starts_on_real_h200_trac
     recorded = load_results(nb09.REFERENCE_RESULTS)
     stored = recorded.value("predictions", "predicted_change_ms", **{"from": "ddp_straggler"})
     assert stored == pytest.approx(predicted, rel=1e-6)
-    assert "start_idle_us" in recorded.data["predictions_before"]["note"]
+    notes, before = [], recorded.data["predictions_before"]
+    while before:
+        notes.append(before["note"])
+        before = before.get("before")
+    assert any("start_idle_us" in note for note in notes)
 
 
 def test_the_collectives_engine_needs_only_the_trace_layer():
@@ -210,3 +219,25 @@ def test_the_collectives_engine_needs_only_the_trace_layer():
     assert all(n.level <= 1 for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)), "imports outside helpers/trace"
     assert relative <= {"dtypes", "files", "kernel_names", "model", "overlap", "ranks", "columns", "tables"}
     assert absolute <= {"__future__", "ast", "numpy", "pandas"}, absolute
+
+
+@pytest.mark.skipif("ddp_bucket25" not in RECORDED, reason="the 2-GPU 25 MB run is not recorded yet")
+def test_the_allreduce_model_is_fitted_on_the_rank_that_did_not_wait_on_real_h200_traces():
+    """On the H200 run one rank reaches every bucket late, so the other's kernels hold its wait: a fit
+    on all kernels gives a latency of hundreds of microseconds; on each bucket's shortest kernel, tens
+    (NVLink), and the replayed tail meets the recorded one."""
+    folder = nb09.reference_run("ddp_bucket25")
+    run, sizes = load_run(folder), run_summary(folder)["ddp"]["bucket_bytes"]
+    schedule = bucket_schedule(run, sizes)
+    from helpers.distributed.predict import allreduce_model, job_schedule
+
+    job = job_schedule(schedule)
+    assert len(job) == len(sizes) * len(run.steps) and job["waited_least"].nunique() == 1
+    assert allreduce_model(schedule)[0] > 300  # every kernel, waits included
+    latency, _ = allreduce_model(job)
+    assert 5 < latency < 100
+    table = predict_bucket_change(run, 2000, old_cap_mb=25, bucket_bytes=sizes)
+    assert table["new_buckets"].eq(1).all()  # a given cap caps the first bucket too
+    assert table["replayed_tail_us"].median() == pytest.approx(table["measured_tail_us"].median(), rel=0.15)
+    with pytest.raises(ValueError, match="all-reduces"):
+        job_schedule(schedule.drop(index=schedule[schedule["rank"] == 1].index[-1]))
