@@ -16,12 +16,22 @@ On a machine without CUDA the kernels run, slowly, in Triton's CPU interpreter
 (``helpers.triton_env`` decides which), so the notebooks and tests work on a laptop.
 """
 
-from ..triton_env import triton_mode
-from .gate_up import gate_up_forward, gate_up_geglu, geglu_backward_gemm, pack_gate_up, unpack_gate_up
-from .geglu_pointwise import GeGLUFunction, geglu, geglu_backward
-from .launch_plans import clear_plans, plans_table
-from .mlp_function import MODES, GateUpGeGLUFunction, GeGLUMLPFunction
-from .modules import CourseGeGLUMLP, FusedGeGLUMLP, GeGLU, config_sizes
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> module: loaded on first use, so a plain-torch model that only checks an MLP's layout
+# (``layout.projections``) never imports Triton.
+_NAMES: dict[str, str] = {
+    "triton_mode": "..triton_env",
+    "gate_up_forward": ".gate_up", "gate_up_geglu": ".gate_up", "geglu_backward_gemm": ".gate_up",
+    "pack_gate_up": ".gate_up", "unpack_gate_up": ".gate_up",
+    "GeGLUFunction": ".geglu_pointwise", "geglu": ".geglu_pointwise", "geglu_backward": ".geglu_pointwise",
+    "clear_plans": ".launch_plans", "plans_table": ".launch_plans",
+    "MODES": ".mlp_function", "GateUpGeGLUFunction": ".mlp_function", "GeGLUMLPFunction": ".mlp_function",
+    "CourseGeGLUMLP": ".modules", "FusedGeGLUMLP": ".modules", "GeGLU": ".modules", "config_sizes": ".modules",
+}  # fmt: skip
 
 __all__ = [
     "triton_mode",
@@ -43,3 +53,9 @@ __all__ = [
     "FusedGeGLUMLP",
     "config_sizes",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module 'helpers.kernels' has no attribute {name!r}")
+    return getattr(importlib.import_module(_NAMES[name], __name__), name)

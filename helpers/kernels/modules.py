@@ -23,6 +23,7 @@ from torch.nn import functional as F
 from ..triton_env import triton_mode
 from .gate_up import gate_up_geglu, pack_gate_up
 from .geglu_pointwise import GeGLUFunction
+from .layout import projections
 from .mlp_function import GeGLUMLPFunction, check_mode
 
 __all__ = ["GeGLU", "CourseGeGLUMLP", "FusedGeGLUMLP", "config_sizes", "projections"]
@@ -64,26 +65,6 @@ def config_sizes(config: Any) -> tuple[int, int]:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"config.{name} must be a positive int, got {value!r}")
     return sizes
-
-
-def projections(mlp: nn.Module) -> tuple[nn.Linear, nn.Linear, nn.Linear]:
-    """The gate, up and down Linears of a ``SimpleGeGLUMLP``-like module, checked for consistency."""
-    layers = []
-    for name in ("gate_proj", "up_proj", "down_proj"):
-        layer = getattr(mlp, name, None)
-        if not isinstance(layer, nn.Linear):
-            raise TypeError(
-                f"expected a GeGLU MLP with nn.Linear gate_proj, up_proj and down_proj "
-                f"(like SimpleGeGLUMLP); {type(mlp).__name__} has no Linear {name!r}"
-            )
-        layers.append(layer)
-    g, u, d = layers
-    if g.weight.shape != u.weight.shape or d.in_features != g.out_features or d.out_features != g.in_features:
-        raise ValueError(
-            f"inconsistent projections: gate {tuple(g.weight.shape)}, up {tuple(u.weight.shape)}, "
-            f"down {tuple(d.weight.shape)}"
-        )
-    return g, u, d
 
 
 class CourseGeGLUMLP(nn.Module):

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..kernels.modules import projections
+from ..kernels.layout import projections
 
 
 @dataclass(frozen=True)

@@ -62,11 +62,20 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path, module: str) -> set[str]:
-    """Every helpers module `path` imports, at the top or inside a function (lazy imports count)."""
+    """Every helpers module `path` imports, at the top or inside a function (lazy imports count); imports made
+    only for type checkers (``if TYPE_CHECKING:``) run never, so they make no circle."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
     found = set()
     for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("helpers")}
         elif isinstance(node, ast.ImportFrom):
@@ -246,3 +255,19 @@ def test_exports_are_few_named_as_defined_and_used_by_notebooks():
             unused.append(f"{name} (used by {users or 'no notebook'})")
     assert not renamed, f"exported under another name than their definition's: {renamed}"
     assert not unused, f"top-level names not used by two or more notebooks: {unused}"
+
+
+def test_lessons_00_to_04_plain_workloads_import_no_triton():
+    """The eager lessons never load Triton (nor its interpreter patch): only a course kernel, asked for, does."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, helpers\n"
+        "w = helpers.workloads\n"
+        "for build in (w.linear_layer, w.matmul_then_add, w.views_and_copies, w.transpose_copies, w.geglu_mlp):\n"
+        "    built = build('cpu')\n"
+        "    built.fn(*built.inputs)\n"
+        "assert 'triton' not in sys.modules, 'triton was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
