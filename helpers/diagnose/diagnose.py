@@ -10,10 +10,10 @@ import pandas as pd
 from helpers.trace.model import Trace, load_trace
 from helpers.trace.ranks import load_traces
 
-from . import rules_gpu, rules_host, rules_ranks
+from . import rules_cpu, rules_gpu, rules_host, rules_ranks
 from .findings import COLUMNS, Context, Findings
 
-RULES = [*rules_host.RULES, *rules_gpu.RULES, *rules_ranks.RULES]
+RULES = [*rules_host.RULES, *rules_gpu.RULES, *rules_cpu.RULES, *rules_ranks.RULES]
 
 
 def as_trace(trace_or_run: Trace | str | os.PathLike) -> Trace:

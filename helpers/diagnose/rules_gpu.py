@@ -246,13 +246,19 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     own = own[
         ~pd.Series(names[own], dtype=object).str.contains("Synchronize|c10d::|nccl|record_param_comms").to_numpy()
     ]
+    # the step's own range too: its self time is the Python loop over the parameters
+    own = np.concatenate([own, steps])
     saving = ctx.path_time(own, ("cpu", "launch delay")) + ctx.path_time(mine["row"], ("kernel",)) * 2 / 3
     kind = "per-parameter (for-loop)" if per_param >= foreach else "foreach (multi-tensor) but not fused"
+    rows = mine["row"].to_numpy()
+    if not len(w):  # a CPU-only run: the operators are the work, and their host time its cost
+        rows = np.flatnonzero(inside & (ev["cat"] == "cpu_op").to_numpy())
+        t = float(ev["dur"].to_numpy()[steps].sum()) / ctx.per_step
     return [
         ctx.finding(
             "unfused_optimizer",
-            f"The optimizer step is {kind}: many small kernels",
-            mine["row"].to_numpy(),
+            f"The optimizer step is {kind}: many small {'kernels' if len(w) else 'operators'}",
+            rows,
             t,
             saving,
             "medium" if per_param >= foreach else "low",

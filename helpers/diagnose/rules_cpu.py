@@ -1,0 +1,136 @@
+"""Rules for traces with no device work (a CPU-only run): there every operator runs inline on the
+host, so the device rules see nothing. Each takes a :class:`~.findings.Context` and returns a list
+of findings; on a trace with device work they return nothing (the device rules speak there)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from helpers.trace.aten_ops import aten_family
+
+from .findings import Context
+
+OPTIMIZER_STEP = ("Optimizer.step#", "Optimizer.zero_grad#")
+MIN_CHAIN = 3
+
+
+AUTOGRAD_NODE = "autograd::engine::evaluate_function:"
+
+
+def _units(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host's units of work inside the steps, and what they compute.
+
+    A unit is an operator that computes (an ATen operator with a family) with none around it, or,
+    in the backward, the autograd node that ran it (its bookkeeping goes when the node goes).
+    Returns the unit rows, their status (1 elementwise, 0 no work of its own, -1 heavier work), and for every event
+    the row of the unit around it (-1: none).
+    """
+    ev = ctx.ev
+    names = ev["name"].to_numpy(dtype=object)
+    parent = ev["parent"].to_numpy()
+    host = ~ev["on_device"].to_numpy() & (ev["cat"] == "cpu_op").to_numpy()
+    family = np.full(len(ev), "", dtype=object)
+    family[host] = [aten_family(str(n)) for n in names[host]]
+    comp = family != ""
+    comp &= family != "unknown"  # autograd nodes, wrappers, views: not work of their own
+    node = host & pd.Series(names, dtype=object).str.startswith(AUTOGRAD_NODE).to_numpy()
+    unit_mark = comp | node
+    root = np.where(unit_mark, np.arange(len(ev)), -1)
+    cur = parent.copy()
+    while (cur >= 0).any():  # climb one level at a time, all rows together; the outermost wins
+        live = cur >= 0
+        hit = live & unit_mark[np.maximum(cur, 0)]
+        root = np.where(hit, cur, root)
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    units = np.flatnonzero(unit_mark & (root == np.arange(len(ev))) & ctx.in_steps)
+    # a unit is elementwise when it runs an elementwise operator and nothing heavier than a copy
+    # (a Python scalar in ``x * 0.5`` becomes a tensor through a small copy first)
+    members = np.flatnonzero(comp & (root >= 0))
+    fam = family[members]
+    frame = pd.DataFrame(
+        {"unit": root[members], "light": np.isin(fam, ["elementwise", "copy"]), "ew": fam == "elementwise"}
+    )
+    per_unit = frame.groupby("unit").agg(light=("light", "all"), ew=("ew", "any"))
+    # 1: elementwise; 0: computes nothing (an autograd node passing gradients on): fused away with
+    # its neighbours, it neither starts nor breaks a chain; -1: heavier work, which ends a chain
+    status = pd.Series(np.where(per_unit["light"] & per_unit["ew"], 1, -1), index=per_unit.index)
+    elementwise = status.reindex(units, fill_value=0).to_numpy()
+    return units, elementwise, root
+
+
+def _in_ranges(ctx: Context, prefixes: tuple[str, ...]) -> np.ndarray:
+    """Per event: it starts inside a host range whose name starts with one of `prefixes`."""
+    ev = ctx.ev
+    ts = ev["ts"].to_numpy()
+    ranges = ctx.host_rows(prefix=prefixes)
+    inside = np.zeros(len(ev), dtype=bool)
+    for r in ranges:
+        inside |= (ts >= ts[r]) & (ts <= ts[r] + ev["dur"].iat[r])
+    return inside
+
+
+def host_pointwise_chains(ctx: Context) -> list[dict]:
+    """On a CPU-only trace: runs of 3 or more elementwise operators one after another on a thread,
+    each a separate pass over memory and a separate dispatch, that one fused operator would do."""
+    if len(ctx.work):
+        return []
+    ev = ctx.ev
+    units, elementwise, root = _units(ctx)
+    keep = ~_in_ranges(ctx, OPTIMIZER_STEP)[units]  # the optimizer rule speaks for those
+    units, elementwise = units[keep], elementwise[keep]
+    if not len(units):
+        return []
+    names = ev["name"].to_numpy(dtype=object)
+    order = np.lexsort((ev["ts"].to_numpy()[units], ev["lane"].to_numpy(dtype=object)[units].astype(str)))
+    rows, pointwise = units[order], elementwise[order]
+    lanes = ev["lane"].to_numpy(dtype=object)[rows]
+    chains, cur = [], []
+
+    def close() -> None:
+        while cur and pointwise[cur[-1]] == 0:
+            cur.pop()
+        if int((pointwise[cur] == 1).sum()) >= MIN_CHAIN:
+            chains.append(rows[cur])
+
+    for i in range(len(rows)):
+        if pointwise[i] >= 0 and cur and lanes[cur[-1]] == lanes[i]:
+            cur.append(i)
+        else:
+            close()
+            cur = [i] if pointwise[i] == 1 else []
+    close()
+    if not chains:
+        return []
+    dur = ev["dur"].to_numpy()
+    saving, moved = 0.0, 0
+    for chain in chains:
+        under = np.flatnonzero(np.isin(root, chain))  # the operators and everything they called
+        # a fused operator still reads the chain's inputs and writes its output: it costs about its longest member
+        saving += ctx.path_time(under, ("cpu",)) * (1 - dur[chain].max() / max(dur[chain].sum(), 1e-9))
+        moved += len(chain)
+    all_rows = np.concatenate(chains)
+    longest = max(chains, key=len)
+    ops = " -> ".join(str(names[r]).removeprefix("aten::").removeprefix(AUTOGRAD_NODE).strip() for r in longest[:6])
+    t = float(dur[all_rows].sum()) / ctx.per_step
+    detail = (
+        f"{len(chains) / ctx.per_step:,.0f} chains per step, the longest {len(longest)} operators ({ops}); "
+        f"{moved / ctx.per_step:,.0f} elementwise operators per step, each a pass over memory and a dispatch"
+    )
+    return [
+        ctx.finding(
+            "host_pointwise_chains",
+            "Chains of elementwise operators, one pass over memory and one dispatch each, could be one fused operator",
+            all_rows,
+            t,
+            saving,
+            "medium",
+            "04",
+            "Use the fused operator when one exists (F.gelu(approximate='tanh'), F.silu ...), or torch.compile the "
+            "function (Inductor fuses pointwise chains into one loop)",
+            detail,
+        )
+    ]
+
+
+RULES = [host_pointwise_chains]

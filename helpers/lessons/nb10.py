@@ -1,0 +1,245 @@
+"""Lesson 10, Your own model: from trace to fixes: what this notebook alone uses.
+
+Its exercises (explanations and hints, keyed by exercise name), the diagnosis it teaches
+(``nb10.diagnose``, ``nb10.critical_path``, ``nb10.path_summary`` from :mod:`helpers.diagnose`),
+the planted training loop (``nb10.build_loop``), timing rounds, and the checkers: every check
+built on a timing compares rounds, and a difference inside their spread is a tie.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+
+import pandas as pd
+import torch
+
+from ..checks import bounded_int
+from ..diagnose import Findings, critical_path, diagnose, path_summary
+from ..measure.profile import profile
+from ..measure.timing import time_per_call
+from ..paths import REPO_ROOT
+from ..trace.categories import STEP_PREFIX
+from ..trace.model import Trace, check_trace
+from .exercises import MISSING, RIGHT, TIE, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
+from .planted import PROBLEMS, Loop, build_loop, planted_problem
+
+__all__ = [
+    "Findings", "PROBLEMS", "build_loop", "critical_path", "diagnose", "path_summary", "planted_problem",
+]  # fmt: skip
+
+# A predicted saving counts as right within this share of the measured one (or inside the rounds' spread).
+SAVING_TOLERANCE = 0.25
+
+EXERCISES = Exercises(
+    "10",
+    costliest=Exercise(
+        "the costliest planted problem",
+        explain="The diagnosis ranks findings by the time the critical path would lose, not by how alarming a line "
+        "of code looks. {why}",
+        hint="Count what each problem adds per step: one .item(), two copies, or hundreds of small operators?",
+    ),
+    profiled_slower=Exercise(
+        "the profiler slows the step",
+        explain="Every operator the profiler records costs it a few microseconds of bookkeeping: a step made of "
+        "hundreds of small operators takes {ratio:.1f} times as long profiled as unprofiled.",
+        hint="What does the profiler do at the start and end of every operator?",
+    ),
+    first_saving=Exercise(
+        "saving of the first fix",
+        explain="The finding's bound is measured under the profiler, which inflates CPU-bound work; scaled by the "
+        "unprofiled/profiled step ratio it predicts the unprofiled saving.",
+        hint="Take the top finding's saving_upper_bound_us and multiply it by unprofiled_ratio (computed above).",
+    ),
+    item_saving=Exercise(
+        "saving of removing .item()",
+        explain="{why}",
+        hint="Did the diagnosis report a host_sync finding on this path? No finding, no predicted saving.",
+    ),
+    suspicious_rule=Exercise(
+        "the finding that claims more than its events took",
+        explain="Its bound is {ratio:.0f} times the time of its own events: the rule counts the host time of the "
+        "operators around the work, which a fused version would still partly spend.",
+        hint="Divide saving_upper_bound_us by time_us for the top findings.",
+    ),
+    my_model=Exercise(
+        "the top finding on your model",
+        explain="{why}",
+        hint="The rule names are in the 'rule' column of any findings table above (or 'none').",
+    ),
+)
+check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
+assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+
+def _record(key: str, status: str, message: str, answer: object = None, expected: object = None) -> Feedback:
+    """A custom checker's feedback in the book: the explanation once right, the hint only after a wrong answer."""
+    ex = EXERCISES.book[key]
+    if status == MISSING:
+        message += f" (stuck? run `nb10.hint({key!r})`)"
+    elif status == WRONG:
+        message += f" Hint: {ex.hint}"
+    return EXERCISES.record(key, Feedback(ex.title, status, message, answer, expected))
+
+
+# -- timing ---------------------------------------------------------------------------------------
+
+
+def step_rounds(steps: Mapping[str, Callable[[], object] | Loop], rounds: int = 5, repeats: int = 10) -> dict[str, list[float]]:  # fmt: skip
+    """Microseconds per training step of each variant, unprofiled, ``rounds`` times (each the median of ``repeats``).
+
+    The variants take turns round by round, so a slow spell of the machine hits all of them.
+    """
+    if not isinstance(steps, Mapping) or not steps:
+        raise TypeError("steps must be a non-empty dict {label: loop or step function}")
+    rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
+    fns = {k: (v.step if isinstance(v, Loop) else v) for k, v in steps.items()}
+    for k, fn in fns.items():
+        if not callable(fn):
+            raise TypeError(f"{k}: expected a Loop or a function of no arguments, got {type(fn).__name__}")
+    out: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            out[k].append(time_per_call(fn, repeats=repeats, warmup=1, grad=True) * 1e6)
+    return out
+
+
+def profiled_step_us(trace: Trace) -> list[float]:
+    """The length of every profiler step of a trace, in microseconds (the step as the profiler saw it)."""
+    check_trace(trace)
+    ev = trace.events
+    marks = ev[(~ev["on_device"]) & ev["name"].str.startswith(STEP_PREFIX)]
+    if marks.empty:
+        raise ValueError(f"{trace.info.describe()} has no ProfilerStep marks: profile with helpers.profile(steps=...)")
+    return [float(d) for d in marks["dur"]]
+
+
+def rounds_frame(rounds: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+    """One row per variant: median, fastest and slowest round (us), and how many rounds."""
+    rows = []
+    for name, values in rounds.items():
+        v = [float(x) for x in values]
+        if not v:
+            raise ValueError(f"{name}: no rounds measured")
+        rows.append({"variant": name, "median_us": statistics.median(v), "min_us": min(v), "max_us": max(v), "rounds": len(v)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def measured_saving(before: Sequence[float], after: Sequence[float]) -> dict[str, float]:
+    """The saving of a fix from two sets of rounds (us): ``median`` (difference of medians), ``low``/``high``
+    (the smallest and largest difference the rounds allow)."""
+    verdict = compare_rounds(before, after)
+    return {
+        "median": verdict.a_median - verdict.b_median,
+        "low": verdict.a_range[0] - verdict.b_range[1],
+        "high": verdict.a_range[1] - verdict.b_range[0],
+    }
+
+
+def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -> bool | Tie:
+    """True when every profiled step is slower than every unprofiled round; a Tie when the ranges overlap."""
+    verdict = compare_rounds(unprofiled, profiled)
+    if verdict.tie:
+        return Tie(f"unprofiled against profiled: {verdict.describe()}; the ranges overlap, so this machine cannot tell them apart")  # fmt: skip
+    return verdict.a_median < verdict.b_median
+
+
+def check_saving(key: str, predicted_us: float | None, before: Sequence[float], after: Sequence[float], details: dict | None = None) -> Feedback:  # fmt: skip
+    """A predicted saving (us per step) against the measured rounds before and after the fix.
+
+    Right when it is within 25 % of the measured median saving, or inside the range the rounds
+    allow (then the difference is noise, and the message says so).
+    """
+    ex = EXERCISES._exercise(key)
+    if predicted_us is None or predicted_us is Ellipsis:
+        return _record(key, MISSING, "write your prediction in the cell above, run it, then run this cell again")
+    if isinstance(predicted_us, bool) or not isinstance(predicted_us, (int, float)):
+        return _record(key, WRONG, f"expected a number of microseconds, got {type(predicted_us).__name__}.", predicted_us)  # fmt: skip
+    s = measured_saving(before, after)
+    p = float(predicted_us)
+    told = (
+        f"you predicted {p:,.0f} us; measured {s['median']:,.0f} us per step (median of the rounds; the rounds allow "
+        f"{s['low']:,.0f} to {s['high']:,.0f} us)."
+    )
+    explain = ex.explain.format(**(details or {}))
+    if abs(p - s["median"]) <= SAVING_TOLERANCE * abs(s["median"]):
+        return _record(key, RIGHT, f"{told} Within {SAVING_TOLERANCE:.0%}. {explain}", p, s["median"])
+    if s["low"] <= p <= s["high"]:
+        return _record(key, TIE, f"{told} Inside the spread of the rounds: this machine cannot tell your prediction from the measurement. {explain}", p, s["median"])  # fmt: skip
+    return _record(key, WRONG, f"{told} That is more than {SAVING_TOLERANCE:.0%} off and outside the spread.", p, s["median"])  # fmt: skip
+
+
+def predicted_saving(findings: pd.DataFrame, problem: str, ratio: float) -> float:
+    """The unprofiled saving predicted for fixing one planted `problem`: the bounds of its findings, times `ratio`
+    (unprofiled over profiled step time); 0 when the diagnosis found nothing for it."""
+    if not isinstance(findings, pd.DataFrame) or "rule" not in findings.columns:
+        raise TypeError("findings must be the table returned by nb10.diagnose(trace)")
+    if problem not in PROBLEMS:
+        raise ValueError(f"problem must be one of {', '.join(PROBLEMS)}, got {problem!r}")
+    mine = findings[[planted_problem(r) == problem for r in findings["rule"]]]
+    return float(mine["saving_upper_bound_us"].sum()) * float(ratio)
+
+
+# -- reading findings critically ---------------------------------------------------------------------
+
+
+def most_inflated(findings: pd.DataFrame, n: int = 3) -> tuple[str, float]:
+    """Among the first `n` findings, the rule whose saving bound is the largest multiple of its own events' time."""
+    top = findings.head(n)
+    top = top[top["time_us"] > 0]
+    if top.empty:
+        raise ValueError("no finding with a measured time among the first findings")
+    ratio = top["saving_upper_bound_us"] / top["time_us"]
+    i = ratio.idxmax()
+    return str(top.loc[i, "rule"]), float(ratio.loc[i])
+
+
+THIRD_PARTY = {
+    "resnet50": "kineto__plugin_samples_resnet50_num_workers_0_worker0.pt.trace.json.gz",
+    "alexnet": "hta__critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
+}
+
+
+def third_party_trace(name: str) -> Trace:
+    """One of the real third-party traces the course tests on (``"resnet50"``: Kineto's TensorBoard plugin sample;
+    ``"alexnet"``: HolisticTraceAnalysis's critical-path test trace); tests/data/SOURCES.tsv says where each is from."""
+    from ..trace.model import load_trace
+
+    if name not in THIRD_PARTY:
+        raise ValueError(f"name must be one of {', '.join(THIRD_PARTY)}, got {name!r}")
+    return load_trace(REPO_ROOT / "tests" / "data" / THIRD_PARTY[name])
+
+
+def top_rule(findings: pd.DataFrame) -> str:
+    """The rule of the first finding, or ``"none"`` when the diagnosis found nothing."""
+    return str(findings["rule"].iloc[0]) if len(findings) else "none"
+
+
+# -- the open exercise -------------------------------------------------------------------------------
+
+
+def check_my_model(step: Callable[[], object] | None, prediction: str | None, steps: int = 3) -> tuple[Feedback, Findings | None]:  # fmt: skip
+    """Profile the learner's own training step (a function of no arguments), diagnose it, and check
+    their prediction of the top finding's rule (``"none"`` when they expect no finding)."""
+    if step is None or prediction is None:
+        return _record("my_model", MISSING, "write my_step and my_prediction in the cell above, then run this cell again"), None  # fmt: skip
+    if not callable(step):
+        raise TypeError(f"my_step must be a function of no arguments (one training step), got {type(step).__name__}")
+    if not isinstance(prediction, str):
+        return _record("my_model", WRONG, f"expected a rule name such as 'unfused_optimizer', got {type(prediction).__name__}.", prediction), None  # fmt: skip
+    trace = profile(step, steps=bounded_int("steps", steps, 2, 20), warmup=1, grad=True, label="my_step")
+    found = diagnose(trace)
+    expected = top_rule(found)
+    why = (
+        f"On your step the top finding is {expected} ({found['finding'].iloc[0]}; bound "
+        f"{found['saving_upper_bound_us'].iloc[0]:,.0f} us of a {found.attrs['step_us']:,.0f} us profiled step)."
+        if len(found)
+        else "The diagnosis found nothing on your step: no rule fired."
+    )
+    fb = check("my_model", prediction.strip().lower(), expected, details={"why": why})
+    return fb, found
+
+
+def device_name() -> str:
+    """Where the planted loop runs here: the GPU's name, or the CPU."""
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU (one thread)"
