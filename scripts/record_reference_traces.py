@@ -38,6 +38,7 @@ class Recipe:
     steps: int = 3
     warmup: int = 3
     setup: Callable[[], None] | None = None  # e.g. switch on the inductor C++ kernel profile
+    memory: bool = False  # record allocations and frees too (profile_memory=True)
 
 
 def _inductor_cpu_profile() -> None:
@@ -104,6 +105,14 @@ RECIPES: list[Recipe] = [
         setup=_inductor_cpu_profile,
     ),
     Recipe("mlp_eager", lambda d: wl.geglu_mlp(d), "SimpleGeGLUMLP, eager (notebook 03)"),
+    Recipe(
+        "memory_mlp",
+        lambda d: wl.geglu_mlp(d),
+        "SimpleGeGLUMLP, eager, with every allocation and free recorded (profile_memory=True): the memory "
+        "view of notebooks 03 and 08 (memory over time, the peak by operator)",
+        steps=2,
+        memory=True,
+    ),
     Recipe(
         "mlp_compiled",
         lambda d: wl.compiled(wl.geglu_mlp(d)),
@@ -193,7 +202,12 @@ def record(recipe: Recipe, device: torch.device, out_dir: Path, prefix: str, bas
     torch._dynamo.reset()
     built = recipe.build(device)
     trace = helpers.profile(
-        built.fn, *built.inputs, steps=recipe.steps, warmup=recipe.warmup, label=f"{prefix}_{recipe.name}"
+        built.fn,
+        *built.inputs,
+        steps=recipe.steps,
+        warmup=recipe.warmup,
+        label=f"{prefix}_{recipe.name}",
+        profile_memory=recipe.memory,
     )
     shapes = {k: v for k, v in built.details.items()}
     extra = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..measure.roofline import elementwise_bytes, gemm_flops  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 from ..mlp.model import CPU_SHAPE  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
+from ..trace.memory_view import memory_over_time_figure, peak_memory_by_op  # noqa: F401  (helpers.nb03.<name>)
 from ..trace.queries import device_properties, mm_dims  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 from .exercises import Exercise, Exercises
 

@@ -32,6 +32,7 @@ from ..measure.memory import allocator_history, memory_figure, memory_peaks, pro
 from ..paths import LOCAL_TRACES_DIR
 from ..programs import run_program
 from ..trace.kernel_names import decode_kernels
+from ..trace.memory_view import memory_over_time_figure, peak_memory_by_op
 from ..trace.model import Trace, check_trace
 from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
@@ -49,8 +50,10 @@ __all__ = [  # the model's names this lesson uses, beside its own
     "idle_share",
     "kernel_parts",
     "memory_figure",
+    "memory_over_time_figure",
     "memory_peaks",
     "part_breakdown",
+    "peak_memory_by_op",
     "prefill_timing",
     "profile_memory",
     "queue_latency_us",

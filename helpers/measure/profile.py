@@ -162,6 +162,7 @@ def profile(
     with_stack: bool = False,
     grad: bool = False,
     kwargs: dict | None = None,
+    profile_memory: bool = False,
 ) -> Trace:
     """Profile `steps` calls of ``fn_or_module(*inputs)`` and return a :class:`Trace`.
 
@@ -171,6 +172,8 @@ def profile(
     - Every step is wrapped in ``record_function(label)`` and ends with a device synchronise, so
       each ``ProfilerStep#N`` holds exactly one call and its kernels.
     - Runs under ``torch.no_grad()`` unless ``grad=True`` (the course profiles inference).
+    - ``profile_memory=True`` records every allocation and free: read them with
+      :func:`helpers.trace.memory_view.memory_over_time` and ``peak_memory_by_op``.
     - At most :data:`MAX_STEPS` steps and :data:`MAX_WARMUP` warm-up calls (the profiler's memory
       grows with every step); inputs on the ``meta`` device are refused (nothing would run).
     """
@@ -236,6 +239,7 @@ def profile(
                 on_trace_ready=on_ready,
                 record_shapes=record_shapes,
                 with_stack=with_stack,
+                profile_memory=bool(profile_memory),
             )
             if "acc_events" in inspect.signature(torch.profiler.profile.__init__).parameters:
                 options["acc_events"] = True  # keep every active step in key_averages() (torch >= 2.4)

@@ -30,6 +30,7 @@ from .columns import (
     text_of_key,
 )
 from .links import MISSING_ID as _MISSING
+from .memory_events import MEMORY_KEY, MemoryEvents, memory_decoder
 
 try:  # msgspec decodes straight into small typed records, skipping the fields not used here
     import msgspec
@@ -93,6 +94,7 @@ if msgspec is not None:
 
     _EMPTY_ARGS = _Args()
     _typed_decoder = msgspec.json.Decoder(list[_Event])
+    _memory_decoder = memory_decoder(_Event, _Args)  # slices holding [memory] events: their args too
 
     def decode_slice(data: bytes) -> list:
         """Parse one slice of events: typed records when the fields have the usual types, else dicts.
@@ -100,7 +102,7 @@ if msgspec is not None:
         Raises ValueError on invalid JSON (the stream then knows a cut was not an event boundary).
         """
         try:
-            return _typed_decoder.decode(data)
+            return (_memory_decoder if MEMORY_KEY in data else _typed_decoder).decode(data)
         except msgspec.ValidationError:
             # valid JSON with unusual types somewhere (a string pid, a null id ...): the dict path
             # reads those defensively
@@ -137,6 +139,7 @@ class _Builder:
         # parser's short-lived ones keep its freed memory from returning to the system.
         self.flow_cats = Codes()
         self.flows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.memory = MemoryEvents()  # the [memory] instant events (profile_memory=True)
         self.dropped_without_dur = 0
         self.skipped: dict[str, int] = {}
         self.fixed: dict[str, int] = {}
@@ -155,7 +158,7 @@ class _Builder:
             raise tracefile.TraceTooLargeError(
                 f"{self.source} holds more than {self.max_events:,} events", "max_events", 4 * self.max_events
             )
-        if _Event is not None and events and type(events[0]) is _Event:
+        if _Event is not None and events and isinstance(events[0], _Event):
             self._add_typed(events)
             return
         try:
@@ -175,9 +178,9 @@ class _Builder:
                 self._metadata(e)
             elif ph in _FLOW_PHASES:
                 flows.append((ph, e.get("cat"), e.get("id", e.get("id2"))))
-            elif ph in ("B", "E"):
-                # Begin/end pairs are legal Chrome trace events but torch never writes them.
+            elif ph in ("B", "E"):  # legal Chrome trace events, but torch never writes them
                 self._skip(_BEGIN_END)
+        self.memory.add_dicts(rest)
         self._add_flows(flows)
         if complete:
             self._complete(complete)
@@ -196,6 +199,7 @@ class _Builder:
                         self._metadata({"name": e.name, "pid": e.pid, "tid": e.tid, "args": {"name": args.name}})
                 elif e.ph in ("B", "E"):
                     self._skip(_BEGIN_END)
+            self.memory.add_typed(rest)
         if not complete:
             return
         X, dur_list = self._drop_missing_dur(complete, [e.dur for e in complete])
@@ -276,11 +280,8 @@ class _Builder:
         keep = [d is not None for d in dur_list]
         self.dropped_without_dur += len(X) - sum(keep)
         first = X[keep.index(False)]
-        typed = not isinstance(first, dict)
-        self.examples.setdefault(
-            "dur",
-            example(first.name, first.ts) if typed else example(first.get("name"), first.get("ts")),
-        )
+        eg = example(first.get("name"), first.get("ts")) if isinstance(first, dict) else example(first.name, first.ts)
+        self.examples.setdefault("dur", eg)
         return [e for e, k in zip(X, keep) if k], [d for d in dur_list if d is not None]
 
     def _complete(self, X: list) -> None:

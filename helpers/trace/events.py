@@ -45,6 +45,7 @@ from .builder import (  # noqa: F401  (the column names and limits are read from
     decode_slice,
 )
 from .links import annotate
+from .memory_events import SKIPPED_NOTE
 from .tables import TraceTables
 
 
@@ -115,6 +116,8 @@ def events_from_file(
 def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
     events = builder.frame()
     annotate(events, codes=builder.codes)
+    memory = builder.memory.frame()
+    builder._skip(SKIPPED_NOTE, builder.memory.skipped)
     flow_count, unmatched = builder.flow_counts()
     props = doc.get("deviceProperties") if isinstance(doc, dict) else None
     if props is not None and not isinstance(props, list):
@@ -134,4 +137,5 @@ def _finish(builder: _Builder, doc: dict[str, Any]) -> TraceTables:
         skipped=builder.skipped,
         fixed=builder.fixed,
         examples=builder.examples,
+        memory=memory,
     )

@@ -31,6 +31,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from . import files as tracefile
 from .aten_ops import op_base
 from .categories import device_work_mask
 from .model import Trace, check_trace
@@ -159,6 +160,8 @@ FORMULAS: dict[str, tuple[str, Callable]] = {
     "convolution_backward": ("convolution", _conv_backward),
 }
 # Forward convolutions: (position of stride, padding, dilation, transposed) among the inputs
+# `Concrete Inputs` (a convolution's stride and padding) are read back from a streamed trace's file up to this size
+CONCRETE_INPUTS_MAX_BYTES = 50_000_000
 CONVOLUTIONS = {
     "convolution": (3, 4, 5, 6),
     "_convolution": (3, 4, 5, 6),
@@ -197,8 +200,17 @@ def _conv_forward(shapes: tuple, concrete: list | None, positions: tuple) -> int
 
 def _concrete_inputs(trace: Trace, rows: np.ndarray) -> dict[int, list]:
     """`Concrete Inputs` of some operator rows, read from the trace's kept JSON (empty when not kept)."""
+    if not len(rows):
+        return {}
     doc = trace._document
-    if not isinstance(doc, dict) or not len(rows):
+    source = trace._tables.source
+    if doc is None and source is not None and tracefile.text_size(source.path) < CONCRETE_INPUTS_MAX_BYTES:
+        try:  # a streamed trace: read the file again, only now that a convolution asks for it
+            source.check_unchanged()
+            doc = tracefile.read_document(source.path, source.max_bytes)
+        except (OSError, ValueError):
+            return {}
+    if not isinstance(doc, dict):
         return {}
     ev = trace.events
     wanted = {}

@@ -24,6 +24,7 @@ from .categories import (
     device_work_mask,
 )
 from .correlation import match_launches, owner_of
+from .graph_replay import replay_notes, tie_graph_replays
 
 # A child may overhang its parent by a fraction of a microsecond (clock rounding in the profiler).
 NESTING_TOLERANCE_US = 0.5
@@ -282,6 +283,9 @@ def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None =
             hit &= (owner < 0) | (op_pid == owner)
         via_ext[hit] = op_rows[pos[hit]]
         launched_by[dev_rows] = np.where(via_launch >= 0, via_launch, via_ext)
+        # kernels a graph launch replayed: the op around their launch in a profiled capture
+        calls = cat_in(LAUNCH_CATEGORIES) & ~on_device
+        tie_graph_replays(events, codes["name"], calls, lane_codes, launch, launched_by, enclosing_op)
         anchor = np.where(lr >= 0, lr, launched_by[dev_rows])
         annotation[dev_rows] = np.where(anchor >= 0, enclosing_ann[np.maximum(anchor, 0)], -1)
     events["launch"] = launch
@@ -364,6 +368,7 @@ def link_notes(events: pd.DataFrame) -> list[str]:
             "before the profiling window opened, or the runtime activity was not recorded) and no unique "
             "'External id': their launched_by and launch_call are empty"
         )
+    out.extend(replay_notes(events))
     ambiguous, example = events.attrs.get("duplicate_correlation", (0, ""))
     if ambiguous:
         out.append(

@@ -336,9 +336,10 @@ def load_trace(
 
     A trace inside a reference folder (:func:`configure_saving`) is marked as a reference trace. Provenance
     written by this course (GPU, torch version, date) is read back and shown in the repr.
-    `keep_document` (default: under 50 MB of JSON text) keeps the parsed JSON in memory; without it
-    the events are read in slices straight into the table (a 250 MB, million-event trace then
-    loads in a fraction of the memory), and ``save()`` copies the events from the source file.
+    `keep_document` (default False) keeps the parsed JSON in memory; without it the events are read
+    in slices straight into the table (a trace then loads in a fraction of the memory), ``save()``
+    copies the events from the source file, and what only the JSON holds (``Concrete Inputs``) is
+    read back from the file when asked for.
     What could not be read cleanly (events without ``dur``, one-ended flow arrows ...) is listed
     in ``trace.notes``. `max_bytes` caps the JSON text read after decompression (default 512 MiB,
     and a gzip file inflating more than 100 times is refused): see :class:`helpers.trace.files.TraceText`.
@@ -350,8 +351,10 @@ def load_trace(
     if not isinstance(p, Path):
         raise TypeError(f"expected a file path (str or pathlib.Path), got {type(path).__name__}")
     if keep_document is None:
-        # decompressed size: a 20 MB .json.gz can hold 300 MB of JSON
-        keep_document = p.is_file() and tracefile.text_size(p) < 50_000_000
+        # Streamed by default, whatever the size: a whole parsed document costs ~8x its JSON text in
+        # Python objects, while the streamed columns cost a fraction (and load faster). A file that
+        # is not a regular file is read whole, so its errors come from one place.
+        keep_document = not p.is_file()
     tables = None
     if keep_document:
         # raises TypeError / FileNotFoundError / ValueError with advice

@@ -21,7 +21,8 @@ from .stream import SourceText
 
 @dataclass
 class TraceTables:
-    """The tables of one trace. ``events`` holds complete ("X") events only, sorted by start time."""
+    """The tables of one trace. ``events`` holds complete ("X") events only, sorted by start time;
+    ``memory`` the allocations and frees of a trace recorded with ``profile_memory=True``."""
 
     events: pd.DataFrame
     process_names: dict[str, str] = field(default_factory=dict)
@@ -34,6 +35,8 @@ class TraceTables:
     fixed: dict[str, int] = field(default_factory=dict)  # what was kept but changed: count
     examples: dict[str, str] = field(default_factory=dict)  # one example per kind ("dur" for dropped_without_dur)
     source: SourceText | None = None  # the file the events were streamed from (to save a copy)
+    # the '[memory]' instant events (helpers.trace.memory_events), None when the trace has none
+    memory: pd.DataFrame | None = None
 
     def _eg(self, what: str) -> str:
         example = self.examples.get(what)

@@ -25,7 +25,18 @@ def test_percent_shares_of_a_real_decode_breakdown():
     ("lesson", "names"),
     [
         (nb07, ("triton_mode", "reference_ceilings", "roofline_frame", "peak_memory")),
-        (nb08, ("profile_memory", "memory_peaks", "memory_figure", "allocator_history", "reference_trace")),
+        (
+            nb08,
+            (
+                "profile_memory",
+                "memory_peaks",
+                "memory_figure",
+                "allocator_history",
+                "reference_trace",
+                "memory_over_time_figure",
+                "peak_memory_by_op",
+            ),
+        ),
     ],
 )
 def test_each_lesson_reexports_the_names_only_it_uses(lesson, names):
