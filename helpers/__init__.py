@@ -66,7 +66,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "DECODER_CONFIGS": ("decoder.config", "DECODER_CONFIGS"),
     # -- several ranks (lesson 09's own names are in helpers.nb09)
     # -- lessons: each notebook's own namespace (helpers.nb07.check, ...), then what several share
-    **{f"nb{n:02d}": (f"lessons.nb{n:02d}", "") for n in range(10)},
+    **{f"nb{n:02d}": (f"lessons.nb{n:02d}", "") for n in range(11)},
     "on_gpu": ("lessons.display", "on_gpu"),
     "lesson_path": ("lessons.display", "lesson_path"),
     "side_by_side": ("lessons.display", "side_by_side"),

@@ -50,10 +50,15 @@ class RunsEager(nn.Module):
     def __init__(self, inner: nn.Module) -> None:
         super().__init__()
         self.inner = inner
+        # wrapped here, not with a decorator: a decorator would import torch._dynamo (and Triton) with this
+        # module, for every eager model too
+        self._eager = torch.compiler.disable(self._run)
 
-    @torch.compiler.disable
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
         return self.inner(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._eager(x)
 
 
 def _course_mlp(mlp: nn.Module, kind: str, recompute: bool) -> tuple[nn.Module, bool]:

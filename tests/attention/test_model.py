@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from support import rel_err
+from support import kernel_device, rel_err
 
 import helpers
 import helpers.attention.model
@@ -84,13 +84,21 @@ def test_future_mask_and_manual_attention() -> None:
     assert rel_err(manual_attention(q, *kv), attention_reference(q, *kv)) < 1e-6  # grouped K/V heads
 
 
+def _where(impl: str) -> tuple[str, float]:
+    """The device a block runs on and the error it is allowed: the course's kernel runs where Triton does (the
+    GPU, in TF32 tensor-core products, when compiled; the CPU interpreter, in float32, elsewhere)."""
+    device = kernel_device() if impl == "course" else "cpu"
+    return device, (2e-2 if device == "cuda" else 1e-5)
+
+
 @pytest.mark.parametrize("impl", ["manual", "course"])
 def test_implementations_agree_with_sdpa(impl) -> None:
-    ref, other = block("sdpa"), block(impl)
+    device, tol = _where(impl)
+    ref, other = block("sdpa").to(device), block(impl).to(device)
     other.load_state_dict(ref.state_dict())
-    x = x_of(2, 23)
+    x = x_of(2, 23).to(device)
     with torch.no_grad():
-        assert rel_err(other(x), ref(x)) < 1e-5
+        assert rel_err(other(x), ref(x)) < tol
 
 
 def test_fused_qkv_is_the_same_block() -> None:
@@ -106,8 +114,9 @@ def test_fused_qkv_is_the_same_block() -> None:
 
 @pytest.mark.parametrize("impl", ["sdpa", "manual", "course"])
 def test_kv_cache_decoding_matches_the_full_forward(impl) -> None:
-    m = block(impl)
-    x = x_of(2, 19)
+    device, tol = _where(impl)
+    m = block(impl).to(device)
+    x = x_of(2, 19).to(device)
     with torch.no_grad():
         full = m(x)
         cache = m.new_cache(batch=2, max_len=32)
@@ -115,7 +124,7 @@ def test_kv_cache_decoding_matches_the_full_forward(impl) -> None:
         chunk = m(x[:, 7:11], cache=cache)  # a chunk of 4 after it
         steps = [m(x[:, i : i + 1], cache=cache) for i in range(11, 19)]  # then one token at a time
     assert cache.length == 19
-    assert rel_err(torch.cat([prefill, chunk, *steps], dim=1), full) < 1e-5
+    assert rel_err(torch.cat([prefill, chunk, *steps], dim=1), full) < tol
 
 
 def test_kv_cache_works_in_train_mode_with_gradients() -> None:

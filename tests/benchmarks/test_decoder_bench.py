@@ -12,6 +12,7 @@ from benchmarks.decoder import main
 from benchmarks.decoder.configurations import ORDER, QUICK, RUNS
 from benchmarks.decoder.run import run
 from helpers.decoder.config import DecoderConfig
+from helpers.triton_env import triton_mode
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,11 @@ def test_smoke_run_measures_what_it_says_and_stores_its_tables(smoke):
     assert data["complete"] and data["provenance"]["device"].startswith("CPU")
     rows = {(r["configuration"], r["use"]): r for r in data["rows"]}
     assert set(rows) == {(n, u) for n, uses in QUICK.items() for u in (uses or RUNS[n].uses)}
-    assert all(r["status"] == "ok" for r in rows.values()), [r for r in rows.values() if r["status"] != "ok"]
+    # on a CPU the course's kernels run in Triton's interpreter; where Triton compiles for a GPU they cannot
+    # take the CPU's tensors, and the row says so
+    course_here = triton_mode() == "cpu"
+    bad = [r for r in rows.values() if r["status"] != "ok" and (course_here or "course" not in r["configuration"])]
+    assert not bad, bad
     assert data["weight_bytes"] == DecoderConfig(**data["config"]).weight_bytes(4)  # float32 on a CPU
     results = helpers.load_results(smoke)
     assert set(results.tables) == {"setup", "configurations", "graph_prediction", "exercise", "failures", "targets"}
@@ -63,7 +68,7 @@ def test_a_spent_budget_skips_with_the_reason():
 def test_a_resumed_run_keeps_what_was_measured(smoke):
     before = json.loads(smoke.read_text())
     again = run("cpu", quick=True, log=lambda _m: None, previous=before)
-    assert again["resumed_from"]["rows_kept"] == len(before["rows"])
+    assert again["resumed_from"]["rows_kept"] == sum(r["status"] == "ok" for r in before["rows"])
     assert again["rows"] == before["rows"]
     with pytest.raises(ValueError, match="fresh file"):
         run("cpu", quick=True, log=lambda _m: None, previous={**before, "dtype": "bfloat16"})

@@ -25,8 +25,14 @@ def test_decoder_recipes_record_on_a_cpu_and_skip_graphs(tmp_path, capsys):
 
 
 def _loads_triton(code: str) -> bool:
+    """Whether `code` loads Triton through the course: its kernel modules, or Triton itself where torch alone
+    would not (a CUDA build of torch may import Triton for its own reasons)."""
+    probe = (
+        "kernels = [m for m in sys.modules if m.startswith('helpers.kernels.') and m != 'helpers.kernels.layout']\n"
+        "print(bool(kernels) or ('triton' in sys.modules and not torch.cuda.is_available()))"
+    )
     out = subprocess.run(
-        [sys.executable, "-c", f"import sys\n{code}\nprint('triton' in sys.modules)"],
+        [sys.executable, "-c", f"import sys, torch\n{code}\n{probe}"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

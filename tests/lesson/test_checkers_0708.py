@@ -92,9 +92,11 @@ def test_07_sliding_window_race_names_and_ties():
 
 def test_07_prediction_at_the_learners_shape_rejects_the_tempting_counts():
     shape = nb07.AttentionShape(batch=1, heads=2, seq=24, head_dim=16)
-    taught = 1 * 2 * 24 * 24 * 4
-    for bytes_, kernels, want in ((taught, 6, RIGHT), (24 * 24 * 4, 5, WRONG), (taught // 2, 4, WRONG)):
-        # naive: one head's matrix and forgetting the clone; tempting: bf16 bytes on a CPU and only the four lines
+    itemsize = 2 if torch.cuda.is_available() else 4  # the lesson runs bf16 on a GPU, float32 on a CPU
+    taught = 1 * 2 * 24 * 24 * itemsize
+    other_dtype = 1 * 2 * 24 * 24 * (6 - itemsize)  # the other machine's dtype
+    for bytes_, kernels, want in ((taught, 6, RIGHT), (24 * 24 * itemsize, 5, WRONG), (other_dtype, 4, WRONG)):
+        # naive: one head's matrix and forgetting the clone; tempting: the other dtype and only the four lines
         fb_bytes, fb_kernels = nb07.check_attention_prediction(shape, bytes_, kernels)
         assert (fb_bytes.status, fb_kernels.status) == (want, want)
 
