@@ -108,9 +108,9 @@ RECIPES: list[Recipe] = [
     Recipe(
         "memory_mlp",
         lambda d: wl.geglu_mlp(d),
-        "SimpleGeGLUMLP, eager, with every allocation and free recorded (profile_memory=True): the memory "
-        "view of notebooks 03 and 08 (memory over time, the peak by operator)",
-        steps=2,
+        "SimpleGeGLUMLP, eager, with every allocation and free recorded (profile_memory=True): the saved-trace "
+        "memory view's test data (memory over time, the peak by operator)",
+        steps=3,
         memory=True,
     ),
     Recipe(
