@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import files as tracefile
+from . import json_text
 from .categories import IGNORED_CATEGORIES
 from .columns import (
     NO_NAME,
@@ -106,7 +107,7 @@ if msgspec is not None:
         except msgspec.ValidationError:
             # valid JSON with unusual types somewhere (a string pid, a null id ...): the dict path
             # reads those defensively
-            return tracefile.loads(data)
+            return json_text.loads(data)
 else:  # pragma: no cover - depends on the environment
     _Event = None
     decode_slice = None
