@@ -209,7 +209,7 @@ class _Builder:
         part: dict[str, np.ndarray] = {
             "name": self.names.encode(map(attrgetter("name"), X)),
             "cat": self.cats.encode(map(attrgetter("cat"), X)),
-            # fromiter over the attribute getter: no intermediate list (measured ~35% faster)
+            # fromiter over the attribute getter: no intermediate list
             "ts": np.fromiter(map(attrgetter("ts"), X), dtype=np.float64, count=len(X)),
             "dur": np.array(dur_list, dtype=np.float64),
             "pid": self.pids.encode(map(attrgetter("pid"), X)),

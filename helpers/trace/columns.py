@@ -90,7 +90,7 @@ class Codes:
         setdefault = table.setdefault
         try:
             # Values repeat a lot (op names, categories, thread ids): a dict lookup per value is the
-            # cheapest way to share them (measured faster than pandas.factorize on object arrays).
+            # cheapest way to share them (faster than pandas.factorize on object arrays).
             codes = [setdefault(v, len(table)) for v in vals]
         except TypeError:  # an unhashable value (a list where a name should be): use its text
             codes = [
