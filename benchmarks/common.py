@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from collections.abc import Mapping
@@ -11,6 +12,20 @@ from typing import Any
 T0 = time.time()
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
+
+
+def subject_parser(subject: str, doc: str, device_help: str, quick_help: str) -> argparse.ArgumentParser:
+    """The command line every subject shares: ``python -m benchmarks <subject>``, its module docstring
+    as help, ``--device`` (cuda or cpu) and ``--quick`` (the CI smoke run)."""
+    ap = argparse.ArgumentParser(
+        prog=f"python -m benchmarks {subject}",
+        description=doc.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=doc,
+    )
+    ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help=device_help)
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    return ap
 
 
 def log(msg: str) -> None:

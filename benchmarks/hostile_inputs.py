@@ -5,7 +5,7 @@
     python benchmarks/hostile_inputs.py --quick                                 # small files (CI)
 
 What it does:
-1. Builds the probes of issue 13 in a temporary folder (never committed):
+1. Builds the probes (damaged files and gzip bombs) in a temporary folder (never committed):
    - ``damaged_80mb``: an 80 MB Kineto trace (the H200 eager-MLP trace tiled, one event per line)
      with one byte changed at 60 MB (the opening quote of a key becomes ``#``);
    - ``bomb_spaces``: a 2 MB gzip file holding ``{"traceEvents": [`` and 2 GiB of spaces;
@@ -18,7 +18,7 @@ What it does:
    (``os.wait4``). The child reports what happened: the error type and message, or what loaded.
 3. Prints a table and checks the target: every probe answered with a clear error in under 10 s
    and under 1 GB of peak memory.
-4. Round 2 (issue 23), the resource probes of ``benchmarks/hostile_resources.py``: 12M events from
+4. Round 2, the resource probes of ``benchmarks/hostile_resources.py``: 12M events from
    a ~30 MB gzip, 200 MB of ``Input Dims`` on 8 events, 16 rank files of ~41 MB, a 100k-deep nest
    (``ops()``, ``chain()``), one 70 MB event; each answered by one call in a child process, whose
    outcome must be the expected one (a clear error, or the table with its notes) within the same

@@ -1,4 +1,4 @@
-"""The resource probes of issue 23 (round 2) for ``benchmarks/hostile_inputs.py``: files that cost without bound.
+"""The resource probes (round 2) of ``benchmarks/hostile_inputs.py``: files that cost without bound.
 
 Each probe is built once in the work folder (never committed) and answered in a child process by
 one call, the way a learner would make it (``helpers.load_trace(path)`` with its default reading

@@ -5,7 +5,7 @@
 Builds the big trace with :func:`benchmarks.trace_loading.build_big_trace` (tiles the H200 eager
 MLP trace into ~1,000,000 events, 10 profiler steps; never committed), then runs the report in a
 child process under ``/usr/bin/time -v`` and reads its wall time and maximum resident set size.
-Targets (issue 25): under 30 s and under 1 GB on the 2-core machine.
+Targets: under 30 s and under 1 GB on the 2-core machine.
 """
 
 from __future__ import annotations

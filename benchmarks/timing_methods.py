@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from helpers.measure.device import provenance, resolve_device
+from helpers.measure.device import nvidia_smi, provenance, resolve_device
 from helpers.measure.profile import profile
 from helpers.measure.timing import time_end_to_end, time_per_call
 from helpers.mlp.model import MLPShape, SimpleGeGLUMLP
@@ -46,16 +45,10 @@ CPU_VARIANTS = ("eager",)
 
 
 def _sm_clock_mhz() -> float | None:
+    text = nvidia_smi("clocks.sm")
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        return float(out.stdout.split()[0]) if out.returncode == 0 and out.stdout.strip() else None
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return float(text) if text else None
+    except ValueError:
         return None
 
 

@@ -24,10 +24,9 @@ What it does, in one run:
    - HTA: ``TraceAnalysis(trace_dir=...)``, which parses the trace into its DataFrame.
 4. Prints the table and the ratios helpers / HTA (target: time <= 1/3, peak memory <= 1/2).
 
-Measured on the course's 2-core CPU machine (2026-11-29, results in benchmarks/results/):
-helpers 9.4 s and 464 MB, HTA 65.7 s and 1,838 MB: time ratio 0.14, memory ratio 0.25. Without
-msgspec (``--parser orjson``): 15.9 s and 498 MB against HTA's 57.0 s: 0.28 and 0.27. Other work
-on a shared machine inflates wall times; the CPU seconds column is less affected.
+The numbers, with their machine: benchmarks/results/ (``--parser orjson`` measures the loader
+without msgspec). Other work on a shared machine inflates wall times; the CPU seconds column is
+less affected.
 """
 
 from __future__ import annotations

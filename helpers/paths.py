@@ -6,6 +6,7 @@ the helpers need is derived from ``helpers/__file__``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -72,3 +73,12 @@ def is_reference_location(path: Path) -> bool:
     except ValueError:
         return True
     return False
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's content (hex), read in blocks so a large file never sits in memory."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

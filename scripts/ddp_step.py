@@ -39,7 +39,8 @@ from helpers.distributed.options import RunOptions, parse_argv  # noqa: E402
 from helpers.distributed.runs import SUMMARY  # noqa: E402
 from helpers.measure.device import device_name, provenance, synchronize  # noqa: E402
 from helpers.paths import LOCAL_TRACES_DIR  # noqa: E402
-from helpers.trace.files import dump_document, read_document  # noqa: E402
+from helpers.trace.files import read_document  # noqa: E402
+from helpers.trace.json_text import dump_document  # noqa: E402
 from helpers.trace.model import PROVENANCE_KEY  # noqa: E402
 from helpers.trace.saving import write_gzip_atomic  # noqa: E402
 

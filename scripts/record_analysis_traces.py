@@ -41,6 +41,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import helpers  # noqa: E402
 from helpers.measure.device import provenance  # noqa: E402
+from helpers.trace.work import work_items  # noqa: E402
 
 
 class _Mlp(torch.nn.Module):
@@ -169,7 +170,7 @@ def analyse(trace: helpers.trace.Trace) -> dict[str, Any]:
     """What helpers reads in one trace: coverage, unknown names, launch calls vs graph launches."""
     k = trace.kernels(allow_empty=True)
     if k.empty:  # a CPU run: the host ops that did the work, by family
-        items = helpers.trace.compare.work_items(trace)
+        items = work_items(trace)
         families = items.groupby("family")["duration_us"].sum()
         return {
             "kernels": 0,
@@ -180,7 +181,7 @@ def analyse(trace: helpers.trace.Trace) -> dict[str, Any]:
         }
     families = helpers.decode_kernels(k["name"].unique()).set_index("name")
     fam = k["name"].map(families["family"])
-    items = helpers.trace.compare.work_items(trace)
+    items = work_items(trace)
     return {
         "kernels": int(len(k)),
         "kernel_us": float(k["duration_us"].sum()),

@@ -17,7 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..common import RESULTS_DIR, device_and_out, iter_sizes, log, store_tables, write_json
+from ..common import RESULTS_DIR, device_and_out, iter_sizes, log, store_tables, subject_parser, write_json
 from .run import VARIANTS, run
 from .tables import RESULTS, summary, tables
 
@@ -28,14 +28,12 @@ QUICK_VARIANTS = ["sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "course", "sdpa-
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks attention",
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__,
+    ap = subject_parser(
+        "attention",
+        __doc__,
+        "default: cuda when available, else cpu",
+        "tiny shapes, no compiled variants (CI smoke run)",
     )
-    ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available, else cpu")
-    ap.add_argument("--quick", action="store_true", help="tiny shapes, no compiled variants (CI smoke run)")
     ap.add_argument(
         "--out",
         type=Path,

@@ -33,7 +33,7 @@ import torch
 
 from helpers.distributed.workloads import ORDER
 
-from ..common import ROOT, log, store_tables, write_json
+from ..common import ROOT, log, store_tables, subject_parser, write_json
 from . import run as runner
 from .tables import tables
 
@@ -42,14 +42,9 @@ __all__ = ["RESULTS", "main", "tables"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks ddp",
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__,
+    ap = subject_parser(
+        "ddp", __doc__, "default: cuda when there are enough GPUs", "the tiny model, CPU-sized buckets (CI)"
     )
-    ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when there are enough GPUs")
-    ap.add_argument("--quick", action="store_true", help="the tiny model, CPU-sized buckets (CI)")
     ap.add_argument("--out", type=Path, help="root folder of the outputs (see above); with --runs, the JSON file")
     ap.add_argument("--runs", type=Path, help="a folder of runs launched already, one per configuration")
     ap.add_argument("--repredict", type=Path, help="a results JSON whose predictions to make again (see above)")

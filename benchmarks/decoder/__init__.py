@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..common import RESULTS_DIR, device_and_out, log, store_tables, write_json
+from ..common import RESULTS_DIR, device_and_out, log, store_tables, subject_parser, write_json
 from .configurations import ORDER
 from .tables import RESULTS, summary, tables
 
@@ -32,14 +32,12 @@ DEFAULT_OUT = RESULTS_DIR / f"{RESULTS[0]}.json"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks decoder",
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__,
+    ap = subject_parser(
+        "decoder",
+        __doc__,
+        "default: cuda when available, else cpu",
+        "tiny model, no compiled or graphed configurations (CI)",
     )
-    ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available, else cpu")
-    ap.add_argument("--quick", action="store_true", help="tiny model, no compiled or graphed configurations (CI)")
     ap.add_argument("--out", type=Path, default=None, help=f"JSON to write (default on an H200: {DEFAULT_OUT.name})")
     ap.add_argument("--config", default=None, help="decoder preset (default: 1b on a GPU, small on a CPU)")
     ap.add_argument("--configurations", default=None, help=f"comma-separated subset of {','.join(ORDER)}")

@@ -36,7 +36,16 @@ import torch
 from helpers.mlp.model import MLPShape
 from helpers.mlp.variants import VARIANT_NAMES
 
-from ..common import ROOT, default_out_allowed, iter_sizes, log, store_tables, variants_table, write_json
+from ..common import (
+    ROOT,
+    default_out_allowed,
+    iter_sizes,
+    log,
+    store_tables,
+    subject_parser,
+    variants_table,
+    write_json,
+)
 from . import run as mlp_run
 from .shapes import GPU_SHAPES, SHAPES
 from .tables import RESULTS, tables
@@ -46,17 +55,11 @@ QUICK_SHAPE = MLPShape(batch=1, seq=16, dim=32, hidden=64)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks mlp",
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__,
-    )
-    ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda when available, else cpu")
-    ap.add_argument(
-        "--quick",
-        action="store_true",
-        help="tiny shape, few steps, a 2-size sweep of the uncompiled variants (CI smoke run)",
+    ap = subject_parser(
+        "mlp",
+        __doc__,
+        "default: cuda when available, else cpu",
+        "tiny shape, few steps, a 2-size sweep of the uncompiled variants (CI smoke run)",
     )
     ap.add_argument(
         "--out",

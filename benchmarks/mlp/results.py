@@ -72,9 +72,9 @@ class BenchResults:
     def _reread_kernel_names(self) -> None:
         """Read recorded kernel names again with today's decoder (roles, and plans read from names).
 
-        The times are the recording's; what a name means is knowledge that improves (a recording
-        of 2026-11-29 read max-autotune's template name as a GeGLU fused into the GEMM, while its
-        trace shows a separate pointwise kernel computing it).
+        The times are the recording's; what a name means is knowledge that improves (a template
+        name can read as a GeGLU fused into a GEMM while the trace shows a separate pointwise
+        kernel computing it), so names are read with the decoder of the day.
         """
         ceilings = self.ceilings
         for name in self.shape_names():

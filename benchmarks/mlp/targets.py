@@ -1,4 +1,4 @@
-"""The fused MLP's targets (issue 14), checked against one benchmark result.
+"""The fused MLP's targets, checked against one benchmark result.
 
 Each target compares the course's fused MLP with the other variants *measured in the same run*.
 :func:`check_targets` returns one row per target and shape: the measured value, the bound it must
@@ -42,7 +42,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def check_targets(r: BenchResults) -> pd.DataFrame:
-    """The targets of issue 14 on result `r` (columns target, shape, value, bound, met, note)."""
+    """The fused MLP's targets on result `r` (columns target, shape, value, bound, met, note)."""
     if not isinstance(r, BenchResults):
         raise TypeError(f"expected helpers.BenchResults, got {type(r).__name__}")
     rows: list[dict[str, Any]] = []

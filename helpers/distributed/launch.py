@@ -11,7 +11,6 @@ The environment is passed through unchanged (``NCCL_*`` settings among it), plus
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -19,7 +18,7 @@ import sys
 from pathlib import Path
 
 from .. import programs
-from ..paths import LOCAL_TRACES_DIR, REPO_ROOT, is_reference_location
+from ..paths import LOCAL_TRACES_DIR, REPO_ROOT, file_sha256, is_reference_location
 from .options import RunOptions, check_run_name
 from .runs import SUMMARY
 
@@ -53,14 +52,6 @@ def _folder(name: str, out: str | os.PathLike | None) -> Path:
     return folder
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _recorded(folder: Path) -> dict[str, str] | None:
     """The files an earlier :func:`launch_run` wrote into `folder` ({name: sha256}); None when it holds no such run."""
     try:
@@ -85,7 +76,7 @@ def _logged_run(folder: Path) -> bool:
 def _record(folder: Path) -> None:
     """Write down the files this run left (its own: the folder held none of its kind before it started)."""
     try:
-        files = {p.name: _digest(p) for p in sorted(folder.iterdir()) if p.is_file() and RUN_FILE.match(p.name)}
+        files = {p.name: file_sha256(p) for p in sorted(folder.iterdir()) if p.is_file() and RUN_FILE.match(p.name)}
         tmp = folder / f"{MANIFEST}.tmp"
         tmp.write_text(json.dumps({"folder": str(folder), "files": files}, indent=1), encoding="utf-8")
         os.replace(tmp, folder / MANIFEST)
@@ -116,7 +107,7 @@ def _prepare(folder: Path) -> Path | None:
     for p in sorted(folder.iterdir()):
         if not (p.is_file() or p.is_symlink()) or not RUN_FILE.match(p.name):
             continue
-        if not p.is_symlink() and recorded.get(p.name) == _digest(p):
+        if not p.is_symlink() and recorded.get(p.name) == file_sha256(p):
             p.unlink()  # this function's own output, unchanged: the new run writes it again
         else:
             theirs.append(p)

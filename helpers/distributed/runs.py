@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..trace.files import JSON_ERRORS, loads, too_deep
+from ..trace.json_text import JSON_ERRORS, loads, too_deep
 from ..trace.ranks import MultiRankTrace, load_traces
 
 SUMMARY = "summary.json"  # written by rank 0 last, after every rank's trace

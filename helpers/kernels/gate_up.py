@@ -34,11 +34,9 @@ output gets a padded row stride: :func:`gate_up_geglu` then returns a view with 
 ``hidden`` rounded up), an unaligned ``dim`` takes the pointer kernel. ``COURSE_PORTABLE_KERNELS=1``
 forces the pointer kernel everywhere (``helpers.triton_env``).
 
-Measured on an H200 (torch 2.11, triton 3.6, M=8192, dim 768, hidden 3072, bf16, 2026-12-01):
-the fused gate+up kernel 121.3 us against 111.8 us for cuBLAS on the concatenated weight *without*
-the GeGLU (benchmarks/results/h200_gate_up_tuning.json, CUDA-graph replays); the whole forward
-177.9 us of kernels against 206.5 us for torch.compile (0.86x) and 234.7 us eager
-(benchmarks/results/h200_mlp_variants.json, profiler kernel time).
+Its times against cuBLAS on the concatenated weight without the GeGLU (the GEMM speed a fused
+kernel must approach): benchmarks/results/h200_gate_up_tuning.json; the whole forward against
+eager and torch.compile: benchmarks/results/h200_mlp_variants.json.
 """
 
 from __future__ import annotations

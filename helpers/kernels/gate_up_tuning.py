@@ -1,4 +1,4 @@
-"""Tile configurations of the gate+up kernels: candidates, the tuned table, and the choice per shape.
+"""Tile configurations of the gate+up kernels: the tuned table, the defaults, and the choice per shape.
 
 Three kernels ("kinds") are configured:
 
@@ -30,7 +30,7 @@ import functools
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +43,13 @@ from .launch_plans import config_label
 __all__ = [
     "KINDS",
     "gate_up_config",
+    "tma_config",
     "config_to_dict",
     "config_from_dict",
-    "CANDIDATES",
     "default_config",
     "fallback_chain",
     "table_config",
     "load_table",
-    "make_table",
     "config_table",
     "TABLE_PATH",
     "TABLE_ENV",
@@ -94,76 +93,33 @@ def config_from_dict(d: Mapping[str, Any]) -> triton.Config:
     return triton.Config(d, num_warps=warps, num_stages=stages)
 
 
-def _tma(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: object) -> triton.Config:
+def tma_config(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: object) -> triton.Config:
+    """A configuration of the TMA (tensor-descriptor) path; flattened loops unless ``FLATTEN=False``."""
     return gate_up_config(bm, bn, bk, stages, warps, FLATTEN=extra.pop("FLATTEN", True), **extra)
 
 
-# What the tuning sweep tries on a Hopper GPU (TMA path), largest tiles first; warp-specialised
-# variants last (a Triton 3.6 compiler crash was seen with 128x128 tiles and 4 warps).
-# Measured on the H200 at the blog shape (forward, benchmarks/geglu_kernels.py of 2026-11-29,
-# profiler kernel time; cuBLAS on the concatenated weight without the GeGLU: 108 us):
-# 128x256x64 s3/s4 w8 flattened 119.6 us; not flattened 129.6; 256x128x64 s4 123.9;
-# 128x128x64 s4 w4 128.8; warp-specialised 121.9; pointer kernel, best tile 146.3.
-CANDIDATES: dict[str, list[triton.Config]] = {
-    "forward": [
-        _tma(128, 256, 64, 3, 8),
-        _tma(128, 256, 64, 4, 8),
-        _tma(256, 128, 64, 3, 8),
-        _tma(128, 128, 64, 4, 8),
-        _tma(128, 128, 64, 4, 4),
-        _tma(128, 128, 128, 3, 8),
-        _tma(64, 256, 64, 4, 4),
-        _tma(64, 128, 64, 4, 4),
-        _tma(64, 128, 128, 4, 4),
-        _tma(64, 64, 64, 5, 4),
-        _tma(64, 64, 128, 4, 4),
-        _tma(128, 256, 64, 3, 8, group_m=16),
-        _tma(128, 256, 64, 3, 8, WARP_SPECIALIZE=True),
-        _tma(128, 256, 64, 4, 8, FLATTEN=False, WARP_SPECIALIZE=True),
-    ],
-    "forward_gu": [
-        _tma(128, 256, 64, 2, 8),
-        _tma(128, 128, 64, 4, 8),
-        _tma(128, 128, 64, 3, 8),
-        _tma(128, 128, 64, 4, 4),
-        _tma(256, 128, 64, 2, 8),
-        _tma(64, 256, 64, 3, 4),
-        _tma(64, 128, 64, 4, 4),
-        _tma(64, 64, 64, 4, 4),
-    ],
-    "backward": [
-        _tma(128, 64, 64, 4, 8),
-        _tma(128, 64, 64, 4, 4),
-        _tma(128, 128, 64, 2, 8),
-        _tma(64, 128, 64, 4, 4),
-        _tma(128, 64, 128, 3, 8),
-        _tma(64, 64, 64, 4, 4),
-        _tma(256, 64, 64, 3, 8),
-    ],
-}
-
 # Defaults when the table has nothing near: (configuration, relative efficiency of its tile when
-# the GPU is full). The efficiencies are rough, from the H200 measurements above; they only rank
-# tiles whose wave counts differ.
+# the GPU is full). The efficiencies are rough, read from the tuning sweep's results
+# (benchmarks/results/h200_gate_up_tuning.json); they only rank tiles whose wave counts differ.
 _DEFAULTS: dict[tuple[str, str], list[tuple[triton.Config, float]]] = {
     ("tma", "forward"): [
-        (_tma(128, 256, 64, 3, 8), 1.0),
-        (_tma(128, 128, 64, 4, 8), 0.9),
-        (_tma(64, 256, 64, 4, 4), 0.85),
-        (_tma(64, 128, 64, 4, 4), 0.8),
-        (_tma(64, 64, 64, 4, 4), 0.65),
+        (tma_config(128, 256, 64, 3, 8), 1.0),
+        (tma_config(128, 128, 64, 4, 8), 0.9),
+        (tma_config(64, 256, 64, 4, 4), 0.85),
+        (tma_config(64, 128, 64, 4, 4), 0.8),
+        (tma_config(64, 64, 64, 4, 4), 0.65),
     ],
     ("tma", "forward_gu"): [
-        (_tma(128, 128, 64, 4, 8), 0.95),
-        (_tma(128, 256, 64, 2, 8), 0.9),
-        (_tma(64, 128, 64, 4, 4), 0.8),
-        (_tma(64, 64, 64, 4, 4), 0.65),
+        (tma_config(128, 128, 64, 4, 8), 0.95),
+        (tma_config(128, 256, 64, 2, 8), 0.9),
+        (tma_config(64, 128, 64, 4, 4), 0.8),
+        (tma_config(64, 64, 64, 4, 4), 0.65),
     ],
     ("tma", "backward"): [
-        (_tma(128, 64, 64, 4, 8), 0.95),
-        (_tma(64, 128, 64, 4, 4), 0.9),
-        (_tma(128, 128, 64, 2, 8), 0.9),
-        (_tma(64, 64, 64, 4, 4), 0.7),
+        (tma_config(128, 64, 64, 4, 8), 0.95),
+        (tma_config(64, 128, 64, 4, 4), 0.9),
+        (tma_config(128, 128, 64, 2, 8), 0.9),
+        (tma_config(64, 64, 64, 4, 4), 0.7),
     ],
     ("pointer", "forward"): [
         (gate_up_config(128, 128, 64, 3, 8), 1.0),
@@ -292,47 +248,6 @@ def table_config(
     return config_from_dict(best["config"]), {**best, "distance": best_d}
 
 
-def make_table(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """The table to commit from a tuning sweep's rows: per (kind, dtype, m, n, k), the fastest config.
-
-    Each row needs ``kind``, ``dtype``, ``m``, ``n``, ``k``, ``config`` (a dict), ``us`` (None or
-    absent when the config failed); ``dim``, ``hidden`` and ``reference_us`` are kept when present.
-    """
-    best: dict[tuple, dict[str, Any]] = {}
-    for r in rows:
-        if r.get("us") is None or r.get("kind") not in KINDS:
-            continue
-        key = (r["kind"], r["dtype"], r["m"], r["n"], r["k"])
-        if key not in best or r["us"] < best[key]["us"]:
-            best[key] = {
-                k: r[k]
-                for k in (
-                    "kind",
-                    "dtype",
-                    "m",
-                    "n",
-                    "k",
-                    "dim",
-                    "hidden",
-                    "config",
-                    "us",
-                    "reference_us",
-                    "gemm_only_us",
-                )
-                if k in r
-            }
-    if "capability" not in provenance:
-        raise ValueError("provenance must name the GPU's compute capability (helpers.measure.device.provenance does)")
-    return {
-        "schema": TABLE_SCHEMA,
-        "device": provenance.get("device"),
-        "capability": provenance["capability"],
-        "sms": provenance.get("sms"),
-        "provenance": dict(provenance),
-        "entries": sorted(best.values(), key=lambda e: (e["kind"], e["k"], e["n"], e["m"])),
-    }
-
-
 def config_table(table: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """The tuned table as a DataFrame (one row per tuned problem), or the default tiles when there is
     no table yet (column ``source`` says which). Used by notebook 06."""
@@ -365,10 +280,3 @@ def config_table(table: Mapping[str, Any] | None = None) -> pd.DataFrame:
         for cfg, eff in cfgs
     ]
     return pd.DataFrame(rows)
-
-
-def candidate_configs(kind: str, only: Sequence[int] | None = None) -> list[triton.Config]:
-    """The sweep's candidates for `kind` (all, or those at the given indices)."""
-    _check_kind_path(kind, "tma")
-    cands = CANDIDATES[kind]
-    return cands if only is None else [cands[i] for i in only]

@@ -76,9 +76,8 @@ def _geglu_grads(d, g, u):
 @triton.jit
 def _tile_offsets(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr):
     # A 1-D grid walked row-major: consecutive programs take consecutive column blocks of the
-    # same rows, so at any moment the GPU streams through contiguous memory, as a flat copy does.
-    # Measured on the H200 at [8192, 3072] bf16, same 1x1024 block: 37.0 us with a 2-D grid whose
-    # fast axis walked down the rows (concurrent programs 6 KB apart), 35.9 us with this order.
+    # same rows, so at any moment the GPU streams through contiguous memory, as a flat copy does
+    # (a grid walking down the rows puts concurrent programs a row apart, and runs slower).
     pid = tl.program_id(0)
     n_col_blocks = tl.cdiv(N, BLOCK_N)
     pid_m = pid // n_col_blocks
@@ -113,8 +112,7 @@ def _geglu_kernel(
     """out[r, c] = gelu_tanh(gate[r, c]) * up[r, c] on one BLOCK_M x BLOCK_N tile (row strides given).
 
     LOAD_POLICY / STORE_CACHE: optional cache hints ("evict_first" / ".cs" mark the data as
-    streamed once). Off by default: on the H200 they changed nothing measurable (35.83 vs
-    35.89 us, the pointwise sweep of benchmarks/geglu_kernels.py as of 2026-11-29, commit 6a1edc9).
+    streamed once). Off by default: on the H200 they changed nothing measurable.
     """
     rows, cols = _tile_offsets(M, N, BLOCK_M, BLOCK_N, INT64)
     g_ptrs = gate_ptr + rows[:, None] * stride_gate + cols[None, :]
@@ -194,10 +192,8 @@ def _pick_blocks(M: int, N: int) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps) for an [M, N] problem.
 
     Compiled: 1024 elements per program and 4 warps, i.e. 8 elements per thread (one 16-byte
-    vector of bf16 per input); on the H200 at [8192, 3072] bf16 this was the fastest of the
-    block shapes in the pointwise sweep ``benchmarks/geglu_kernels.py`` had on 2026-11-29 (commit
-    6a1edc9; profiler kernel time: 1x1024, 4 warps 35.9 us; 2x1024/4 36.6; 4x1024/8 36.6;
-    8x1024/8 37.1; copy floor 35.8). Rows narrower than 1024 get a taller tile of the same size, so
+    vector of bf16 per input): the fastest block shape on the H200 at the blog's shape, within
+    noise of the copy floor. Rows narrower than 1024 get a taller tile of the same size, so
     lanes are not wasted on masked columns.
     Interpreter: few, large programs, since each program costs Python overhead there.
     """

@@ -2,9 +2,8 @@
 
 Why: a Triton launch from Python does work on every call that a fixed-shape caller does not need
 (binding and specialising every argument, looking up the compiled kernel, building tensor
-descriptors with their checks). Measured on the H200 before plans (torch 2.11, triton 3.6, the
-blog shape): the fused MLP spent about 80 us of host time per synchronised call where eager
-PyTorch spent about 28. A :class:`LaunchPlan` does that work once per problem shape and keeps:
+descriptors with their checks): at small shapes that host time exceeds the kernel's own. A
+:class:`LaunchPlan` does that work once per problem shape and keeps:
 
 - the kernel's full argument list with every compile-time constant in place, and where the
   call's tensors go in it (by the kernel's parameter names, so the order cannot drift);

@@ -62,8 +62,8 @@ class Ceilings:
     read_bytes_per_s: float | None = None
     # the device's last-level cache: memory-bound work smaller than it may never reach DRAM
     l2_bytes: int | None = None
-    # bytes per second of write-only traffic (a large Tensor.fill_): on the H200 a fill streams
-    # faster than a copy or a sum (a 512 MB fill of a training step reached 4.7 TB/s, 2026-12-01)
+    # bytes per second of write-only traffic (a large Tensor.fill_): on an H200 a fill streams
+    # faster than a copy or a sum, so a kernel that mostly writes is judged against this
     write_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -279,7 +279,7 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         repeats, warmup = CUDA_REPEATS, CUDA_WARMUP
         # The roof is the best rate measured, over buffers of 128 MiB and 1 GiB (smaller on a small
         # or busy GPU): a working set of twice the L2 still gets some help from it, and kernels on
-        # such tensors reached 2-3 % above a 1 GiB copy on the H200 (2026-12-01).
+        # such tensors would otherwise beat the roof.
         copy_rate = read_rate = write_rate = 0.0
         copy_bytes = 0
         for src_bytes in sorted({min(2**27, free // 8), min(2**30, free // 8)}):
@@ -303,9 +303,8 @@ def _measure_cuda(device: torch.device) -> Ceilings:
             )
             del src, dst
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        # The matmul rate: the best of a few large shapes (a deep K runs faster than the cube: on the
-        # H200 a 4096x2048x8192 product reached 5 % above 8192^3, and the 4096x2048x32000 weight
-        # gradient of notebook 08's LM head 875 TFLOP/s, 2026-12-01).
+        # The matmul rate: the best of a few large shapes (a deep K runs faster than the cube, as
+        # the weight gradient of notebook 08's LM head does).
         # Each shape with A stored row-major and column-major: a weight gradient (x.T @ dy) is the
         # second kind, and cuBLAS picks another kernel for it.
         mm_rate, mm_shape = 0.0, CUDA_MATMUL_SHAPES[0]

@@ -110,10 +110,12 @@ def _git_commit() -> str | None:
         return None
 
 
-def _driver() -> str | None:
+def nvidia_smi(field: str) -> str | None:
+    """One ``nvidia-smi --query-gpu`` field of the first GPU (e.g. ``"driver_version"``,
+    ``"clocks.sm"``), without units; None without nvidia-smi or when it fails."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=10,
@@ -138,7 +140,7 @@ def provenance(device: torch.device, command: str | None = None) -> dict[str, An
             {
                 "sms": props.multi_processor_count,
                 "cuda": torch.version.cuda,
-                "driver": _driver(),
+                "driver": nvidia_smi("driver_version"),
                 "memory_gib": round(props.total_memory / 2**30),
                 "capability": f"{props.major}.{props.minor}",
             },

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..paths import REPO_ROOT
+from ..paths import REPO_ROOT, file_sha256
 from .hub_cache import cache_dir
 
 # Per machine (it describes this machine's cache), git-ignored, outside the cache it vouches for.
@@ -43,14 +43,6 @@ def repo_cache_folder(repo_id: str) -> Path:
 
     folders = [cache_dir() / repo_folder_name(repo_id=repo_id, repo_type=t) for t in ("kernel", "model")]
     return next((f for f in folders if f.is_dir()), folders[0])
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _entries(snapshot: Path) -> Iterator[tuple[str, Path]]:
@@ -144,7 +136,7 @@ def verify_snapshot(repo_id: str, commit: str) -> str:
         _check_link(folder, rel, path)
         if not path.is_file():
             raise UntrustedKernelError(f"{path} is not a file (a link to a folder, or a dangling link). {again}.")
-        if _sha256(path) != recorded[rel]:
+        if file_sha256(path) != recorded[rel]:
             raise UntrustedKernelError(
                 f"the cached file {path} no longer matches its content hash recorded when it was downloaded "
                 f"({recorded[rel][:12]}): the cache was modified. {again}."

@@ -152,8 +152,8 @@ def transpose_copies(
     moves the data through tiles (reads rows of a tile, writes rows of its transpose). `tiled`
     defaults to True on a GPU and False on a CPU (compiling C++ there takes seconds and the
     question is about GPU memory). On a GPU the default tensor, [32768, 2048] bf16 (128 MiB), is
-    twice the H200's 60 MB L2 cache, so every copy runs from DRAM (a 12 MB tensor stayed in L2 and
-    "beat" the DRAM bandwidth: recorded on the H200, 2026-12-01); on a CPU the default sizes of
+    twice the H200's 60 MB L2 cache, so every copy runs from DRAM (a tensor that fits in L2 would
+    "beat" the DRAM bandwidth); on a CPU the default sizes of
     :func:`views_and_copies`.
     """
     dev = _resolve(device)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import files as tracefile
+from . import json_text
 from .categories import IGNORED_CATEGORIES
 from .columns import (
     NO_NAME,
@@ -106,7 +107,7 @@ if msgspec is not None:
         except msgspec.ValidationError:
             # valid JSON with unusual types somewhere (a string pid, a null id ...): the dict path
             # reads those defensively
-            return tracefile.loads(data)
+            return json_text.loads(data)
 else:  # pragma: no cover - depends on the environment
     _Event = None
     decode_slice = None
@@ -208,7 +209,7 @@ class _Builder:
         part: dict[str, np.ndarray] = {
             "name": self.names.encode(map(attrgetter("name"), X)),
             "cat": self.cats.encode(map(attrgetter("cat"), X)),
-            # fromiter over the attribute getter: no intermediate list (measured ~35% faster)
+            # fromiter over the attribute getter: no intermediate list
             "ts": np.fromiter(map(attrgetter("ts"), X), dtype=np.float64, count=len(X)),
             "dur": np.array(dur_list, dtype=np.float64),
             "pid": self.pids.encode(map(attrgetter("pid"), X)),

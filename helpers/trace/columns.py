@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import files as tracefile
+from . import json_text
 from .links import MISSING_ID as _MISSING
 
 NO_NAME = "(no name)"  # shown for an event whose name is empty or missing
@@ -90,7 +90,7 @@ class Codes:
         setdefault = table.setdefault
         try:
             # Values repeat a lot (op names, categories, thread ids): a dict lookup per value is the
-            # cheapest way to share them (measured faster than pandas.factorize on object arrays).
+            # cheapest way to share them (faster than pandas.factorize on object arrays).
             codes = [setdefault(v, len(table)) for v in vals]
         except TypeError:  # an unhashable value (a list where a name should be): use its text
             codes = [
@@ -116,7 +116,7 @@ def text_keys(values: list) -> list:
     """Hashable keys for shape-like args (lists): their compact JSON; None stays None."""
     if all(v is None for v in values):
         return values
-    dumps = tracefile.dumps_compact
+    dumps = json_text.dumps_compact
     return [None if v is None or v == "" else dumps(v) for v in values]
 
 
@@ -124,7 +124,7 @@ def text_of_key(key: Any) -> str:
     """The text shown for a shape-like arg: Python's str() of the value, as before ('[128, 32]')."""
     if not isinstance(key, (bytes, str)):  # None (pandas may hand it back as NaN)
         return ""
-    return str(tracefile.loads(key))
+    return str(json_text.loads(key))
 
 
 def check_count(value: int | None, default: int, option: str) -> int:

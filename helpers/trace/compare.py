@@ -6,15 +6,7 @@ groups work by what it *is*: the kernel family that :func:`helpers.decode_kernel
 name (gemm, elementwise, fused ...), the user annotation (``record_function``) or the operator
 that launched it, or the profiler step.
 
-What counts as a unit of work (:func:`work_items`):
-
-* a trace with device kernels: every kernel, memset and memcpy on a GPU stream;
-* a CPU-only trace (no device kernels): the C++ kernels torch.compile generated (listed when
-  ``torch._inductor.config.cpp.enable_kernel_profile`` is on), plus the ATen operators that do
-  the computation on the host. Those are the outermost ops of a known family (``aten::mm`` is a
-  GEMM, its ``aten::resolve_conj`` children are not separate work), or else the innermost
-  ATen ops that are not views or allocations. Composite wrappers (``aten::linear``,
-  ``aten::matmul``) are represented by the ops they call, as on a GPU they are by their kernels.
+What counts as a unit of work: :func:`helpers.trace.work.work_items`.
 
 Times are microseconds and, unless ``per_step=True``, means per profiler step, so a trace of 3
 steps and one of 10 compare fairly.
@@ -25,130 +17,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .aten_ops import aten_family, computes
-from .categories import CPU_GENERATED_KERNEL, device_work_mask
-from .correlation import graph_launched
-from .kernel_names import decode_kernels
+from .categories import device_work_mask
 from .model import Trace, check_trace
+from .work import work_items
 
 GROUPINGS = ("family", "source", "annotation", "op", "name", "step")
 METRICS = ("kernels", "device_us", "launches", "launch_us", "cpu_us", "idle_us")
-
-
-# --------------------------------------------------------------------------- units of work
-def _families(names: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Family and source of each name: decoded from kernel names, ATen families for host ops."""
-    unique = pd.unique(names.to_numpy(dtype=object))
-    decoded = decode_kernels(list(unique)).set_index("name") if len(unique) else None
-    fam, src = {}, {}
-    for n in unique:
-        f, s = "unknown", "unknown"
-        if decoded is not None and n in decoded.index:
-            f, s = decoded.at[n, "family"], decoded.at[n, "source"]
-        if f == "unknown" and aten_family(n) != "unknown":
-            f, s = aten_family(n), "aten (host op)"
-        fam[n], src[n] = f, s
-    return names.map(fam), names.map(src)
-
-
-def _host_work_rows(ev: pd.DataFrame) -> np.ndarray:
-    """Rows of the host ops that did the work on a CPU-only trace (see the module docstring)."""
-    host = ~ev["on_device"].to_numpy()
-    cat = ev["cat"].to_numpy(dtype=object)
-    names = ev["name"].to_numpy(dtype=object)
-    parent = ev["parent"].to_numpy()
-    depth = ev["depth"].to_numpy()
-    n = len(ev)
-    generated = host & ev["name"].str.contains(CPU_GENERATED_KERNEL).to_numpy()
-    is_op = host & (cat == "cpu_op")
-    uniq, codes = np.unique(names, return_inverse=True)
-    known_u = np.array([aten_family(u) != "unknown" for u in uniq], dtype=bool)
-    compute_u = np.array([computes(u) for u in uniq], dtype=bool)
-    known = (is_op & known_u[codes]) | generated
-    compute = (is_op & compute_u[codes]) | generated
-    # walk the tree level by level: does an ancestor already count as work? does a descendant compute?
-    order = np.argsort(depth, kind="stable")
-    levels = np.split(order, np.flatnonzero(np.diff(depth[order])) + 1) if n else []
-    known_above = np.zeros(n, dtype=bool)
-    for level in levels:
-        p = parent[level]
-        has = p >= 0
-        known_above[level[has]] = known_above[p[has]] | known[p[has]]
-    compute_below = np.zeros(n, dtype=bool)
-    for level in reversed(levels):
-        p = parent[level]
-        has = p >= 0
-        np.logical_or.at(compute_below, p[has], compute[level[has]] | compute_below[level[has]])
-    unit = (known & ~known_above) | (compute & ~known & ~known_above & ~compute_below)
-    return np.flatnonzero(unit)
-
-
-def work_items(trace: Trace) -> pd.DataFrame:
-    """One row per unit of work (see the module docstring), in start order.
-
-    Columns: ``name``, ``family``, ``source``, ``unit`` ("device kernel" / "host op"), ``step``,
-    ``start_us``, ``duration_us``, ``op`` (the launching cpu_op for a kernel, the op itself for
-    host work), ``annotation`` (innermost ``record_function`` around it, "" if none),
-    ``launch_call`` and ``launch_us`` (the host-side launch call and its duration; empty / 0 on CPU),
-    ``lane``, ``launch_row`` (the launch call's row in ``trace.events``, -1 when none) and ``graph``
-    (the launch call ran a captured graph: one call for many kernels, so count calls by
-    ``launch_row``, not by kernel).
-    """
-    check_trace(trace)
-    ev = trace.events
-    names = ev["name"].to_numpy(dtype=object)
-    device_rows = np.flatnonzero(device_work_mask(ev))
-    dur = ev["dur"].to_numpy()
-    if len(device_rows):
-        rows, unit = device_rows, "device kernel"
-        lb = ev["launched_by"].to_numpy()[rows]
-        launch = ev["launch"].to_numpy()[rows]
-        op = np.where(lb >= 0, names[np.maximum(lb, 0)], "")
-        launch_call = np.where(launch >= 0, names[np.maximum(launch, 0)], "")
-        launch_us = np.where(launch >= 0, dur[np.maximum(launch, 0)], 0.0)
-        graph = graph_launched(ev, rows)
-    else:
-        rows, unit = _host_work_rows(ev), "host op"
-        op = names[rows]
-        launch_call = np.full(len(rows), "", dtype=object)
-        launch_us = np.zeros(len(rows))
-        launch = np.full(len(rows), -1, dtype=np.int64)
-        graph = np.zeros(len(rows), dtype=bool)
-    ann = ev["annotation"].to_numpy()[rows]
-    table = pd.DataFrame(
-        {
-            "name": names[rows],
-            "unit": unit,
-            "step": ev["step"].to_numpy()[rows],
-            "start_us": ev["ts"].to_numpy()[rows] - float(ev["ts"].min()) if len(ev) else np.zeros(0),
-            "duration_us": dur[rows],
-            "op": op,
-            "annotation": np.where(ann >= 0, names[np.maximum(ann, 0)], ""),
-            "launch_call": launch_call,
-            "launch_us": launch_us,
-            "lane": ev["lane"].to_numpy(dtype=object)[rows],
-            "launch_row": launch,
-            "graph": graph,
-        }
-    )
-    table["family"], table["source"] = _families(table["name"]) if len(table) else (table["name"], table["name"])
-    cols = [
-        "name",
-        "family",
-        "source",
-        "unit",
-        "step",
-        "start_us",
-        "duration_us",
-        "op",
-        "annotation",
-        "launch_call",
-        "launch_us",
-        "lane",
-        "launch_row",
-        "graph",
-    ]
-    return table[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- per-step host and device time

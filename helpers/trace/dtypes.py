@@ -70,9 +70,3 @@ def lookup(name: str) -> DType:
 def from_cpp(type_name: str) -> DType | None:
     """The dtype of a C++ type name as ATen and the profiler write it; None when it is not one."""
     return _BY_CPP.get(type_name.strip().removeprefix("const ").strip())
-
-
-def from_token(token: str) -> DType | None:
-    """The dtype a kernel-name token stands for (``bf16``, ``f16``, ``s8``, ``e4m3``); None otherwise."""
-    d = _BY_NAME.get(token)
-    return d if d is not None and token in (d.short, *d.aliases) else None

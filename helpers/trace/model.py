@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from . import files as tracefile
+from . import json_text
 from .categories import CPU_GENERATED_KERNEL, NOT_WORK, work_kinds
 from .correlation import graph_launched
 from .events import MAX_EVENTS, check_count, events_from_document, events_from_file
@@ -288,19 +289,19 @@ class Trace:
         if self._document is not None:
             doc = dict(self._document)
             doc[PROVENANCE_KEY] = self.provenance()
-            data: bytes | Iterator[bytes] = tracefile.dump_document(doc)
+            data: bytes | Iterator[bytes] = json_text.dump_document(doc)
         elif source is not None and source.events_span is not None:
             # Events streamed from a file: copy their text from it, with this trace's other keys.
             doc = {k: v for k, v in source.document.items() if k != "traceEvents"}
             doc[PROVENANCE_KEY] = self.provenance()
-            head = tracefile.dump_document(doc)[:-1] + (b',"traceEvents":[' if doc else b'"traceEvents":[')
+            head = json_text.dump_document(doc)[:-1] + (b',"traceEvents":[' if doc else b'"traceEvents":[')
             source.check_unchanged()
             data = itertools.chain([head], source.events_text(), [b"]}"])
         elif source is not None:  # an unusual layout that was parsed whole while streaming
             source.check_unchanged()
             doc = tracefile.read_document(source.path, source.max_bytes)
             doc[PROVENANCE_KEY] = self.provenance()
-            data = tracefile.dump_document(doc)
+            data = json_text.dump_document(doc)
         else:  # pragma: no cover - every constructor path keeps one of the two
             raise ValueError("this trace keeps neither its document nor its source file; nothing to save")
         return write_gzip_atomic(data, target, overwrite=overwrite)

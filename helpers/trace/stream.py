@@ -21,17 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .files import (
+from .files import FileStamp, TraceText, TraceTooLargeError, as_path, check_file, check_limit
+from .json_text import (
     BOM,
     JSON_ERRORS,
     WHITESPACE,
-    FileStamp,
-    TraceText,
-    TraceTooLargeError,
-    as_path,
     check_document,
-    check_file,
-    check_limit,
     check_start,
     deep_error,
     error_offset,

@@ -41,7 +41,7 @@ FOUNDATION = {
     "helpers.course_kernel_names",
     "helpers.programs",
 }
-MAX_LINES = 500
+MAX_LINES = 400
 
 
 def _module_name(path: Path) -> str:

@@ -15,6 +15,8 @@ from support import load_benchmark
 
 from helpers.kernels import gate_up_tuning as T
 
+G = load_benchmark("geglu_kernels")  # the sweep's candidates and table writer
+
 SMS = 132  # an H200
 
 
@@ -40,7 +42,7 @@ def test_default_tiles_follow_the_waves() -> None:
 
 
 def test_config_dict_round_trip() -> None:
-    for cands in T.CANDIDATES.values():
+    for cands in G.CANDIDATES.values():
         for cfg in cands:
             back = T.config_from_dict(T.config_to_dict(cfg))
             assert back.kwargs == cfg.kwargs and (back.num_warps, back.num_stages) == (cfg.num_warps, cfg.num_stages)
@@ -61,7 +63,7 @@ PROV = {"device": "NVIDIA H200", "capability": "9.0", "sms": 132, "date": "2026-
 def test_make_table_keeps_the_fastest_and_lookup_finds_the_nearest() -> None:
     rows = [_row("forward", 8192, 120.0, 128), _row("forward", 8192, 110.0, 256), _row("forward", 8192, None, 64)]
     rows += [_row("forward", 128, 9.0, 64), _row("backward", 8192, 70.0, 128)]
-    table = T.make_table(rows, PROV)
+    table = G.make_table(rows, PROV)
     assert len(table["entries"]) == 3 and table["capability"] == "9.0"
     big = next(e for e in table["entries"] if e["kind"] == "forward" and e["m"] == 8192)
     assert big["us"] == 110.0 and big["config"]["BLOCK_M"] == 256
@@ -74,7 +76,7 @@ def test_make_table_keeps_the_fastest_and_lookup_finds_the_nearest() -> None:
     assert T.table_config("forward", 8192, 2**20, 2**15, torch.bfloat16, "9.0", table) is None  # nothing near
     assert T.table_config("backward", 8192, 3072, 768, torch.bfloat16, "9.0", table)[0].kwargs["BLOCK_M"] == 128
     with pytest.raises(ValueError, match="capability"):
-        T.make_table(rows, {"device": "x"})
+        G.make_table(rows, {"device": "x"})
     frame = T.config_table(table)
     assert list(frame["kind"]).count("forward") == 2 and frame["source"].str.contains("H200").all()
 
@@ -82,7 +84,7 @@ def test_make_table_keeps_the_fastest_and_lookup_finds_the_nearest() -> None:
 def test_table_file_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert T.load_table(tmp_path / "absent.json") is None
     path = tmp_path / "t.json"
-    path.write_text(json.dumps(T.make_table([_row("forward", 512, 10.0, 64)], PROV)))
+    path.write_text(json.dumps(G.make_table([_row("forward", 512, 10.0, 64)], PROV)))
     monkeypatch.setenv(T.TABLE_ENV, str(path))
     assert T.load_table()["entries"][0]["m"] == 512
     bad = tmp_path / "bad.json"
@@ -97,7 +99,7 @@ def test_table_file_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_tuning_script_quick_run_writes_a_table(tmp_path: Path) -> None:
     if torch.cuda.is_available():
         pytest.skip("the --quick smoke run is the CPU path; on a GPU run the full script")
-    cli = load_benchmark("geglu_kernels")
+    cli = G
     out, table_out, rebuilt = tmp_path / "r.json", tmp_path / "table.json", tmp_path / "again.json"
     assert cli.main(["--device", "cpu", "--quick", "--out", str(out), "--table-out", str(table_out)]) == 0
     results = json.loads(out.read_text())

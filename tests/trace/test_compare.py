@@ -10,7 +10,7 @@ from support import data_file
 
 import helpers
 import helpers.trace.compare
-from helpers.trace.compare import work_items
+from helpers.trace.work import work_items
 
 
 @pytest.fixture(scope="module")

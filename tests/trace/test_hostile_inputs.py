@@ -27,6 +27,7 @@ import helpers
 import helpers.trace.compare
 from helpers.trace import events as events_mod
 from helpers.trace import files as tracefile
+from helpers.trace import json_text
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTH_PATHS = pytest.mark.parametrize("keep_document", [True, False], ids=["whole", "streamed"])
@@ -120,9 +121,9 @@ def test_an_unclosed_event_list_is_found_in_one_pass(tmp_path, monkeypatch):
     path = tmp_path / "unclosed.json"
     path.write_bytes(text[: text.rindex(b"]")])  # the list's ']' and what follows are missing
     parses: list[int] = []
-    real_slice, real_loads = events_mod.decode_slice, tracefile._loads
+    real_slice, real_loads = events_mod.decode_slice, json_text._loads
     monkeypatch.setattr(events_mod, "decode_slice", lambda data: parses.append(1) or real_slice(data))
-    monkeypatch.setattr(tracefile, "_loads", lambda data: parses.append(1) or real_loads(data))
+    monkeypatch.setattr(json_text, "_loads", lambda data: parses.append(1) or real_loads(data))
     with pytest.raises(ValueError, match="not a JSON trace"):
         events_mod.events_from_file(path, block_bytes=1 << 20)
     assert len(parses) <= 4, f"{len(parses)} parses"

@@ -20,6 +20,7 @@ import helpers.lessons.exercises
 from helpers.distributed.runs import load_run, run_summary, runs_table
 from helpers.trace import events as events_mod
 from helpers.trace import files as tracefile
+from helpers.trace import json_text
 from helpers.trace import stream as tracestream
 from helpers.trace.trees import MAX_CHAIN_DEPTH
 
@@ -286,7 +287,7 @@ def test_one_event_longer_than_any_block_is_read_in_linear_time(tmp_path, inner)
 
     def decode(data):
         decodes.append(len(data))
-        return tracefile.loads(data)
+        return json_text.loads(data)
 
     block = 4096
     stream = tracestream.stream_events(path, block_bytes=block, decode=decode)

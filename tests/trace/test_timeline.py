@@ -9,7 +9,7 @@ from test_trace_scale import tile_document
 import helpers
 import helpers.trace.model
 from helpers.trace import files as tracefile
-from helpers.trace import saving
+from helpers.trace import json_text, saving
 from helpers.trace import timeline as timeline_mod
 
 
@@ -116,7 +116,7 @@ def test_one_step_over_the_cap_is_worded_right(tmp_path):
     doc = tracefile.read_document(data_file("h200_mlp_eager.json.gz"))
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") not in ("ProfilerStep#1", "ProfilerStep#3")]
     path = tmp_path / "one_step.json.gz"
-    saving.write_gzip_atomic(tracefile.dump_document(doc), path)
+    saving.write_gzip_atomic(json_text.dump_document(doc), path)
     trace = helpers.load_trace(path)
     assert trace.steps == [2]
     fig = trace.timeline(max_events=20)

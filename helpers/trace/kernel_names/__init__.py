@@ -34,10 +34,11 @@ The rule: never show a guess as fact.
   `scudnn` kernel is a convolution; `_my_attn_fwd` reads as attention), `source` when a library is
   recognised by a function name other projects copy. The unknown family/source pair carries no
   other key at all. A name longer than `MAX_NAME_CHARS` is not read ("too long to decode").
-* Modules, one per group of libraries: `nvidia_gemm` (cuBLAS, CUTLASS), `cudnn`, `communication`
-  (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`, `aten`, `extensions` (FBGEMM, CUB, Apex,
-  Transformer Engine), `libraries` (memcpy/memset, Liger, names a project registers for its own
-  kernels), `tokens` and `inference` (the reading from words, dtype, architecture, scale layout).
+* Modules, one per group of libraries: `nvidia_gemm` (cuBLAS nvjet, CUTLASS), `cublas` (cuBLAS's
+  other kernels), `cudnn`, `communication` (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`,
+  `aten`, `extensions` (FBGEMM, CUB, Apex, Transformer Engine), `libraries` (memcpy/memset, Liger,
+  names a project registers for its own kernels), `tokens` and `inference` (the reading from words,
+  dtype, architecture, scale layout).
 
 Names no library claims: the reading from words
 -----------------------------------------------
@@ -108,12 +109,13 @@ from ..registry import register_kernel_names
 from .aten import parse_aten
 from .attention import parse_attention
 from .communication import parse_custom_collective, parse_nccl
+from .cublas import parse_cublas_arch, parse_cublas_other, parse_xmma
 from .cudnn import parse_cudnn
 from .extensions import parse_extensions
 from .inductor import parse_cpp_inductor, parse_triton_inductor
 from .inference import enrich, fill_family, parse_by_tokens, parse_moe_context
 from .libraries import parse_liger, parse_memory, parse_registered
-from .nvidia_gemm import parse_cublas_arch, parse_cublas_other, parse_cutlass, parse_nvjet, parse_xmma
+from .nvidia_gemm import parse_cutlass, parse_nvjet
 from .rocm import parse_rocm
 
 __all__ = [
