@@ -41,7 +41,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "trace_cards": ("trace.queries", "trace_cards"),
     "kernel_table": ("trace.queries", "kernel_table"),
     "kernels_per_forward": ("trace.queries", "kernels_per_forward"),
-    "chain_tree": ("trace.queries", "chain_tree"),
+    "chain_tree": ("trace.dispatch_tree", "chain_tree"),
     "op_call_times": ("trace.queries", "op_call_times"),
     "op_input": ("trace.queries", "op_input"),
     # -- measuring here

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .dispatch_tree import chain_tree  # noqa: F401  (helpers exports chain_tree from here)
 from .dtypes import from_cpp
 from .kernel_names import decode_kernel
 from .model import NoKernelsError, Trace, check_trace
