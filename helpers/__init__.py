@@ -26,9 +26,14 @@ on first use, so ``import helpers`` followed by :func:`load_trace` never imports
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from . import triton_env as _triton_env  # noqa: F401  (first: decides Triton's mode before anything imports it)
+
+# Kineto prints a "USDT ... profiler_start/stop" line to stderr around every profile, which would stand in most
+# cells of a lesson; level 6 silences its own log (Python warnings are untouched). Set KINETO_LOG_LEVEL=0 to debug.
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 # name -> (module, attribute); the attribute "" exports the module itself.
 _EXPORTS: dict[str, tuple[str, str]] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -271,3 +272,22 @@ def test_lessons_00_to_04_plain_workloads_import_no_triton():
         "assert 'triton' not in sys.modules, 'triton was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+
+
+def test_raw_profiler_cells_print_no_kineto_notices():
+    """A lesson's own torch.profiler cells stay quiet once helpers is imported (no USDT start/stop lines)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, torch, helpers\n"
+        "from torch.profiler import profile\n"
+        "with profile() as p:\n"
+        "    torch.ones(10) + 1\n"
+        "import warnings; warnings.warn('a real warning')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "USDT" not in done.stderr and "profiler_start" not in done.stderr, done.stderr
+    assert "a real warning" in done.stderr  # Python's warnings still show
