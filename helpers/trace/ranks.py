@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .files import MAX_TEXT_BYTES, TraceTooLargeError, check_limit, text_size
+from .files import MAX_TEXT_BYTES, TraceText, TraceTooLargeError, check_limit, text_size
 from .model import Trace, TraceInfo, check_trace, load_trace
 from .tables import TraceTables
 from .timeline import RANK_SEPARATOR
@@ -64,14 +64,30 @@ def check_one_file_per_name(files: Sequence[Path]) -> None:
         seen[key] = f
 
 
+def _looks_like_a_trace(path: Path, head: int = 1 << 20) -> bool:
+    """Whether a file of a folder is a trace: a ``traceEvents`` key in its first MB of text (a run folder also
+    holds a summary.json and the like, which are not ranks). Unreadable files count as traces, so loading them
+    says what is wrong with them."""
+    try:
+        with TraceText(path, None) as text:
+            return b'"traceEvents"' in text.read(head)
+    except (OSError, ValueError):
+        return True
+
+
 def _files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
     if isinstance(paths, (str, os.PathLike)):
         p = Path(paths)
         if p.is_dir():
-            found = sorted(q for q in p.iterdir() if q.is_file() and q.name.endswith((".json", ".json.gz")))
-            if not found:
-                raise ValueError(f"{str(p)!r} holds no .json or .json.gz trace files")
-            return found
+            found = sorted(
+                q
+                for q in p.iterdir()
+                if q.is_file() and not q.name.startswith(".") and q.name.endswith((".json", ".json.gz"))
+            )
+            traces = [q for q in found if _looks_like_a_trace(q)]
+            if not traces:
+                raise ValueError(f"{str(p)!r} holds no .json or .json.gz trace files (with a 'traceEvents' key)")
+            return traces
         return [p]
     if isinstance(paths, Sequence) and not isinstance(paths, (bytes, str)):
         if not paths:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .files import FileStamp, TraceText, TraceTooLargeError, as_path, check_file, check_limit
+from .files import FileStamp, TraceText, TraceTooLargeError, as_path, check_file, check_limit, text_size
 from .json_text import (
     BOM,
     JSON_ERRORS,
@@ -39,6 +39,9 @@ from .json_text import (
 
 # How much decompressed text one slice of events holds when streaming.
 STREAM_BLOCK_BYTES = 4 << 20
+# A first block whose density puts the file this many times over `max_events` is refused at once: a real
+# trace's events vary in size, but not by this factor across a whole file.
+EARLY_REFUSAL = 2
 # A header (everything before "traceEvents") longer than this is not a Kineto trace: read it whole.
 _MAX_HEADER_BYTES = 64 << 20
 
@@ -168,16 +171,33 @@ class EventStream:
         self.source.document = self.document or {}
 
     def _counted(self, blocks: Iterator[bytes]) -> Iterator[bytes]:
-        """`blocks`, refused once they hold more than `max_events` events (by their "ph" keys)."""
-        seen = 0
+        """`blocks`, refused once they hold more than `max_events` events (by their "ph" keys).
+
+        After the first block the whole file's count is also estimated from that block's density and
+        the text size the file declares: far over the limit (EARLY_REFUSAL times), it is refused before
+        any parsing, instead of after parsing `max_events` events.
+        """
+        seen, read = 0, 0
         for block in blocks:
             seen += block.count(b'"ph"')
-            if self.max_events is not None and seen > self.max_events:
-                raise TraceTooLargeError(
-                    f"{self.source_name} holds more than {self.max_events:,} events (by their 'ph' keys)",
-                    "max_events",
-                    4 * self.max_events,
-                )
+            read += len(block)
+            if self.max_events is not None:
+                total = text_size(self.path) if read == len(block) and seen else 0
+                if total > read:  # a first block that is not the whole file
+                    estimate = seen * total / read
+                    if estimate > EARLY_REFUSAL * self.max_events:
+                        raise TraceTooLargeError(
+                            f"{self.source_name} holds about {estimate:,.0f} events (estimated from the density "
+                            f"of its first {read:,} bytes), more than {self.max_events:,}",
+                            "max_events",
+                            max(4 * self.max_events, int(2 * estimate)),
+                        )
+                if seen > self.max_events:
+                    raise TraceTooLargeError(
+                        f"{self.source_name} holds more than {self.max_events:,} events (by their 'ph' keys)",
+                        "max_events",
+                        4 * self.max_events,
+                    )
             yield block
 
     def _decoded(self, data: bytes, base: int, final: bool) -> list[Any] | None:

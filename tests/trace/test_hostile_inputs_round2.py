@@ -338,3 +338,20 @@ def test_the_builder_limit_options_are_checked():
     for bad in (0, -1, 2.5, True, "10"):
         with pytest.raises(ValueError, match="must be a positive int"):
             events_mod.events_from_document({"traceEvents": []}, max_arg_bytes=bad)
+
+
+def test_a_file_far_over_max_events_is_refused_before_parsing(tmp_path):
+    """The first block's density, times the size the gzip trailer declares: 40x over the limit is refused at once,
+    with the estimate and the option; a file just over it is still counted exactly."""
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1.0, "dur": 1.0}
+    many = tmp_path / "many.json.gz"
+    many.write_bytes(gzip.compress(json.dumps({"traceEvents": [event] * 400_000}).encode(), compresslevel=1))
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"about [\d,]+ events \(estimated .*max_events="):
+        helpers.load_trace(many, max_events=10_000)
+    assert time.perf_counter() - start < 5
+    few = tmp_path / "few.json.gz"
+    few.write_bytes(gzip.compress(json.dumps({"traceEvents": [event] * 15_000}).encode()))
+    with pytest.raises(ValueError, match="more than 10,000 events"):
+        helpers.load_trace(few, max_events=10_000)
+    assert len(helpers.load_trace(few, max_events=20_000).events) == 15_000

@@ -11,6 +11,7 @@ import pytest
 from support import data_file
 
 import helpers
+import helpers.paths
 import helpers.trace.overlap
 
 RANK0 = "hta__timeline_analysis_sampled_rank-0.json.gz"
@@ -283,3 +284,13 @@ def test_rank_summary_adds_up_the_gpus_and_the_steps():
     assert summary.loc[1, "mean_step_us"] == pytest.approx(steps["rank 1"].mean())
     with pytest.raises(TypeError, match="load_traces"):
         helpers.trace.rank_summary(helpers.load_trace(data_file(NCCL)))
+
+
+def test_a_run_folder_loads_with_its_summary_and_records_beside_the_ranks():
+    """A run folder holds summary.json and the launcher's record next to the rank traces: they are not ranks."""
+    from pathlib import Path
+
+    folder = Path(helpers.paths.TRACES_DIR) / "h200x2_ddp_straggler"
+    assert (folder / "summary.json").is_file()
+    run = helpers.trace.load_traces(folder)
+    assert run.ranks == [0, 1]
