@@ -30,7 +30,6 @@ against the FP8 matmul rate (when one was measured) and every other row against 
 from __future__ import annotations
 
 import ast
-import json
 from functools import lru_cache
 from typing import Any
 
