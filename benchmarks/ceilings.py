@@ -89,6 +89,7 @@ def measure(device: str | None, repeats: int) -> dict:
         copy_bytes_per_s=max(c.copy_bytes_per_s for c in measured),
         read_bytes_per_s=max((c.read_bytes_per_s for c in measured if c.read_bytes_per_s), default=None),
         write_bytes_per_s=max((c.write_bytes_per_s for c in measured if c.write_bytes_per_s), default=None),
+        fp8_matmul_flop_per_s=max((c.fp8_matmul_flop_per_s for c in measured if c.fp8_matmul_flop_per_s), default=None),
     )
     data = {
         "schema": CEILINGS_SCHEMA,
@@ -124,5 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'matmul TFLOP/s':16s} {c['matmul_flop_per_s'] / 1e12:10.4g} {result['spread_pct']['matmul_tflops']:17.2f}%"
     )
+    if c.get("fp8_matmul_flop_per_s"):
+        print(f"{'FP8 matmul TFLOP/s':16s} {c['fp8_matmul_flop_per_s'] / 1e12:10.4g}")
     print(f"wrote {args.out}")
     return 0

@@ -33,6 +33,7 @@ import torch
 
 from ..checks import positive_int, positive_number
 from ..trace.registry import REFERENCE_CEILINGS
+from .ceiling_gemms import CUDA_MATMUL_SHAPES, best_fp8_matmul_rate, best_matmul_rate
 from .device import cpu_name, resolve_device
 from .timing import time_device, time_per_call
 
@@ -42,7 +43,9 @@ class Ceilings:
     """The two ceilings of a device and how they were obtained.
 
     `copy_bytes_per_s` counts bytes read + bytes written by a large device-to-device copy;
-    `matmul_flop_per_s` is 2*m*n*k / time of a large matmul. `source` is "measured" (by
+    `matmul_flop_per_s` is 2*m*n*k / time of a large matmul; `fp8_matmul_flop_per_s` the same for
+    an e4m3 ``torch._scaled_mm`` (None where FP8 does not run or was not measured: FP8 GEMMs are
+    then not judged against a rate). `source` is "measured" (by
     `measure_ceilings` in this process) or "reference" (recorded elsewhere, loaded from a dict).
     """
 
@@ -65,6 +68,7 @@ class Ceilings:
     # bytes per second of write-only traffic (a large Tensor.fill_): on an H200 a fill streams
     # faster than a copy or a sum, so a kernel that mostly writes is judged against this
     write_bytes_per_s: float | None = None
+    fp8_matmul_flop_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.source not in ("measured", "reference"):
@@ -77,7 +81,7 @@ class Ceilings:
             positive_int(f"matmul_shape[{i}]", v)
         if self.copy_bytes is not None:
             positive_int("copy_bytes", self.copy_bytes)
-        for name in ("read_bytes_per_s", "write_bytes_per_s"):
+        for name in ("read_bytes_per_s", "write_bytes_per_s", "fp8_matmul_flop_per_s"):
             if getattr(self, name) is not None:
                 positive_number(name, getattr(self, name))
 
@@ -139,6 +143,11 @@ class Ceilings:
                 round(self.matmul_tflops, 4),
                 f"TFLOP/s ({self.matmul_dtype}, {'x'.join(map(str, self.matmul_shape))})",
             ),
+            (
+                "FP8 matmul rate",
+                round(self.fp8_matmul_flop_per_s / 1e12, 4) if self.fp8_matmul_flop_per_s else None,
+                "TFLOP/s (e4m3 torch._scaled_mm, bf16 out; none where not measured)",
+            ),
             ("ridge point", round(self.ridge_flop_per_byte, 2), "FLOP/byte"),
             ("source", self.source, self.recorded or ""),
             ("method", self.method, ""),
@@ -148,7 +157,7 @@ class Ceilings:
 
 
 # fields a file recorded before they were measured may lack
-OPTIONAL_FIELDS = ("recorded", "read_bytes_per_s", "l2_bytes", "write_bytes_per_s")
+OPTIONAL_FIELDS = ("recorded", "read_bytes_per_s", "l2_bytes", "write_bytes_per_s", "fp8_matmul_flop_per_s")
 
 
 def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
@@ -170,7 +179,13 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     if not isinstance(shape, (list, tuple)):
         raise ValueError(f"matmul_shape must be a list of three ints, got {shape!r}")
     values["matmul_shape"] = tuple(shape)
-    for key in ("copy_bytes_per_s", "matmul_flop_per_s", "read_bytes_per_s", "write_bytes_per_s"):
+    for key in (
+        "copy_bytes_per_s",
+        "matmul_flop_per_s",
+        "read_bytes_per_s",
+        "write_bytes_per_s",
+        "fp8_matmul_flop_per_s",
+    ):
         if values.get(key) is not None:
             positive_number(key, values[key])
             values[key] = float(values[key])
@@ -221,8 +236,6 @@ def reference_ceilings_for(device: str) -> Ceilings | None:
 # How many timed runs each ceiling is the median of, after how many untimed warm-ups.
 CUDA_REPEATS, CUDA_WARMUP = 10, 3
 CPU_REPEATS, CPU_WARMUP = 10, 2
-# The GEMMs (m, n, k) whose best rate is the matmul ceiling on a GPU.
-CUDA_MATMUL_SHAPES = ((8192, 8192, 8192), (4096, 2048, 8192), (8192, 4096, 16384), (4096, 2048, 32000))
 
 
 def gemm_flops_cube(n: int) -> int:
@@ -303,19 +316,8 @@ def _measure_cuda(device: torch.device) -> Ceilings:
             )
             del src, dst
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        # The matmul rate: the best of a few large shapes (a deep K runs faster than the cube, as
-        # the weight gradient of notebook 08's LM head does).
-        # Each shape with A stored row-major and column-major: a weight gradient (x.T @ dy) is the
-        # second kind, and cuBLAS picks another kernel for it.
-        mm_rate, mm_shape = 0.0, CUDA_MATMUL_SHAPES[0]
-        for m, n, k in CUDA_MATMUL_SHAPES:
-            b = torch.randn(k, n, dtype=dtype, device=device)
-            for a in (torch.randn(m, k, dtype=dtype, device=device), torch.randn(k, m, dtype=dtype, device=device).t()):
-                rate = 2 * m * n * k / time_device(partial(torch.mm, a, b), repeats, warmup)
-                if rate > mm_rate:
-                    mm_rate, mm_shape = rate, (m, n, k)
-                del a
-            del b
+        mm_rate, mm_shape = best_matmul_rate(device, dtype, repeats, warmup)
+        fp8 = best_fp8_matmul_rate(device, repeats, warmup)
         name = torch.cuda.get_device_name(device)
         l2_bytes = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or None
     return Ceilings(
@@ -329,11 +331,18 @@ def _measure_cuda(device: torch.device) -> Ceilings:
         read_bytes_per_s=read_rate,
         write_bytes_per_s=write_rate,
         l2_bytes=l2_bytes,
+        fp8_matmul_flop_per_s=fp8[0] if fp8 else None,
         method=(
             f"median of {repeats} runs timed with CUDA events after {warmup} warm-ups, best of 128 MiB and 1 GiB "
             f"float32 buffers on {device}: Tensor.copy_, torch.sum, torch.ne and Tensor.fill_; best torch.mm of "
             f"{', '.join('x'.join(map(str, mnk)) for mnk in CUDA_MATMUL_SHAPES)} {str(dtype).removeprefix('torch.')}, "
             "A row- and column-major"
+            + (
+                f"; best e4m3 torch._scaled_mm (bf16 out, tensor-wise scales, with and without fast accumulation) "
+                f"of the same shapes, fastest {'x'.join(map(str, fp8[1]))}"
+                if fp8
+                else "; no FP8 matmul (torch._scaled_mm e4m3 needs compute capability 8.9+)"
+            )
         ),
         torch_version=torch.__version__,
         source="measured",

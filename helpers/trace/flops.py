@@ -6,7 +6,10 @@ alone (a multiply-add counts 2), so dividing by the device time of the kernels t
 launched gives the rate it achieved, with no torch and no re-run:
 
 * matrix products: ``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``, ``addmv``,
-  ``mv``, ``dot``, ``_scaled_mm``, ``_int_mm``: 2 x M x N x K (x batch);
+  ``mv``, ``dot``, ``_int_mm`` and FP8's ``_scaled_mm``: 2 x M x N x K (x batch);
+* grouped GEMMs (``_grouped_mm``, ``_scaled_grouped_mm``: a mixture of experts' products in one
+  launch): 2 x M x N x K summed over the groups, for each layout torch accepts (the ``basis``
+  column says which was read and what it assumes); a loop of ``mm`` per expert counts as GEMMs;
 * attention (``scaled_dot_product_attention`` and its flash / efficient / cuDNN forms, and
   ``_flash_attention_forward`` / ``_efficient_attention_forward`` which take [batch, seq, heads,
   dim]): 2 x batch x heads x L x S x (E + Ev) forward, 2.5 times that backward (five products
@@ -19,14 +22,16 @@ launched gives the rate it achieved, with no torch and no re-run:
 
 Each kernel is credited to the innermost such operator above the op that launched it (``aten::linear``
 -> ``aten::addmm`` -> the GEMM kernel credits ``aten::addmm``), so nothing is counted twice.
+
+Each row says its inputs' dtype (from ``Input type``): given ceilings, an FP8 row is judged
+against the FP8 matmul rate (when one was measured) and every other row against the matmul rate.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable
+import ast
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,168 +39,24 @@ import pandas as pd
 from . import files as tracefile
 from .aten_ops import op_base
 from .categories import device_work_mask
+from .dtypes import from_cpp
+from .flop_counts import (
+    CONVOLUTION_BASIS,
+    CONVOLUTIONS,
+    FORMULAS,
+    OUT_DTYPE_AT,
+    SCALAR_TYPES,
+    conv_forward_flops,
+    count,
+    parse_shapes,
+)
 from .model import Trace, check_trace
 
-Shapes = list[list[int]]
+__all__ = ["achieved_flops", "parse_shapes"]  # parse_shapes: read here by helpers.diagnose
 
-
-@lru_cache(maxsize=4096)
-def parse_shapes(text: str) -> tuple | None:
-    """'[[8192, 768], [768, 3072]]' -> ((8192, 768), (768, 3072)); None when not a list of shapes."""
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(value, list):
-        return None
-    out = []
-    for item in value:
-        if isinstance(item, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in item):
-            out.append(tuple(item))
-        else:
-            out.append(None)
-    return tuple(out)
-
-
-def _prod(values) -> int:
-    return math.prod(int(v) for v in values)
-
-
-def _mm(s):  # (a[M, K], b[K, N])
-    (m, k), (_, n) = s[0], s[1]
-    return 2 * m * n * k
-
-
-def _addmm(s):  # (bias, a[M, K], b[K, N])
-    return _mm(s[1:3])
-
-
-def _bmm(s):  # (a[B, M, K], b[B, K, N])
-    (b, m, k), (_, _, n) = s[0], s[1]
-    return 2 * b * m * n * k
-
-
-def _baddbmm(s):
-    return _bmm(s[1:3])
-
-
-def _matmul(s):
-    a, b = s[0], s[1]
-    if len(a) == 1 and len(b) == 1:
-        return 2 * a[0]
-    a2 = (1, *a) if len(a) == 1 else a
-    b2 = (*b, 1) if len(b) == 1 else b
-    m, k, n = a2[-2], a2[-1], b2[-1]
-    batch_a, batch_b = a2[:-2], b2[:-2]
-    width = max(len(batch_a), len(batch_b))
-    batch_a = (1,) * (width - len(batch_a)) + tuple(batch_a)
-    batch_b = (1,) * (width - len(batch_b)) + tuple(batch_b)
-    return 2 * _prod(max(x, y) for x, y in zip(batch_a, batch_b)) * m * n * k
-
-
-def _linear(s):  # (x[..., K], w[N, K], bias)
-    x, w = s[0], s[1]
-    return 2 * _prod(x[:-1]) * x[-1] * w[0]
-
-
-def _mv(s):  # (A[M, N], x[N])
-    m, n = s[0]
-    return 2 * m * n
-
-
-def _addmv(s):
-    return _mv(s[1:3])
-
-
-def _dot(s):
-    return 2 * s[0][0]
-
-
-def _sdpa(s, layout: str = "BHLE", backward: bool = False):
-    q, k, v = (s[1], s[2], s[3]) if backward else (s[0], s[1], s[2])
-    if len(q) != 4 or len(k) != 4 or len(v) != 4:
-        raise ValueError("not 4-d")
-    if layout == "BHLE":
-        b, h, seq_q, e = q
-        seq_k, ev = k[2], v[3]
-    else:  # BLHE
-        b, seq_q, h, e = q
-        seq_k, ev = k[1], v[3]
-    forward = 2 * b * h * seq_q * seq_k * (e + ev)
-    return forward * 5 // 2 if backward else forward
-
-
-def _conv_backward(s):  # (grad_out[N, O, *out], input, weight[O, C/g, *kernel], ...)
-    grad, weight = s[0], s[2]
-    return 2 * 2 * grad[0] * grad[1] * _prod(grad[2:]) * weight[1] * _prod(weight[2:])  # dgrad + wgrad
-
-
-FORMULAS: dict[str, tuple[str, Callable]] = {
-    "mm": ("gemm", _mm),
-    "addmm": ("gemm", _addmm),
-    "_addmm_activation": ("gemm", _addmm),
-    "_scaled_mm": ("gemm", _mm),
-    "_int_mm": ("gemm", _mm),
-    "bmm": ("gemm", _bmm),
-    "baddbmm": ("gemm", _baddbmm),
-    "matmul": ("gemm", _matmul),
-    "linear": ("gemm", _linear),
-    "mv": ("gemm", _mv),
-    "addmv": ("gemm", _addmv),
-    "dot": ("gemm", _dot),
-    "scaled_dot_product_attention": ("attention", _sdpa),
-    "_scaled_dot_product_flash_attention": ("attention", _sdpa),
-    "_scaled_dot_product_efficient_attention": ("attention", _sdpa),
-    "_scaled_dot_product_cudnn_attention": ("attention", _sdpa),
-    "_scaled_dot_product_flash_attention_for_cpu": ("attention", _sdpa),
-    "_flash_attention_forward": ("attention", lambda s: _sdpa(s, "BLHE")),
-    "_efficient_attention_forward": ("attention", lambda s: _sdpa(s, "BLHE")),
-    "_scaled_dot_product_flash_attention_backward": ("attention", lambda s: _sdpa(s, backward=True)),
-    "_scaled_dot_product_efficient_attention_backward": ("attention", lambda s: _sdpa(s, backward=True)),
-    "_scaled_dot_product_cudnn_attention_backward": ("attention", lambda s: _sdpa(s, backward=True)),
-    "_flash_attention_backward": ("attention", lambda s: _sdpa(s, "BLHE", backward=True)),
-    "_efficient_attention_backward": ("attention", lambda s: _sdpa(s, "BLHE", backward=True)),
-    "convolution_backward": ("convolution", _conv_backward),
-}
-# Forward convolutions: (position of stride, padding, dilation, transposed) among the inputs
-# `Concrete Inputs` (a convolution's stride and padding) are read back from a streamed trace's file up to this size
+# `Concrete Inputs` (a convolution's stride and padding, a scaled GEMM's out_dtype) are read back
+# from a streamed trace's file up to this size
 CONCRETE_INPUTS_MAX_BYTES = 50_000_000
-CONVOLUTIONS = {
-    "convolution": (3, 4, 5, 6),
-    "_convolution": (3, 4, 5, 6),
-    "conv1d": (3, 4, 5, None),
-    "conv2d": (3, 4, 5, None),
-    "conv3d": (3, 4, 5, None),
-    "cudnn_convolution": (3, 2, 4, None),
-    "miopen_convolution": (4, 3, 5, None),
-    "mkldnn_convolution": (3, 2, 4, None),
-}
-
-
-def _conv_forward(shapes: tuple, concrete: list | None, positions: tuple) -> int | None:
-    """FLOPs of a forward convolution from input/weight shapes and its stride/padding/dilation values."""
-    x, w = shapes[0], shapes[1]
-    if concrete is None or x is None or w is None or len(x) < 3:
-        return None
-    stride_at, pad_at, dil_at, transposed_at = positions
-    try:
-        stride, padding, dilation = (json.loads(concrete[i]) for i in (stride_at, pad_at, dil_at))
-        if transposed_at is not None and concrete[transposed_at] not in ("False", "0", "false"):
-            return None  # transposed convolutions: not counted
-    except (IndexError, ValueError, TypeError):
-        return None
-    dims = len(x) - 2
-
-    def per_dim(v):
-        return list(v) * dims if isinstance(v, list) and len(v) == 1 else (v if isinstance(v, list) else [v] * dims)
-
-    stride, padding, dilation = per_dim(stride), per_dim(padding), per_dim(dilation)
-    out = [(x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1 for i in range(dims)]
-    if min(out) <= 0:
-        return None
-    return 2 * x[0] * w[0] * _prod(out) * w[1] * _prod(w[2:])
 
 
 def _concrete_inputs(trace: Trace, rows: np.ndarray) -> dict[int, list]:
@@ -246,18 +107,67 @@ def _anchors(ev: pd.DataFrame, counted: np.ndarray) -> np.ndarray:
     return anchor
 
 
-def achieved_flops(trace: Trace) -> pd.DataFrame:
-    """Achieved TFLOP/s of each matrix product, attention and convolution, by operator and shapes.
+@lru_cache(maxsize=1024)
+def _first_dtype(types_text: str) -> str:
+    """The dtype of an operator's first input from its recorded ``Input type`` ('' when not recorded)."""
+    try:
+        kinds = ast.literal_eval(types_text) if types_text else None  # stored as Python's repr of a list
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ""
+    if not isinstance(kinds, (list, tuple)) or not kinds or not isinstance(kinds[0], str):
+        return ""
+    found = from_cpp(kinds[0])
+    return found.short if found is not None else kinds[0]
+
+
+def _ceiling_rates(ceilings: Any) -> tuple[float, float | None]:
+    """(matmul FLOP/s, FP8 matmul FLOP/s or None) of a ceilings object, checked."""
+    rate = getattr(ceilings, "matmul_flop_per_s", None)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+        raise TypeError(
+            "ceilings must be a Ceilings (helpers.measure_ceilings(), or a recorded reference such as "
+            f"helpers.measure.ceilings.reference_ceilings_for(device)), got {type(ceilings).__name__}"
+        )
+    fp8 = getattr(ceilings, "fp8_matmul_flop_per_s", None)
+    return float(rate), (float(fp8) if isinstance(fp8, (int, float)) and fp8 > 0 else None)
+
+
+COLUMNS = [
+    "op",
+    "family",
+    "dtype",
+    "input_shapes",
+    "calls",
+    "gflop_per_call",
+    "device_us",
+    "us_per_call",
+    "tflops",
+    "kernels",
+    "basis",
+    "note",
+]
+NO_FP8_CEILING = "no FP8 ceiling recorded"
+
+
+def achieved_flops(trace: Trace, ceilings: Any = None) -> pd.DataFrame:
+    """Achieved TFLOP/s of each matrix product, grouped GEMM, attention and convolution, by operator and shapes.
 
     One row per (operator, input shapes): ``op``, ``family`` (gemm / attention / convolution),
+    ``dtype`` (of the first input, from ``Input type``: ``fp8_e4m3`` for an FP8 GEMM),
     ``input_shapes``, ``calls``, ``gflop_per_call`` (NaN when the shapes do not give it),
     ``device_us`` (time of all the device work the calls launched: kernels, and memsets such as
     cuBLAS's workspace zeroing; see the module docstring),
-    ``us_per_call``, ``tflops`` (achieved rate), ``kernels`` (distinct kernel names), ``note``.
-    Sorted by device time. Empty when no such operator launched a kernel (record with
-    ``record_shapes=True`` to get shapes).
+    ``us_per_call``, ``tflops`` (achieved rate), ``kernels`` (distinct kernel names), ``basis``
+    (the formula and what it assumes; a scaled or grouped GEMM's output dtype when recorded), ``note``.
+    With ``ceilings`` (a :class:`helpers.measure.ceilings.Ceilings` of the machine that recorded
+    the trace) two more columns, ``ceiling_tflops`` and ``pct_of_ceiling``: FP8 rows against the
+    FP8 matmul rate, NaN with the note "no FP8 ceiling recorded" when it was not measured; other
+    rows against the matmul rate. Sorted by device time. Empty when no such operator launched a
+    kernel (record with ``record_shapes=True`` to get shapes).
     """
     check_trace(trace)
+    rates = None if ceilings is None else _ceiling_rates(ceilings)
+    cols = COLUMNS[:9] + (["ceiling_tflops", "pct_of_ceiling"] if rates else []) + COLUMNS[9:]
     ev = trace.events
     names = ev["name"].to_numpy(dtype=object)
     uniq, codes = np.unique(names, return_inverse=True)
@@ -266,66 +176,75 @@ def achieved_flops(trace: Trace) -> pd.DataFrame:
     counted = known_u[codes] & (ev["cat"].to_numpy(dtype=object) == "cpu_op") & ~ev["on_device"].to_numpy()
     anchor = _anchors(ev, counted)
     kernels = np.flatnonzero(anchor >= 0)
-    cols = [
-        "op",
-        "family",
-        "input_shapes",
-        "calls",
-        "gflop_per_call",
-        "device_us",
-        "us_per_call",
-        "tflops",
-        "kernels",
-        "note",
-    ]
     if not len(kernels):
         return pd.DataFrame(columns=cols)
     per_call = pd.DataFrame({"call": anchor[kernels], "dur": ev["dur"].to_numpy()[kernels], "kernel": names[kernels]})
     calls = per_call.groupby("call").agg(device_us=("dur", "sum"), kernels=("kernel", lambda s: sorted(set(s))))
     call_rows = calls.index.to_numpy()
     dims = ev["input_dims"].to_numpy(dtype=object)[call_rows]
+    types = ev["input_types"].to_numpy(dtype=object)[call_rows]
     ops = [str(op_base(str(n))) for n in names[call_rows]]
-    conv_rows = [r for r, op in zip(call_rows, ops) if op in CONVOLUTIONS]
-    concrete = _concrete_inputs(trace, np.array(conv_rows, dtype=np.int64))
-    flops, family, notes = [], [], []
+    asks = [r for r, op in zip(call_rows, ops) if op in CONVOLUTIONS or op in OUT_DTYPE_AT]
+    concrete = _concrete_inputs(trace, np.array(asks, dtype=np.int64))
+    flops, family, notes, bases = [], [], [], []
     for r, op, text in zip(call_rows, ops, dims):
         shapes = parse_shapes(text)
-        note = ""
+        note, basis = "", ""
         if op in CONVOLUTIONS:
             fam = "convolution"
-            value = _conv_forward(shapes, concrete.get(int(r)), CONVOLUTIONS[op]) if shapes else None
+            value = conv_forward_flops(shapes, concrete.get(int(r)), CONVOLUTIONS[op]) if shapes else None
+            basis = CONVOLUTION_BASIS if value is not None else ""
             if value is None:
                 note = "stride/padding not recorded (Concrete Inputs): FLOPs unknown"
         else:
-            fam, formula = FORMULAS[op]
+            fam = FORMULAS[op][0]
             try:
-                value = formula(shapes) if shapes else None
+                value, basis = count(op, shapes) if shapes else (None, "")
             except (TypeError, ValueError, IndexError):
                 value = None
             if value is None:
                 note = "shapes not recorded (record_shapes=True)" if not text else "shapes not understood"
             elif fam == "attention":
                 note = "full count; a causal mask does about half"
+        if op in OUT_DTYPE_AT and basis:
+            given = concrete.get(int(r)) or []
+            at = OUT_DTYPE_AT[op]
+            out = SCALAR_TYPES.get(str(given[at])) if at < len(given) else None
+            basis += f"; out {out}" if out else ""
         flops.append(np.nan if value is None else float(value))
         family.append(fam)
         notes.append(note)
+        bases.append(basis)
     table = pd.DataFrame(
         {
             "op": [names[r] for r in call_rows],
             "family": family,
+            "dtype": [_first_dtype(t) if isinstance(t, str) else "" for t in types],
             "input_shapes": dims,
             "flops": flops,
             "device_us": calls["device_us"].to_numpy(),
             "kernels": ["; ".join(k) for k in calls["kernels"]],
+            "basis": bases,
             "note": notes,
         }
     )
-    grouped = table.groupby(["op", "family", "input_shapes", "kernels", "note"], sort=False, dropna=False).agg(
+    keys = ["op", "family", "dtype", "input_shapes", "kernels", "basis", "note"]
+    grouped = table.groupby(keys, sort=False, dropna=False).agg(
         calls=("flops", "size"), flops=("flops", "first"), device_us=("device_us", "sum")
     )
     out = grouped.reset_index()
     out["gflop_per_call"] = out["flops"] / 1e9
     out["us_per_call"] = out["device_us"] / out["calls"]
     out["tflops"] = out["flops"] * out["calls"] / (out["device_us"] * 1e6)
+    if rates:
+        matmul, fp8 = rates
+        is_fp8 = out["dtype"].str.startswith("fp8").to_numpy()
+        peak = np.where(is_fp8, np.nan if fp8 is None else fp8, matmul) / 1e12
+        out["ceiling_tflops"] = peak
+        out["pct_of_ceiling"] = 100.0 * out["tflops"] / peak
+        if fp8 is None and is_fp8.any():
+            out.loc[is_fp8, "note"] = [
+                f"{n}; {NO_FP8_CEILING}" if n else NO_FP8_CEILING for n in out.loc[is_fp8, "note"]
+            ]
     out = out.sort_values("device_us", ascending=False, kind="stable").reset_index(drop=True)
     return out[cols]

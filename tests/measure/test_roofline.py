@@ -13,6 +13,7 @@ import pytest
 import torch
 from support import H200_REFERENCE
 
+from helpers.measure.ceiling_gemms import best_fp8_matmul_rate, fp8_supported
 from helpers.measure.ceilings import Ceilings, ceilings_from_dict, measure_ceilings
 from helpers.measure.roofline import (
     ACHIEVED_KEYS,
@@ -25,6 +26,7 @@ from helpers.measure.roofline import (
     roofline_frame,
 )
 from helpers.mlp.plans import geglu_bytes, geglu_mlp_flops
+from helpers.paths import REPO_ROOT
 
 M, DIM, HIDDEN = 64 * 128, 768, 3072  # the blog's shape: batch 64 x seq 128 tokens
 
@@ -104,6 +106,24 @@ def test_ceilings_round_trip_through_json() -> None:
     frame = again.to_frame()
     assert frame.loc["copy bandwidth", "value"] == pytest.approx(4.14)
     assert frame.loc["source", "value"] == "reference"
+
+
+def test_fp8_matmul_ceiling_is_optional_and_round_trips() -> None:
+    stored = json.loads((REPO_ROOT / "benchmarks" / "results" / "h200_ceilings.json").read_text())["ceilings"]
+    assert "fp8_matmul_flop_per_s" not in stored  # a file recorded before the FP8 ceiling still loads
+    old = ceilings_from_dict({**stored, "source": "reference"})
+    assert old.fp8_matmul_flop_per_s is None and old.to_frame().loc["FP8 matmul rate", "value"] is None
+    fp8 = dataclasses.replace(CEIL, fp8_matmul_flop_per_s=1.43e15)
+    again = ceilings_from_dict(json.loads(json.dumps(fp8.as_dict())))
+    assert again == fp8 and again.to_frame().loc["FP8 matmul rate", "value"] == pytest.approx(1430.0)
+    with pytest.raises(ValueError):
+        ceilings_from_dict({**CEIL.as_dict(), "fp8_matmul_flop_per_s": 0.0})
+
+
+def test_fp8_matmul_ceiling_is_not_measured_where_fp8_gemms_do_not_run() -> None:
+    assert not fp8_supported(torch.device("cpu"))
+    assert best_fp8_matmul_rate(torch.device("cpu"), repeats=1, warmup=0) is None
+    assert measure_ceilings("cpu").fp8_matmul_flop_per_s is None
 
 
 def test_ceilings_from_dict_rejects_bad_dicts() -> None:
