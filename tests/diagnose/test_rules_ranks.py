@@ -70,12 +70,14 @@ def _reference(name: str):
 
 def test_reference_straggler_run_names_the_waiting_rank():
     # rank 1 sleeps 20 ms before each step (summary.json: straggler rank 1): rank 0 spins in its all-reduces
-    found, ctx = run_rules(_reference("h200x2_ddp_straggler"))
+    run = _reference("h200x2_ddp_straggler")
+    found, ctx = run_rules(run)
     assert found["rule"].iloc[0] == "nccl_waiting"
     top = found.iloc[0]
     assert top["finding"].startswith("Rank 0 waits in NCCL for rank 1")
     assert 20_000 <= top["saving_upper_bound_us"] <= ctx.step_us
-    assert top["example"].startswith("ncclDevKernel_AllReduce")
+    assert top["example"].startswith("ncclDevKernel_AllReduce") and top["example"] in set(run.events["name"])
+    assert top["time_us"] <= ctx.step_us
 
 
 def test_reference_run_without_a_straggler_stays_quiet():
