@@ -37,7 +37,8 @@ def diagnose(trace_or_run: Trace | str | os.PathLike, rules: list | None = None)
     `trace_or_run`: a :class:`Trace`, a run of several ranks, or a path to either. Every
     rule of :mod:`helpers.diagnose` runs (or the given `rules`); a rule that cannot run on this trace
     is skipped and named in ``attrs["skipped"]`` with its error. Sorted by
-    ``saving_upper_bound_us`` (per step: the time the critical path would lose; see
+    ``saving_upper_bound_us`` (per step: the time the critical path would lose), then
+    ``saving_bytes`` (memory findings save no time: they rank after every finding that does; see
     :class:`Findings` for the columns). An empty table means no rule found anything.
     """
     return run_rules(as_trace(trace_or_run), rules)[0]
@@ -53,7 +54,8 @@ def run_rules(trace: Trace, rules: list | None = None) -> tuple[Findings, Contex
         except (ValueError, KeyError, IndexError, TypeError) as err:  # one odd trace must not hide the others
             skipped[rule.__name__] = f"{type(err).__name__}: {err}"
     table = pd.DataFrame(rows, columns=COLUMNS)
-    table = table.sort_values(["saving_upper_bound_us", "time_us"], ascending=False, kind="stable")
+    # time savings first; memory findings (no time saving) after them, largest bytes first
+    table = table.sort_values(["saving_upper_bound_us", "saving_bytes", "time_us"], ascending=False, kind="stable")
     out = Findings(table.reset_index(drop=True))
     out.attrs.update(
         trace=trace.info.describe(),

@@ -34,6 +34,7 @@ COLUMNS = [
     "pct_of_step",
     "example",
     "example_ts_us",
+    "saving_bytes",
 ]
 CONFIDENCE = ("high", "medium", "low")
 # Above this many events the critical path is walked over the last few steps only.
@@ -48,7 +49,9 @@ class Findings(pd.DataFrame):
     critical path would lose if it were fixed), ``saving_pct`` (of the step), ``confidence``,
     ``lesson`` (the notebook that teaches it), ``fix``, ``rule`` (the rule's name), ``events``,
     ``time_us`` (the evidence's own time, per step), ``pct_of_step``, ``example``,
-    ``example_ts_us`` (from the trace's start). ``attrs``: ``step_us``, ``steps``, ``trace``,
+    ``example_ts_us`` (from the trace's start), ``saving_bytes`` (memory findings: the most the fix
+    could take off the peak; 0 for the others). A memory finding saves no time
+    (``saving_upper_bound_us`` 0), so it ranks after every finding with a time saving. ``attrs``: ``step_us``, ``steps``, ``trace``,
     ``path_length_us``, ``skipped`` (rules that could not run, and why).
     """
 
@@ -199,8 +202,12 @@ class Context:
         lesson: str,
         fix: str,
         detail: str = "",
+        saving_bytes: float = 0.0,
     ) -> dict:
-        """One finding: `time_us` and `saving_us` are per step; the saving is capped at the step."""
+        """One finding: `time_us` and `saving_us` are per step; the saving is capped at the step.
+
+        `saving_bytes`: for a memory finding, the bytes the fix could take off the peak (its
+        evidence then names no time, only `detail`)."""
         assert confidence in CONFIDENCE
         rows = np.asarray(rows, dtype=np.int64)
         step = self.step_us if self.step_us > 0 else float("nan")
@@ -211,8 +218,13 @@ class Context:
             example, example_ts = str(self.ev["name"].iat[r]), float(self.ev["ts"].iat[r] - self.t0)
         saving = float(min(max(saving_us, 0.0), self.step_us))
         pct = 100.0 * time_us / step
+        head = (
+            f"{len(rows):,} events"
+            if saving_bytes > 0 and time_us == 0
+            else f"{len(rows):,} events, {time_us:,.1f} us per step ({pct:.1f} % of the {self.step_us:,.0f} us step)"
+        )
         evidence = (
-            f"{len(rows):,} events, {time_us:,.1f} us per step ({pct:.1f} % of the {self.step_us:,.0f} us step)"
+            head
             + (f"; {detail}" if detail else "")
             + (f"; e.g. {example[:80]} at {example_ts:,.1f} us" if example else "")
         )
@@ -230,6 +242,7 @@ class Context:
             "pct_of_step": pct,
             "example": example,
             "example_ts_us": example_ts,
+            "saving_bytes": float(max(saving_bytes, 0.0)),
         }
 
     @property

@@ -1,5 +1,5 @@
 """Rules about the host: a GPU waiting for the CPU, synchronisation, copies and the data loader,
-recompilations and graph breaks, the allocator. Each takes a :class:`~.findings.Context` and returns
+recompilations and graph breaks, the allocator and the memory peak. Each takes a :class:`~.findings.Context` and returns
 a list of findings (empty when the trace shows nothing wrong)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from helpers.trace.memory_view import BEFORE_TRACE, NO_OP, peak_memory_by_op
 from helpers.trace.overlap import idle_gaps
 
 from .findings import Context
@@ -21,6 +22,19 @@ SYNCING_OPS = {"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten
 ALLOCATOR_CALLS = {"cudaMalloc", "cudaFree", "hipMalloc", "hipFree", "cudaMallocHost", "cudaFreeHost", "cuMemAlloc_v2"}
 DATA_LOADER = ("enumerate(DataLoader)",)
 COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
+PEAK_SHARE = 0.5  # one operator's outputs hold at least this share of the peak: it dominates
+OPTIMIZER_OP = re.compile(r"optim|adam|sgd|lamb|lion|_foreach_|multi_tensor", re.IGNORECASE)
+MEMORY_FIX = {
+    "activations": "Recompute instead of storing: activation checkpointing (torch.utils.checkpoint) around the "
+    "blocks that hold them; a smaller micro-batch with gradient accumulation; fused kernels that save less "
+    "(SDPA instead of a materialised attention matrix)",
+    "outputs": "Run inference under torch.no_grad() or torch.inference_mode() so nothing is kept for a backward; "
+    "drop references to intermediates (del, reuse buffers, in-place ops) or use a smaller batch",
+    "optimizer state": "Keep optimizer state in lower precision (bf16 or 8-bit Adam), use a fused optimizer, or "
+    "shard the state across ranks (ZeroRedundancyOptimizer, FSDP)",
+    "gradients": "Free gradients early (zero_grad(set_to_none=True), optimizer-in-backward), or shard them (FSDP); "
+    "activation checkpointing also lowers what the backward holds",
+}
 
 
 def _gaps(ctx: Context):
@@ -210,4 +224,56 @@ def allocator(ctx: Context) -> list[dict]:
     ]
 
 
-RULES = [gpu_idle_cpu_bound, host_sync, copies, compile_events, allocator]
+def _memory_category(op: str, training: bool) -> str:
+    """What an operator's allocations live at the peak are, from its name and whether the step has a backward."""
+    if OPTIMIZER_OP.search(op):
+        return "optimizer state"
+    if "Backward" in op or op.startswith("autograd::"):
+        return "gradients"
+    return "activations" if training else "outputs"
+
+
+def peak_memory(ctx: Context) -> list[dict]:
+    """The peak of memory is dominated by one operator's outputs (needs a trace with ``[memory]`` events).
+
+    Saves no time: ``saving_upper_bound_us`` is 0 and ``saving_bytes`` is what that operator holds
+    at the peak (the most the fix could take off it)."""
+    memory = ctx.trace._tables.memory  # the loader's '[memory]' table; None without profile_memory=True
+    if memory is None or memory.empty:
+        return []
+    by_op = peak_memory_by_op(ctx.trace)
+    peak_mb = float(by_op.attrs["peak_mb"])
+    named = by_op[~by_op["op"].isin([BEFORE_TRACE, NO_OP])]
+    if peak_mb <= 0 or named.empty or float(named["share_of_peak"].iloc[0]) < PEAK_SHARE:
+        return []
+    top = named.iloc[0]
+    op, share = str(top["op"]), float(top["share_of_peak"])
+    names = ctx.ev["name"].to_numpy(dtype=object)
+    training = bool(np.any(ctx.ev["name"].str.contains("Backward", regex=False).to_numpy()))
+    category = _memory_category(op, training)
+    # the operator's calls that ran before the peak: those made the memory still held at it
+    peak_ts = ctx.t0 + float(by_op.attrs["peak_time_ms"]) * 1e3
+    host = ~ctx.ev["on_device"].to_numpy()
+    rows = np.flatnonzero(host & (names == op) & (ctx.ev["ts"].to_numpy() <= peak_ts + 1e-3))
+    detail = (
+        f"{100 * share:.0f} % of the {peak_mb:,.1f} MB peak on {by_op.attrs['device']} is held by {op}'s outputs "
+        f"at the peak ({top['live_mb']:,.1f} MB in {int(top['allocations']):,} allocations, {category}); peak at "
+        f"{float(by_op.attrs['peak_time_ms']):,.2f} ms"
+    )
+    return [
+        ctx.finding(
+            "peak_memory",
+            f"One operator dominates the memory peak: {op} ({category}) holds {100 * share:.0f} % of it",
+            rows,
+            0.0,
+            0.0,
+            "medium",
+            "08",
+            MEMORY_FIX[category],
+            detail,
+            saving_bytes=float(top["live_mb"]) * 1e6,
+        )
+    ]
+
+
+RULES = [gpu_idle_cpu_bound, host_sync, copies, compile_events, allocator, peak_memory]

@@ -1,10 +1,13 @@
-"""Rules about a run of several ranks (or one rank's NCCL work): exposed communication, a straggler rank."""
+"""Rules about a run of several ranks (or one rank's NCCL work): exposed communication, a straggler rank,
+a rank that waits in its collectives for another."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
-from helpers.trace.overlap import overlap
+from helpers.trace.collectives import collectives, compute_spans
+from helpers.trace.overlap import overlap, union
 from helpers.trace.ranks import MultiRankTrace
 
 from .findings import Context
@@ -68,4 +71,99 @@ def straggler(ctx: Context) -> list[dict]:
     ]
 
 
-RULES = [exposed_communication, straggler]
+def _covered(starts: np.ndarray, ends: np.ndarray, spans: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """For each interval [start, end): how much of it disjoint sorted `spans` cover (prefix sums, no loop)."""
+    s, e = spans
+    if not len(s):
+        return np.zeros(len(starts))
+    cum = np.concatenate([[0.0], np.cumsum(e - s)])
+
+    def below(x: np.ndarray) -> np.ndarray:  # length of the spans before x
+        i = np.searchsorted(s, x, side="right") - 1
+        inside = np.clip(x - s[np.maximum(i, 0)], 0.0, (e - s)[np.maximum(i, 0)])
+        return np.where(i >= 0, cum[np.maximum(i, 0)] + inside, 0.0)
+
+    return below(ends) - below(starts)
+
+
+def collective_waits(trace: MultiRankTrace) -> pd.DataFrame:
+    """Each NCCL collective matched across ranks, with the time its rank waited in it for the last to arrive.
+
+    Every rank runs a group's collectives in the same order, so the n-th collective of one kind and
+    size in a step is the same operation on every rank; it ends at about the same time everywhere, so
+    the rank that arrived last runs it shortest, and ``wait_us`` (its duration minus the shortest
+    one's) is how long this rank spun in it: clock-free. ``exposed_wait_us``: of that wait, the
+    time no compute kernel of the rank ran (its GPU did nothing else). ``waited_for``: the last
+    rank to arrive. Collectives not seen on every rank are left out.
+    """
+    c = collectives(trace)
+    c = c[(c["where"] == "GPU kernel") & (c["step"] >= 0)].copy()
+    c["size"] = c["bytes"].fillna(-1.0)
+    key = ["step", "collective", "size"]
+    c["nth"] = c.groupby(["rank", *key]).cumcount()
+    group = c.groupby([*key, "nth"])
+    c = c[group["rank"].transform("nunique") == len(trace.ranks)].copy()
+    group = c.groupby([*key, "nth"])
+    c["wait_us"] = c["duration_us"] - group["duration_us"].transform("min")
+    c["waited_for"] = c.loc[group["duration_us"].transform("idxmin"), "rank"].to_numpy()
+    compute, _ = compute_spans(trace)
+    c["exposed_wait_us"] = 0.0
+    for rank, rows in c.groupby("rank").groups.items():
+        mine = compute[compute["rank"] == rank]
+        spans = union(mine["start_us"].to_numpy(dtype=float), mine["end_us"].to_numpy(dtype=float))
+        start = c.loc[rows, "start_us"].to_numpy(dtype=float)
+        wait = c.loc[rows, "wait_us"].to_numpy(dtype=float)
+        c.loc[rows, "exposed_wait_us"] = wait - _covered(start, start + wait, spans)
+    return c.drop(columns=["size"]).reset_index(drop=True)
+
+
+def nccl_waiting(ctx: Context) -> list[dict]:
+    """A rank's collectives start long before its peers': it spins in NCCL, its GPU idle, waiting for another rank."""
+    trace = ctx.trace
+    if not isinstance(trace, MultiRankTrace) or len(trace.ranks) < 2:
+        return []
+    try:
+        waits = collective_waits(trace)
+    except ValueError:  # no collective or no profiler step: nothing to match
+        return []
+    if waits.empty:
+        return []
+    per_step = waits.groupby(["rank", "step"])[["wait_us", "exposed_wait_us"]].sum()
+    typical = per_step.groupby("rank")["exposed_wait_us"].median()
+    waiter = int(typical.idxmax())
+    if typical[waiter] < 0.05 * ctx.step_us:
+        return []
+    mine = waits[(waits["rank"] == waiter) & (waits["wait_us"] > 0)]
+    weight = mine.groupby("waited_for")["exposed_wait_us"].sum()
+    waited_for = int(weight.idxmax())
+    steps = per_step.loc[waiter]
+    ev = ctx.ev
+    device = np.flatnonzero(ev["on_device"].to_numpy() & (ev["rank"].to_numpy() == waiter))
+    at = np.round(ev["ts"].to_numpy()[device] - ctx.t0, 3)
+    rows = device[np.isin(at, np.round(mine["start_us"].to_numpy(), 3))]
+    exposed = float(steps["exposed_wait_us"].mean())
+    share = float(weight[waited_for] / max(weight.sum(), 1e-9))
+    listed = ", ".join(f"{v:,.0f}" for v in steps["exposed_wait_us"].to_numpy()[:6])
+    detail = (
+        f"rank {waiter} waited in {len(mine):,} collectives for rank {waited_for} (last to arrive in "
+        f"{100 * share:.0f} % of that wait); its GPU idle {exposed:,.0f} us per step while it waited "
+        f"(per step: {listed} us)"
+    )
+    return [
+        ctx.finding(
+            "nccl_waiting",
+            f"Rank {waiter} waits in NCCL for rank {waited_for}: its collectives start long before rank {waited_for}'s",
+            rows,
+            float(steps["wait_us"].mean()),
+            exposed,
+            "high" if share > 0.8 else "medium",
+            "09",
+            f"Find what delays rank {waited_for} before its collectives (its own trace: data loading, host work, a "
+            "sleep or a slower GPU, a larger share of the batch) and balance the work; the waiting rank gains "
+            "nothing from being faster",
+            detail,
+        )
+    ]
+
+
+RULES = [exposed_communication, straggler, nccl_waiting]

@@ -59,6 +59,14 @@ class Kineto:
         return self.x(kind, "cuda_sync", ts, dur, pid=0, tid=stream, correlation=corr, stream=stream, device=0,
                       cuda_sync_kind=kind, **args)  # fmt: skip
 
+    def memory(self, ts: float, nbytes: int, addr: int, total: int, device_type: int = 1, device: int = 0) -> dict:
+        """A ``[memory]`` instant event (profile_memory=True): an allocation (`nbytes` > 0) or a free."""
+        e = {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "ts": ts, "pid": PID, "tid": TID,
+             "args": {"Total Reserved": total, "Total Allocated": total, "Bytes": nbytes, "Device Id": device,
+                      "Device Type": device_type, "Addr": addr}}  # fmt: skip
+        self.events.append(e)
+        return e
+
     def write(self, path: Path, **doc) -> Path:
         path.write_text(json.dumps({"traceEvents": self.events, **doc}))
         return path
