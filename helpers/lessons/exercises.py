@@ -68,7 +68,11 @@ class Tie:
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether ``a`` was faster than ``b`` over repeated rounds, or a tie when their ranges overlap."""
+    """Whether ``a`` was faster than ``b`` over repeated rounds, or a tie when their spreads overlap.
+
+    A spread is the middle half of the rounds (first to third quartile): one round slowed by another
+    program on the machine widens a min-max range until everything ties, but barely moves the quartiles.
+    """
 
     a_median: float
     b_median: float
@@ -81,20 +85,20 @@ class Verdict:
 
     @property
     def a_faster(self) -> bool | Tie:
-        """True or False when the ranges are apart; a :class:`Tie` saying why when they overlap."""
+        """True or False when the spreads are apart; a :class:`Tie` saying why when they overlap."""
         if self.tie:
-            return Tie(f"{self.describe()}: the ranges overlap, so the difference is inside the noise of this machine")
+            return Tie(f"{self.describe()}: the spreads overlap, so the difference is inside the noise of this machine")
         return self.a_median < self.b_median
 
     def describe(self, unit: str = "us") -> str:
         def one(m: float, r: tuple[float, float]) -> str:
-            return f"{m:.3g} {unit} (range {r[0]:.3g}-{r[1]:.3g})"
+            return f"{m:.3g} {unit} (middle half of the rounds {r[0]:.3g}-{r[1]:.3g})"
 
         return f"median {one(self.a_median, self.a_range)} against {one(self.b_median, self.b_range)}"
 
 
 def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:
-    """Median and range of two sets of repeated timings (at least 3 rounds each, finite)."""
+    """Median and spread (first to third quartile) of two sets of repeated timings (at least 3 rounds each, finite)."""
     for label, rounds in (("a", a), ("b", b)):
         values = list(rounds)
         if len(values) < 3:
@@ -102,7 +106,12 @@ def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:
         if not all(isinstance(v, Number) and math.isfinite(float(v)) for v in values):
             raise ValueError(f"{label}: every round must be a finite number, got {values!r}")
     fa, fb = [float(v) for v in a], [float(v) for v in b]
-    return Verdict(statistics.median(fa), statistics.median(fb), (min(fa), max(fa)), (min(fb), max(fb)))
+    return Verdict(statistics.median(fa), statistics.median(fb), _middle_half(fa), _middle_half(fb))
+
+
+def _middle_half(values: list[float]) -> tuple[float, float]:
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q3
 
 
 @dataclass(frozen=True)

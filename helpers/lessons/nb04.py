@@ -148,7 +148,7 @@ def rounds_frame(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> pd.
 
 
 def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> bool | Tie:
-    """Whether the first of two variants is faster: True or False when their ranges are apart, else a Tie.
+    """Whether the first of two variants is faster: True or False when the middle halves of their rounds are apart, else a Tie.
 
     A recording that kept one number per variant (fewer than 3 rounds) cannot show its spread: a tie.
     """
@@ -163,7 +163,7 @@ def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> 
     verdict = compare_rounds(ra, rb)
     if verdict.tie:
         return Tie(
-            f"{a} against {b}: {verdict.describe(unit)}. Too close to call here: the ranges of the rounds overlap, so "
+            f"{a} against {b}: {verdict.describe(unit)}. Too close to call here: the middle halves of the rounds overlap, so "
             "the difference is inside this machine's noise"
         )
     return verdict.a_median < verdict.b_median

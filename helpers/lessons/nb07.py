@@ -287,11 +287,14 @@ def timing_rounds(fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats
 
 
 def faster_of(rounds: Mapping[str, Sequence[float]]) -> str | Tie:
-    """The name of the two whose rounds are faster, or a :class:`Tie` when their ranges overlap."""
+    """The name of the two whose rounds are faster, or a :class:`Tie` when the middle halves of their rounds overlap."""
     (a, ra), (b, rb) = rounds.items()
     verdict = compare_rounds(ra, rb)
     if verdict.tie:
-        return Tie(f"{a} against {b}: {verdict.describe('ms')}: the ranges overlap, inside this machine's noise", str)
+        return Tie(
+            f"{a} against {b}: {verdict.describe('ms')}: the middle halves of the rounds overlap, inside this machine's noise",
+            str,
+        )
     return a if verdict.a_faster else b
 
 
@@ -305,7 +308,7 @@ WINDOW_ALIASES = {
 def check_faster_window(answer: object, rounds: Mapping[str, Sequence[float]], details: Mapping) -> Feedback:
     """The sliding-window race: the learner's ``"sdpa"`` or ``"flex"`` (or their long names) against the rounds.
 
-    A tie (the two ranges overlap) accepts either name.
+    A tie (the middle halves of the rounds overlap) accepts either name.
     """
     if isinstance(answer, str):
         key = " ".join(answer.strip().lower().split())
