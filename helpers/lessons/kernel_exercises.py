@@ -81,7 +81,7 @@ def check_geglu_kernel(
         "compute gelu_tanh(g) * u, store it with the mask"
     )
     if fn is None or fn is Ellipsis:
-        return check(name, None, EXPECTED, hint=hint)
+        return check(name, None, EXPECTED, hint=hint, source="reference")
     if not callable(fn):
         raise TypeError(
             f"pass your launcher function, e.g. my_geglu (a callable fn(gate, up, out)), got {type(fn).__name__}"
@@ -112,6 +112,7 @@ def check_geglu_kernel(
                 name,
                 f"your kernel raised {type(err).__name__}: {msg}",
                 EXPECTED,
+                source="reference",
                 explain=f"on {where}. Read the error, fix the kernel cell, run it and this cell again.",
             )
         overrun = [n for n, g in (("out", out_guard), ("gate", gate_guard), ("up", up_guard)) if not _intact(g, n)]
@@ -120,17 +121,19 @@ def check_geglu_kernel(
                 name,
                 f"your kernel writes past the end of {' and '.join(overrun)}",
                 EXPECTED,
+                source="reference",
                 explain=f"on {where}: the last block runs past the end; mask the store (tl.store(..., mask=mask)).",
             )
         written = ~torch.isnan(out)
         if not bool(written.any()):
-            return check(name, None, EXPECTED, hint=f"your kernel wrote nothing yet. {hint}")
+            return check(name, None, EXPECTED, hint=f"your kernel wrote nothing yet. {hint}", source="reference")
         if not bool(written.all()):
             missing = int((~written).sum())
             return check(
                 name,
                 f"{missing} of {out.numel()} elements left unwritten",
                 EXPECTED,
+                source="reference",
                 explain=f"on {where}: every element must be stored; check the offsets, the mask and the grid.",
             )
         changed = [
@@ -141,6 +144,7 @@ def check_geglu_kernel(
                 name,
                 f"your kernel changed its input {' and '.join(changed)}",
                 EXPECTED,
+                source="reference",
                 explain=f"on {where}: a GeGLU kernel only reads gate and up and stores into out.",
             )
         err = relative_error(out, ref)
@@ -150,6 +154,7 @@ def check_geglu_kernel(
                 name,
                 f"relative error {err:.1e} on {where}",
                 EXPECTED,
+                source="reference",
                 explain=f"the limit is {tol:.0e}. Check the formula: gelu_tanh(g) = g * sigmoid(2z), "
                 f"2z = 1.5957691216057308 * (g + 0.044715 * g**3), then multiply by u.",
             )
@@ -157,6 +162,7 @@ def check_geglu_kernel(
         name,
         EXPECTED,
         EXPECTED,
+        source="reference",
         explain=f"largest relative error {worst:.1e} (limit {tol:.0e}) on {len(shapes)} shapes, "
         f"{str(dtype).removeprefix('torch.')}, {'GPU' if device.type == 'cuda' else 'Triton CPU interpreter'}.",
     )
