@@ -119,13 +119,27 @@ class Exercise:
     """One question of a lesson: its title, why the answer is what it is, and a hint.
 
     ``explain`` may hold ``{name}`` fields filled from the ``details`` a check passes (numbers that
-    are only known once the cell has measured them).
+    are only known once the cell has measured them). ``source``, for the feedback's wording: the expected
+    value is ``"measured"``, ``"computed"`` (arithmetic over known sizes) or from a ``"reference"``.
     """
 
     title: str
     explain: str = ""
     hint: str = ""
     rel_tol: float = 0.0
+    source: str = "measured"
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {list(SOURCES)}, got {self.source!r}")
+
+
+# source of an expected value -> (who agrees when right, what a wrong answer misses, the old check()'s words)
+SOURCES = {
+    "measured": ("the measurement agrees", "the measurement", "the profile measured"),
+    "computed": ("the computation agrees", "the computed value", "the computation gives"),
+    "reference": ("the reference agrees", "the reference", "the reference gives"),
+}
 
 
 def _is_missing(answer: Any) -> bool:
@@ -282,15 +296,16 @@ class Exercises:
             else:
                 equal, reason = _same(answer, expected, tol)
             if equal:
-                fb = Feedback(ex.title, RIGHT, f"the measurement agrees: {_show(expected)}. {explain}".strip())
+                fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {_show(expected)}. {explain}".strip())
             else:
                 within = f" (within {tol:.0%})" if tol else ""
                 why = f" ({reason})" if reason else ""
                 hint = f" Hint: {ex.hint}" if ex.hint else ""
+                target = SOURCES[ex.source][1]
                 fb = Feedback(
                     ex.title,
                     WRONG,
-                    f"you said {_show(answer)}{why}; that does not match the measurement{within}. Think again, "
+                    f"you said {_show(answer)}{why}; that does not match {target}{within}. Think again, "
                     f"then re-run this cell.{hint}",
                 )
         self.results[key] = Feedback(fb.name, fb.status, fb.message, answer, expected)
@@ -338,10 +353,21 @@ class Exercises:
 _SESSION: dict[str, Feedback] = {}
 
 
-def check(name: str, answer: Any, expected: Any, explain: str = "", rel_tol: float = 0.0, hint: str = "") -> Feedback:
-    """Old interface: a check whose texts stand in the notebook (being replaced by lesson books)."""
+def check(
+    name: str,
+    answer: Any,
+    expected: Any,
+    explain: str = "",
+    rel_tol: float = 0.0,
+    hint: str = "",
+    source: str = "measured",
+) -> Feedback:
+    """Old interface: a check whose texts stand in the notebook; ``source`` as in :class:`Exercise`."""
     if not isinstance(name, str) or not name:
         raise TypeError("check() needs a short exercise name as its first argument")
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {list(SOURCES)}, got {source!r}")
+    agrees = "the profile agrees" if source == "measured" else SOURCES[source][0]
     if not isinstance(rel_tol, (int, float)) or rel_tol < 0:
         raise ValueError(f"rel_tol must be a number >= 0, got {rel_tol!r}")
     if _is_missing(answer):
@@ -352,11 +378,11 @@ def check(name: str, answer: Any, expected: Any, explain: str = "", rel_tol: flo
     else:
         equal, reason = _same(answer, expected, rel_tol)
         if equal:
-            fb = Feedback(name, RIGHT, f"the profile agrees: {expected!r}. {explain}".strip(), answer, expected)
+            fb = Feedback(name, RIGHT, f"{agrees}: {expected!r}. {explain}".strip(), answer, expected)
         else:
             tol = f" (within {rel_tol:.0%})" if rel_tol else ""
             why = f"{reason}. " if reason else ""
-            msg = f"you said {answer!r}; the profile measured {expected!r}{tol}. {why}{explain}".strip()
+            msg = f"you said {answer!r}; {SOURCES[source][2]} {expected!r}{tol}. {why}{explain}".strip()
             fb = Feedback(name, WRONG, msg, answer, expected)
     _SESSION[name] = fb
     return fb

@@ -3,7 +3,8 @@
 The learner writes a launcher ``fn(gate, up, out)`` that fills ``out`` with ``gelu_tanh(gate) * up``
 through their Triton kernel. :func:`check_geglu_kernel` runs it on awkward shapes (sizes that are
 no multiple of any block) with ``out`` filled with NaN first, so that an element the kernel never
-writes is caught, and compares the result with :func:`helpers.geglu_reference` in float32.
+writes is caught; each tensor is followed by a guard region, so that an unmasked store past its end
+is reported rather than corrupting memory (in the CPU interpreter it would kill the Jupyter kernel); and compares the result with :func:`helpers.geglu_reference` in float32.
 It returns the same feedback as :func:`helpers.exercises.check` (right / wrong and why / not
 answered yet), never a traceback: a kernel that writes nothing at all (the skeleton of the
 learner copy) is "not answered yet".
@@ -35,6 +36,10 @@ GeGLULauncher = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object]
 CPU_SHAPES: tuple[tuple[int, int], ...] = ((37, 341), (3, 1000))
 GPU_SHAPES: tuple[tuple[int, int], ...] = ((1823, 781), (8192, 3072))
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 1e-2, torch.float16: 1e-2}
+# Elements of guard after each tensor, at least the largest BLOCK a launcher uses: an unmasked
+# store lands there instead of in someone else's memory (in the interpreter: a corrupted heap).
+GUARD = 64 * 1024
+GUARD_INPUT = 7.0  # what the input guards hold; the output guard holds NaN
 
 
 def kernel_device() -> torch.device:
@@ -49,6 +54,15 @@ def _inputs(
     gate = (torch.randn(shape, generator=g) * 2).to(device, dtype)
     up = torch.randn(shape, generator=g).to(device, dtype)
     return gate, up
+
+
+def _guarded(t: torch.Tensor, fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """A contiguous copy of `t` as a view into a larger buffer, and the guard that follows it, filled with `fill`."""
+    buf = torch.empty(t.numel() + GUARD, dtype=t.dtype, device=t.device)
+    buf[t.numel() :].fill_(fill)
+    view = buf[: t.numel()].view(t.shape)
+    view.copy_(t)
+    return view, buf[t.numel() :]
 
 
 def check_geglu_kernel(
@@ -67,7 +81,7 @@ def check_geglu_kernel(
         "compute gelu_tanh(g) * u, store it with the mask"
     )
     if fn is None or fn is Ellipsis:
-        return check(name, None, EXPECTED, hint=hint)
+        return check(name, None, EXPECTED, hint=hint, source="reference")
     if not callable(fn):
         raise TypeError(
             f"pass your launcher function, e.g. my_geglu (a callable fn(gate, up, out)), got {type(fn).__name__}"
@@ -84,8 +98,9 @@ def check_geglu_kernel(
         gate, up = _inputs(shape, dtype, device, seed=i)
         # the reference first, from copies: a kernel that rewrites its inputs cannot move the target
         ref = geglu_reference(gate.float().clone(), up.float().clone())
-        given = (gate.clone(), up.clone())
-        out = torch.full(shape, float("nan"), dtype=dtype, device=device)
+        (gate_in, gate_guard), (up_in, up_guard) = _guarded(gate, GUARD_INPUT), _guarded(up, GUARD_INPUT)
+        given = (gate_in, up_in)
+        out, out_guard = _guarded(torch.full(shape, float("nan"), dtype=dtype, device=device), float("nan"))
         where = f"a [{shape[0]}, {shape[1]}] {str(dtype).removeprefix('torch.')} input"
         try:
             fn(*given, out)
@@ -97,17 +112,28 @@ def check_geglu_kernel(
                 name,
                 f"your kernel raised {type(err).__name__}: {msg}",
                 EXPECTED,
+                source="reference",
                 explain=f"on {where}. Read the error, fix the kernel cell, run it and this cell again.",
+            )
+        overrun = [n for n, g in (("out", out_guard), ("gate", gate_guard), ("up", up_guard)) if not _intact(g, n)]
+        if overrun:
+            return check(
+                name,
+                f"your kernel writes past the end of {' and '.join(overrun)}",
+                EXPECTED,
+                source="reference",
+                explain=f"on {where}: the last block runs past the end; mask the store (tl.store(..., mask=mask)).",
             )
         written = ~torch.isnan(out)
         if not bool(written.any()):
-            return check(name, None, EXPECTED, hint=f"your kernel wrote nothing yet. {hint}")
+            return check(name, None, EXPECTED, hint=f"your kernel wrote nothing yet. {hint}", source="reference")
         if not bool(written.all()):
             missing = int((~written).sum())
             return check(
                 name,
                 f"{missing} of {out.numel()} elements left unwritten",
                 EXPECTED,
+                source="reference",
                 explain=f"on {where}: every element must be stored; check the offsets, the mask and the grid.",
             )
         changed = [
@@ -118,6 +144,7 @@ def check_geglu_kernel(
                 name,
                 f"your kernel changed its input {' and '.join(changed)}",
                 EXPECTED,
+                source="reference",
                 explain=f"on {where}: a GeGLU kernel only reads gate and up and stores into out.",
             )
         err = relative_error(out, ref)
@@ -127,6 +154,7 @@ def check_geglu_kernel(
                 name,
                 f"relative error {err:.1e} on {where}",
                 EXPECTED,
+                source="reference",
                 explain=f"the limit is {tol:.0e}. Check the formula: gelu_tanh(g) = g * sigmoid(2z), "
                 f"2z = 1.5957691216057308 * (g + 0.044715 * g**3), then multiply by u.",
             )
@@ -134,9 +162,14 @@ def check_geglu_kernel(
         name,
         EXPECTED,
         EXPECTED,
+        source="reference",
         explain=f"largest relative error {worst:.1e} (limit {tol:.0e}) on {len(shapes)} shapes, "
         f"{str(dtype).removeprefix('torch.')}, {'GPU' if device.type == 'cuda' else 'Triton CPU interpreter'}.",
     )
+
+
+def _intact(guard: torch.Tensor, name: str) -> bool:
+    return bool(torch.isnan(guard).all()) if name == "out" else bool((guard == GUARD_INPUT).all())
 
 
 def time_geglu_kernel(

@@ -39,6 +39,7 @@ EXERCISES = Exercises(
     geglu_kernel=Exercise(
         "kernel 1: GeGLU in Triton",
         hint="Load gate and up with the mask (as float32), compute gelu_tanh(g) * u, store it with the mask.",
+        source="reference",
     ),
     bytes_saved=Exercise(
         "bytes kernel 2 does not move",
@@ -46,6 +47,7 @@ EXERCISES = Exercises(
         "{tensor_mb:.0f} MB; and one GEMM reads x once where two GEMMs read it twice.",
         hint="Which [tokens, hidden] tensors can stay in registers? Each of them was written once and read once.",
         rel_tol=0.01,
+        source="computed",
     ),
     predicted_speedup=Exercise(
         "predicted speed-up of kernel 2's plan",
@@ -54,6 +56,7 @@ EXERCISES = Exercises(
         hint="Floor of a plan = sum of its kernels' floors. The GEMMs cost FLOPs / matmul rate; the GeGLU bytes / "
         "bandwidth.",
         rel_tol=0.01,
+        source="computed",
     ),
     fused_kernels_per_forward=Exercise(
         "kernels per forward, course-fused",
@@ -71,6 +74,7 @@ EXERCISES = Exercises(
         "tiles of the gate GEMM at M=128",
         explain="ceil(128 / 256) x ceil(3072 / 128) = 1 x 24: only 24 of the SMs get a tile.",
         hint="Tiles = ceil(rows / tile rows) x ceil(columns / tile columns).",
+        source="computed",
     ),
     kept=Exercise(
         "[tokens, hidden] tensors kept for the backward",
