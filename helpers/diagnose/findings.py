@@ -226,7 +226,7 @@ class Context:
         evidence = (
             head
             + (f"; {detail}" if detail else "")
-            + (f"; e.g. {example[:80]} at {example_ts:,.1f} us" if example else "")
+            + (f"; e.g. {example[:80]}, starting {example_ts:,.1f} us into the trace" if example else "")
         )
         return {
             "finding": finding,

@@ -37,12 +37,12 @@ EXERCISES = Exercises(
         "the costliest planted problem",
         explain="The diagnosis ranks findings by the time the critical path would lose, not by how alarming a line "
         "of code looks. {why}",
-        hint="Count what each problem adds per step: one .item(), two copies, or hundreds of small operators?",
+        hint="Count what each problem adds per step: one .item(), two copies, or over a thousand small operators?",
     ),
     profiled_slower=Exercise(
         "the profiler slows the step",
         explain="Every operator the profiler records costs it a few microseconds of bookkeeping: a step made of "
-        "hundreds of small operators takes {ratio:.1f} times as long profiled as unprofiled.",
+        "{ops:,.0f} small operators takes {ratio:.1f} times as long profiled as unprofiled.",
         hint="What does the profiler do at the start and end of every operator?",
     ),
     first_saving=Exercise(
@@ -112,6 +112,18 @@ def profiled_step_us(trace: Trace) -> list[float]:
     if marks.empty:
         raise ValueError(f"{trace.info.describe()} has no ProfilerStep marks: profile with helpers.profile(steps=...)")
     return [float(d) for d in marks["dur"]]
+
+
+def operators_per_step(trace: Trace) -> float:
+    """How many operators (``cpu_op`` events, nested ones included) each profiler step of a trace ran, on average."""
+    check_trace(trace)
+    ev = trace.events
+    marks = ev[(~ev["on_device"]) & ev["name"].str.startswith(STEP_PREFIX)]
+    if marks.empty:
+        raise ValueError(f"{trace.info.describe()} has no ProfilerStep marks: profile with helpers.profile(steps=...)")
+    ops = ev[(ev["cat"] == "cpu_op").to_numpy()]["ts"].to_numpy()
+    inside = [((ops >= t) & (ops <= t + d)).sum() for t, d in zip(marks["ts"], marks["dur"])]
+    return float(statistics.mean(inside))
 
 
 def rounds_frame(rounds: Mapping[str, Sequence[float]]) -> pd.DataFrame:

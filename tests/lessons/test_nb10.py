@@ -46,10 +46,10 @@ def test_profiled_against_unprofiled_is_a_tie_when_the_ranges_overlap():
     tie = nb10.profiled_is_slower([2400, 6450, 6500], [6400, 6500, 6600])
     assert isinstance(tie, nb10.Tie)
     for answer in (True, False):  # both accepted, and the rounds shown
-        fb = nb10.check("profiled_slower", answer, tie, details={"ratio": 2.5})
+        fb = nb10.check("profiled_slower", answer, tie, details={"ratio": 2.5, "ops": 3000})
         assert fb.ok and "middle half" in fb.message
-    assert nb10.check("profiled_slower", True, True, details={"ratio": 2.5}).status == "right"
-    assert nb10.check("profiled_slower", False, True, details={"ratio": 2.5}).status == "wrong"
+    assert nb10.check("profiled_slower", True, True, details={"ratio": 2.5, "ops": 3000}).status == "right"
+    assert nb10.check("profiled_slower", False, True, details={"ratio": 2.5, "ops": 3000}).status == "wrong"
     with pytest.raises(ValueError, match="at least 3 rounds"):
         nb10.profiled_is_slower([1.0], [2.0, 3.0, 4.0])
 
@@ -79,6 +79,7 @@ def test_the_planted_loop_and_its_diagnosis():
         0.5 * found.set_index("rule").loc["unfused_optimizer", "saving_upper_bound_us"]
     )
     assert len(nb10.profiled_step_us(trace)) == 3
+    assert nb10.operators_per_step(trace) > 1000  # the step is made of many small operators
     with pytest.raises(ValueError, match="problem must be one of"):
         nb10.predicted_saving(found, "dataloader", 1.0)
     with pytest.raises(ValueError, match="unknown problems"):
@@ -117,7 +118,7 @@ def test_the_open_exercise_profiles_the_learners_step():
 
 
 def test_every_explanation_formats_with_its_details():
-    details = {"why": "x", "ratio": 2.0}
+    details = {"why": "x", "ratio": 2.0, "ops": 3000}
     for key, ex in nb10.EXERCISES.book.items():
         ex.explain.format(**details)
         assert ex.hint, key
