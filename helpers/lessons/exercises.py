@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import html
 import math
-import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Number
 from typing import Any
 
 import pandas as pd
+
+from .rounds import Tie, Verdict, compare_rounds  # noqa: F401  (lessons import them from here too)
 
 RIGHT, WRONG, MISSING, TIE = "right", "wrong", "not answered yet", "too close to call"
 _COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", TIE: "#d1ecf1"}
@@ -53,65 +54,6 @@ class Feedback:
             f'padding:8px 12px;border-radius:6px;margin:4px 0"><b>{html.escape(self.name)}: {self.status}</b>'
             f"<br>{html.escape(self.message)}</div>"
         )
-
-
-@dataclass(frozen=True)
-class Tie:
-    """An expected value that the measurement cannot settle: every answer of the right type is accepted.
-
-    ``why`` says what was measured (the two medians and their spreads), so the learner sees the noise.
-    """
-
-    why: str
-    kind: type = bool
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Whether ``a`` was faster than ``b`` over repeated rounds, or a tie when their spreads overlap.
-
-    A spread is the middle half of the rounds (first to third quartile): one round slowed by another
-    program on the machine widens a min-max range until everything ties, but barely moves the quartiles.
-    """
-
-    a_median: float
-    b_median: float
-    a_range: tuple[float, float]
-    b_range: tuple[float, float]
-
-    @property
-    def tie(self) -> bool:
-        return not (self.a_range[1] < self.b_range[0] or self.b_range[1] < self.a_range[0])
-
-    @property
-    def a_faster(self) -> bool | Tie:
-        """True or False when the spreads are apart; a :class:`Tie` saying why when they overlap."""
-        if self.tie:
-            return Tie(f"{self.describe()}: the spreads overlap, so the difference is inside the noise of this machine")
-        return self.a_median < self.b_median
-
-    def describe(self, unit: str = "us") -> str:
-        def one(m: float, r: tuple[float, float]) -> str:
-            return f"{m:.3g} {unit} (middle half of the rounds {r[0]:.3g}-{r[1]:.3g})"
-
-        return f"median {one(self.a_median, self.a_range)} against {one(self.b_median, self.b_range)}"
-
-
-def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:
-    """Median and spread (first to third quartile) of two sets of repeated timings (at least 3 rounds each, finite)."""
-    for label, rounds in (("a", a), ("b", b)):
-        values = list(rounds)
-        if len(values) < 3:
-            raise ValueError(f"{label}: need at least 3 rounds to know the spread, got {len(values)}")
-        if not all(isinstance(v, Number) and math.isfinite(float(v)) for v in values):
-            raise ValueError(f"{label}: every round must be a finite number, got {values!r}")
-    fa, fb = [float(v) for v in a], [float(v) for v in b]
-    return Verdict(statistics.median(fa), statistics.median(fb), _middle_half(fa), _middle_half(fb))
-
-
-def _middle_half(values: list[float]) -> tuple[float, float]:
-    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, q3
 
 
 @dataclass(frozen=True)
