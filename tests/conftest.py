@@ -23,3 +23,16 @@ def mlp_trace() -> helpers.trace.Trace:
     """A live CPU profile of the GeGLU MLP at a small shape."""
     built = helpers.workloads.geglu_mlp("cpu", shape=helpers.MLPShape(batch=2, seq=16, dim=64, hidden=128))
     return helpers.profile(built.fn, *built.inputs, steps=2, label="mlp")
+
+
+@pytest.fixture(scope="session")
+def learner_copies(tmp_path_factory):
+    """Fresh learner copies of every lesson, made once per test process as a learner gets them
+    (``scripts/make_learner_copies.py``); the answer-hiding tests of every lesson read them."""
+    from make_learner_copies import make_learner_copies
+
+    from helpers.paths import NOTEBOOKS_DIR
+
+    dest = tmp_path_factory.mktemp("learner")
+    make_learner_copies(NOTEBOOKS_DIR, dest=dest, fresh=True)
+    return dest

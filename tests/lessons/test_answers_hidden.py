@@ -12,8 +12,6 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -45,11 +43,8 @@ def _lesson(number: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("learner")
-    script = ROOT / "scripts" / "make_learner_copies.py"
-    subprocess.run([sys.executable, str(script), "--dest", str(dest), "--fresh"], check=True, capture_output=True)
-    return dest
+def copies(learner_copies) -> Path:
+    return learner_copies
 
 
 def _flat(text: str) -> str:

@@ -15,7 +15,7 @@ import string
 
 import nbformat
 import pytest
-from make_learner_copies import SOLUTION_TAG, make_learner_copies
+from make_learner_copies import SOLUTION_TAG
 
 from helpers.paths import NOTEBOOKS_DIR
 
@@ -23,10 +23,8 @@ LESSONS = ("04_torch_compile", "05_hand_tuned_kernels", "06_writing_fused_kernel
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("learner")
-    make_learner_copies(NOTEBOOKS_DIR, dest)
-    return {name: nbformat.read(dest / f"{name}.ipynb", as_version=4) for name in LESSONS}
+def copies(learner_copies):
+    return {name: nbformat.read(learner_copies / f"{name}.ipynb", as_version=4) for name in LESSONS}
 
 
 def _literal_assignments(source: str) -> dict[str, object]:

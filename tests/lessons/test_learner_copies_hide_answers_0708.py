@@ -10,8 +10,6 @@ show what a guess asks about come after that guess.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -25,11 +23,8 @@ LESSONS = {"07_attention.ipynb": nb07, "08_whole_model.ipynb": nb08}
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("learner")
-    script = ROOT / "scripts" / "make_learner_copies.py"
-    subprocess.run([sys.executable, str(script), "--dest", str(dest), "--fresh"], check=True, capture_output=True)
-    return dest
+def copies(learner_copies) -> Path:
+    return learner_copies
 
 
 def _flat(text: str) -> str:
