@@ -136,6 +136,99 @@ def case_conv(device, dtype, quick):
     return helpers.profile(step, x, grad=True, label="conv")
 
 
+class _Moe(torch.nn.Module):
+    """A top-k routed mixture of GeGLU experts: router, tokens sorted by expert, two GEMMs per expert, weighted sum.
+
+    ``grouped=True`` runs each projection of every expert as one ``torch._grouped_mm`` (what MoE libraries
+    do); ``grouped=False`` loops over the experts with one GEMM each (the plain way, one sync for the sizes).
+    """
+
+    def __init__(self, dim: int, hidden: int, experts: int, top_k: int, grouped: bool) -> None:
+        super().__init__()
+        self.top_k, self.grouped = top_k, grouped
+        self.router = torch.nn.Linear(dim, experts, bias=False)
+        # [experts, out, in], as nn.Linear stores a weight; the GEMMs read them transposed
+        self.gate_up = torch.nn.Parameter(torch.randn(experts, 2 * hidden, dim) * dim**-0.5)
+        self.down = torch.nn.Parameter(torch.randn(experts, dim, hidden) * hidden**-0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        probs = self.router(x).softmax(dim=-1)
+        weights, chosen = torch.topk(probs, self.top_k, dim=-1)
+        order = torch.argsort(chosen.flatten(), stable=True)
+        token = order // self.top_k
+        counts = torch.bincount(chosen.flatten(), minlength=self.gate_up.shape[0])
+        xs = x[token]
+        if self.grouped:
+            offs = counts.cumsum(0).to(torch.int32)
+            g, u = torch._grouped_mm(xs, self.gate_up.transpose(-2, -1), offs=offs).chunk(2, dim=-1)
+            ys = torch._grouped_mm(F.gelu(g, approximate="tanh") * u, self.down.transpose(-2, -1), offs=offs)
+        else:
+            parts, start = [], 0
+            for e, n in enumerate(counts.tolist()):
+                g, u = (xs[start : start + n] @ self.gate_up[e].t()).chunk(2, dim=-1)
+                parts.append((F.gelu(g, approximate="tanh") * u) @ self.down[e].t())
+                start += n
+            ys = torch.cat(parts)
+        ys = ys * weights.flatten()[order, None].to(ys.dtype)
+        return torch.zeros_like(x).index_add_(0, token, ys)
+
+
+def _moe_case(grouped: bool, compiled: bool = False):
+    def run(device, dtype, quick):
+        dim, hidden, experts, tokens = (64, 128, 4, 256) if quick else (2048, 1408, 16, 8192)
+        moe = _Moe(dim, hidden, experts, top_k=2, grouped=grouped).to(device, dtype)
+        x = torch.randn(tokens, dim, device=device, dtype=dtype, requires_grad=True)
+        fn = torch.compile(moe) if compiled else moe
+
+        def step(x):
+            fn(x).float().square().mean().backward()
+
+        label = f"moe_{'grouped' if grouped else 'loop'}{'_compiled' if compiled else ''}"
+        return helpers.profile(step, x, grad=True, warmup=3 if compiled else 2, label=label)
+
+    return run
+
+
+def case_fp8_scaled_mm(device, dtype, quick):
+    """e4m3 GEMMs by ``torch._scaled_mm``: one scale per tensor, then one per row and column."""
+    m, n, k = (64, 128, 64) if quick else (8192, 8192, 8192)
+    e4m3 = torch.float8_e4m3fn
+    a = torch.randn(m, k, device=device).to(e4m3)
+    b = torch.randn(n, k, device=device).to(e4m3).t()  # column-major, as _scaled_mm requires
+    one = torch.ones((), device=device)
+    rows, cols = torch.ones(m, 1, device=device), torch.ones(1, n, device=device)
+
+    def step(a):
+        torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        try:  # row-wise scales need a GPU that has them
+            torch._scaled_mm(a, b, scale_a=rows, scale_b=cols, out_dtype=torch.bfloat16)
+        except RuntimeError:
+            pass
+
+    return helpers.profile(step, a, label="fp8_scaled_mm")
+
+
+def case_graph_capture_profiled(device, dtype, quick):
+    """The GeGLU MLP captured into a CUDA graph while the profiler runs, then replayed: one trace holds both."""
+    model = _Mlp(256 if quick else 768, 1024 if quick else 3072).to(device, dtype)
+    static = torch.randn(512 if quick else 8192, model.gate.in_features, device=device, dtype=dtype)
+    with torch.no_grad():
+        for _ in range(3):
+            model(static)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
+            with torch.cuda.graph(graph):
+                model(static)
+            for _ in range(3):
+                graph.replay()
+            torch.cuda.synchronize()
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"graph_capture_{os.getpid()}.json"
+    prof.export_chrome_trace(str(path))
+    return helpers.load_trace(path)
+
+
 def _ddp_worker(rank: int, world: int, port: int, out: str, quick: bool) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
@@ -166,6 +259,13 @@ def case_ddp(device, dtype, quick, out: Path):
     return [out / "ddp_rank0.json.gz", out / "ddp_rank1.json.gz"]
 
 
+def _gemm_rates(trace: helpers.trace.Trace) -> list[dict[str, Any]]:
+    """Achieved TFLOP/s of each GEMM-like operator (FP8 and grouped ones included), as helpers reads them."""
+    table = helpers.trace.achieved_flops(trace)
+    cols = ["op", "dtype", "input_shapes", "calls", "gflop_per_call", "us_per_call", "tflops", "kernels"]
+    return table.loc[table["family"] == "gemm", cols].round(4).to_dict(orient="records")
+
+
 def analyse(trace: helpers.trace.Trace) -> dict[str, Any]:
     """What helpers reads in one trace: coverage, unknown names, launch calls vs graph launches."""
     k = trace.kernels(allow_empty=True)
@@ -191,6 +291,7 @@ def analyse(trace: helpers.trace.Trace) -> dict[str, Any]:
         "launch_calls": int(items.loc[items["launch_row"] >= 0, "launch_row"].nunique()),
         "graph_kernels": int(k["graph"].sum()),
         "graph_launch_calls": int((k["launch_call"].fillna("").str.contains("GraphLaunch")).sum()),
+        "gemm_rates": _gemm_rates(trace),
         "notes": trace.notes,
     }
 
@@ -216,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         "sdpa_math": _sdpa_case("MATH"),
         "flex_attention": case_flex_attention,
         "conv": case_conv,
+        "moe_grouped": _moe_case(grouped=True),
+        "moe_loop": _moe_case(grouped=False),
+        "moe_grouped_compiled": _moe_case(grouped=True, compiled=True),
+        "fp8_scaled_mm": case_fp8_scaled_mm,
+        "graph_capture_profiled": case_graph_capture_profiled,
     }
     gpu_only = {
         "cuda_graph",
@@ -224,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         "sdpa_efficient",
         "sdpa_cudnn",
         "flex_attention",
+        "graph_capture_profiled",
     }
     results: dict[str, Any] = {}
     for name, case in cases.items():

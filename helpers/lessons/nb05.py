@@ -69,7 +69,7 @@ def geglu_step_spread(traces: Mapping[str, Trace]) -> pd.DataFrame:
         kernels = trace.kernels()
         if kernels.empty:
             raise ValueError(f"{label}: the trace has no kernels (a CPU profile?): its GeGLU time is not a kernel's")
-        work = kernels[[kernel_role(n) in POINTWISE_ROLES for n in kernels["name"]]]
+        work = kernels[kernels["name"].map(kernel_role).isin(POINTWISE_ROLES)]
         if work.empty:
             raise ValueError(f"{label}: no GeGLU kernel found among {kernels['name'].nunique()} kernel names")
         per_step = work.groupby("step")["duration_us"].sum()

@@ -38,7 +38,11 @@ def busiest_op(trace: Trace, under: str | None = None) -> str:
     else:
         per_call = op_call_times(trace)
         score = per_call.set_index("name")["self_median_us"]
-    score = score[[n.startswith("aten::") and computes(n) and aten_family(n) != "copy" for n in score.index]]
+    score = score[
+        score.index.map(lambda n: n.startswith("aten::") and computes(n) and aten_family(n) != "copy").to_numpy(
+            dtype=bool
+        )
+    ]
     if names is not None:
         score = score[score.index.isin(names)]
     if score.empty or not (score > 0).any():

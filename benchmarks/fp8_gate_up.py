@@ -1,0 +1,91 @@
+"""The FP8 gate+up path against the course's bf16 fused gate+up kernel: rate and error, side by side.
+
+    python -m benchmarks fp8-gate-up --out benchmarks/results/h200_fp8_gate_up.json   # on a GPU (~1 min)
+
+For each shape (M tokens, dim -> hidden), the GeGLU of the gate+up product computed four ways:
+
+- ``bf16_fused``: the course's fused gate+up GEMM with the GeGLU in its epilogue (one Triton kernel);
+- ``fp8``: the whole FP8 path of ``helpers.kernels.fp8_gate_up`` (quantize x per row, e4m3
+  ``torch._scaled_mm`` with row scales, bf16 out, the course's GeGLU kernel);
+- ``fp8_gemm``: its e4m3 GEMM alone, inputs already quantized (what the tensor cores do);
+- ``bf16_gemm``: cuBLAS's bf16 GEMM of the same product (no GeGLU), the reference rate.
+
+Times are GPU times from ``triton.testing.do_bench`` (median, the L2 flushed between calls);
+rates count the gate+up product's 2*M*dim*2*hidden FLOPs. Errors are relative (Frobenius) against
+float32 arithmetic on the same bf16 inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from helpers.measure.device import provenance
+
+from .common import log, write_json
+
+SHAPES = ((8192, 768, 3072), (4096, 4096, 14336), (16384, 2048, 8192))
+
+
+def _rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((out.float() - ref).norm() / ref.norm())
+
+
+def measure_shape(m: int, dim: int, hidden: int) -> dict[str, Any]:
+    """Times (us), rates (TFLOP/s) and errors of the four ways at one shape."""
+    from triton.testing import do_bench
+
+    from helpers.kernels.fp8_gate_up import fp8_gate_up_geglu, quantize_rows
+    from helpers.kernels.gate_up import gate_up_geglu, pack_gate_up
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(m, dim, device="cuda", generator=gen).to(torch.bfloat16)
+    wg = (torch.randn(hidden, dim, device="cuda", generator=gen) * dim**-0.5).to(torch.bfloat16)
+    wu = (torch.randn(hidden, dim, device="cuda", generator=gen) * dim**-0.5).to(torch.bfloat16)
+    packed = pack_gate_up(wg, wu)
+    both = torch.cat([wg, wu])
+    w_values, w_scales = quantize_rows(both)
+    x_values, x_scales = quantize_rows(x)
+    ref = torch.nn.functional.gelu(x.float() @ wg.float().t(), approximate="tanh") * (x.float() @ wu.float().t())
+
+    ways = {
+        "bf16_fused": lambda: gate_up_geglu(x, packed),
+        "fp8": lambda: fp8_gate_up_geglu(x, w_values, w_scales),
+        "fp8_gemm": lambda: torch._scaled_mm(
+            x_values, w_values.t(), scale_a=x_scales, scale_b=w_scales.reshape(1, -1), out_dtype=torch.bfloat16
+        ),
+        "bf16_gemm": lambda: x @ both.t(),
+    }
+    flops = 2 * m * dim * 2 * hidden
+    row: dict[str, Any] = {"m": m, "dim": dim, "hidden": hidden, "gflop": flops / 1e9}
+    for name, fn in ways.items():
+        fn()  # compile / pick the algorithm outside the timing
+        us = do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3
+        row[f"{name}_us"] = round(us, 2)
+        row[f"{name}_tflops"] = round(flops / (us * 1e6), 1)
+    row["fp8_error"] = _rel_error(ways["fp8"](), ref)
+    row["bf16_fused_error"] = _rel_error(ways["bf16_fused"](), ref)
+    row["fp8_over_bf16_fused"] = round(row["bf16_fused_us"] / row["fp8_us"], 3)
+    row["fp8_gemm_over_bf16_fused"] = round(row["bf16_fused_us"] / row["fp8_gemm_us"], 3)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="the JSON to write")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
+        parser.error("the FP8 path needs an NVIDIA GPU of compute capability 8.9 or newer")
+    rows = []
+    for m, dim, hidden in SHAPES:
+        log(f"M={m} {dim}->{hidden} ...")
+        rows.append(measure_shape(m, dim, hidden))
+        log(str(rows[-1]))
+    write_json(
+        args.out, {"provenance": provenance(torch.device("cuda"), "python -m benchmarks fp8-gate-up"), "rows": rows}
+    )
+    log(f"wrote {args.out}")
+    return 0
