@@ -37,8 +37,9 @@ The rule: never show a guess as fact.
 * Modules, one per group of libraries: `nvidia_gemm` (cuBLAS nvjet, CUTLASS), `cublas` (cuBLAS's
   other kernels), `cudnn`, `communication` (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`,
   `aten`, `extensions` (FBGEMM, CUB, Apex, Transformer Engine), `libraries` (memcpy/memset, Liger,
-  names a project registers for its own kernels), `tokens` and `inference` (the reading from words,
-  dtype, architecture, scale layout).
+  names a project registers for its own kernels), `tokens` and `inference` (the reading from words:
+  the function's own name first, then its namespaces, then its template arguments), `dtypes`
+  (dtype, architecture, scale layout).
 
 Names no library claims: the reading from words
 -----------------------------------------------
@@ -51,8 +52,9 @@ dtype is FP8, a norm with a fused quantization a norm, `topkGatingSoftmax` MoE r
 `dispatch`/`combine` communication only beside an expert-parallel word. The family (and `op`,
 `fused_ops`) is always in `inferred`. Names that speak of experts or routing are read this way
 before the ATen and FBGEMM readers; a library kernel whose reader knew no job gets its family from
-words (inferred); GEMM, attention, quantize and MoE kernels, and every reading from words, get the
-`dtype`, `arch` (sm80 ... sm120, gfx90a/gfx942/gfx950) and scale fields a name writes, inferred.
+words (inferred); every kernel of a known family gets the `dtype` and `arch` (sm80 ... sm120,
+gfx90a/gfx942/gfx950) a name writes, and low-precision GEMM, quantize and MoE kernels its scale
+fields, inferred (NCCL's reader reads its own type field and is left as it is).
 Decodings are cached per distinct name (callers get a copy); only the first `READ_CHARS`
 characters of a name are read (the summary says so when a name is longer).
 

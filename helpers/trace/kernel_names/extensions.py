@@ -42,6 +42,18 @@ _FBGEMM = (
         "index preparation for an embedding lookup",
     ),
     (
+        r"^(?:lxu_cache|lru_cache|direct_mapped_lxu|linear_cache|emulate_cache_miss)\w*",
+        "embedding",
+        "embedding_cache",
+        "the software cache in front of an embedding table (FBGEMM's LXU/LRU cache lookups and updates)",
+    ),
+    (
+        r"^jagged\w*_elementwise\w*",
+        "elementwise",
+        "jagged_elementwise",
+        "an elementwise operation between a jagged and a dense tensor",
+    ),
+    (
         r"^(?:permute|recat|_permute|to_dense|jagged|dense_to_jagged)\w*",
         "copy",
         "permute",

@@ -11,7 +11,8 @@ import re
 from typing import Any
 
 from .common import namespaces
-from .tokens import gated_ops, infer_family, name_words, read_arch, read_scale_layout, read_types
+from .dtypes import read_arch, read_scale_layout, read_types
+from .tokens import gated_ops, infer_family, name_words
 
 # Namespaces that name a project (a fact, unlike the family read from words)
 _ANONYMOUS = (
@@ -100,20 +101,20 @@ def fill_family(text: str, fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# families whose dtype and architecture matter for a roofline: read them from the name when the
-# library's own reader did not
-_ENRICHED = ("gemm", "attention", "quantize", "moe-routing")
+# Readers that read the type field of their names themselves and leave it out on purpose (NCCL's
+# send/receive kernels carry a placeholder type): nothing is added to theirs
+_OWN_TYPES = ("nccl",)
 
 
 def enrich(text: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Add `dtype`, `arch`, `scale_dtype` and `scale_layout` a name writes, when a decoding lacks them.
 
-    Only for the families where they matter (and for every reading from words); each key added is
-    listed in `inferred`. An existing key is never changed.
+    `dtype` and `arch` for every known family (a norm or an embedding lookup in bf16 moves half the
+    bytes of one in fp32); the scale fields for low-precision products, quantizers and MoE kernels.
+    Each key added is listed in `inferred`. An existing key is never changed.
     """
     family = fields.get("family")
-    from_words = "family" in fields.get("inferred", [])
-    if family in (None, "unknown") or not (from_words or family in _ENRICHED):
+    if family in (None, "unknown") or fields.get("source") in _OWN_TYPES:
         return fields
     added: dict[str, Any] = {}
     dtype, scale = read_types(text)

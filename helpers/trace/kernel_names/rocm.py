@@ -83,7 +83,7 @@ _WORD_FAMILIES = (
     (r"fmha|(?<![a-z])mha|gemm_softmax_gemm|attention|paged_attn|(?<![a-z])pa_|mla_", "attention"),
     (r"conv", "convolution"),
     (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", "communication"),
-    (r"moe_?align|moe_?sort|topk_?softmax|moe_?sum|moe_?routing|biased_?grouped_?topk", "moe-routing"),
+    (r"moe_?align|moe_?sort|topk_?softmax|moe_?sum|moe_?routing|grouped_?topk", "moe-routing"),
     (r"gemm|moe|(?<![a-z])mm_|(?<![a-z])wv_splitk|gemv", "gemm"),
     (r"rmsnorm|layernorm|layer_norm|rms_norm|groupnorm|batchnorm|norm2d", "normalization"),
     (r"softmax", "softmax"),

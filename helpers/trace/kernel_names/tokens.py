@@ -93,6 +93,21 @@ def name_words(text: str) -> tuple[str, str]:
     return flat_words(qual), flat_words(rest)
 
 
+@lru_cache(maxsize=16)
+def function_words(text: str) -> str:
+    """The words of the function's own name, without its namespaces ('deep_gemm::transpose_fp32' -> '_transpose_fp32_').
+
+    The most specific words a name has: a namespace names a project (``deep_gemm``, ``fbgemm_gpu``),
+    not the job of each of its kernels.
+    """
+    mangled = mangled_words(text)
+    if mangled is not None:
+        # _ZN<namespace><function>...: the second identifier; a plain _Z<function>: the first
+        return flat_words(mangled[1] if text.startswith("_ZN") and len(mangled) > 1 else mangled[0] if mangled else "")
+    qual, _ = split_signature(text)
+    return flat_words(qual.rsplit("::", 1)[-1] if qual else text)
+
+
 # (family, op or None, pattern, unless pattern or None, what the words mean): first match wins.
 _CONTEXT_EP = r"deep_?ep|deepep|ep|intranode|internode|low_?latency|nvshmem|rdma|nvl|a_?2_?a|moe|experts?"
 FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | None, str], ...] = (
@@ -117,8 +132,9 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "gemm",
         None,
         _w(
-            rf"{T}*gemm{T}*|gemv{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma|umma|mma"
-            rf"|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)"
+            rf"(?!fbgemm){T}*gemm(?!a){T}*|gemv{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
+            rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
+            rf"|machete{T}*"
         ),
         None,
         "matrix-product words (gemm, gemv, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
@@ -132,11 +148,23 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "block-scaled (a low-precision tensor-core product), unless the name says it only quantizes",
     ),
     (
+        "moe-routing",
+        None,
+        _w(
+            rf"(?:get_)?dispatch_?layout|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:permute|unpermute|reorder)_)"
+            r"|grouped_?topk|group_(?:\w+_)?topk"
+        ),
+        None,
+        "MoE token layout and permutation beside an expert-parallel word (DeepEP's get_dispatch_layout, "
+        "deepep_permute), group-limited expert top-k (grouped_topk)",
+    ),
+    (
         "communication",
         None,
         _w(
             r"all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|all_?to_?all|alltoall"
             rf"|all_?2_?all|send_?recv|sendrecv|nccl{T}*|rccl{T}*|nvshmem{T}*|multimem{T}*|deep_?ep|pplx{T}*"
+            r"|symmetric_?memory|symm_?mem"
             rf"|(?:dispatch|combine)(?=_(?:\w+_)?(?:{_CONTEXT_EP})_)|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:dispatch|combine)_)"
         ),
         None,
@@ -163,6 +191,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         _w(
             rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"
+            r"|(?:into|to)_u?e8m0|(?:fp|f)_?[468]_to_(?:bf_?16|fp_?16|f16|fp_?32|f32|half|float)"
         ),
         None,
         "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8)",
@@ -196,14 +225,18 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "elementwise",
         "optimizer",
-        _w(rf"{T}*adam{T}*|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd"),
+        _w(rf"{T}*adam{T}*|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd|optimizer{T}*|optim"),
         None,
         "an optimizer step (adam, sgd, lamb ...): elementwise over the parameters",
     ),
+    ("elementwise", None, _w(rf"sub_?mean|submean{T}*"), None, "subtracting a mean (centering), not computing it"),
     (
         "reduction",
         None,
-        _w(rf"{T}*reduce{T}*|reduction|sum|mean|amax|amin|argmax|argmin|cross_?entropy|loss|scan|cumsum|prefix_?sum"),
+        _w(
+            rf"{T}*reduce{T}*|reduction|sum|mean|amax|amin|argmax|argmin|cross_?entropy|loss|scan|cumsum|prefix_?sum"
+            rf"|kl_?div{T}*|kldiv{T}*"
+        ),
         None,
         "reductions (reduce, sum, mean, amax, argmax, scan, cross entropy)",
     ),
@@ -221,7 +254,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "copy",
         None,
         _w(
-            rf"copy|memcpy|transpose|permute|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
+            rf"copy|memcpy|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
             r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks"
         ),
         None,
@@ -235,7 +268,7 @@ _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|
 def infer_family(text: str) -> tuple[str, str | None, str] | None:
     """(family, op, what the words meant) from a name's words, or None when no rule matches."""
     own, rest = name_words(text)
-    for words in (own, rest):
+    for words in (function_words(text), own, rest):
         for family, op, pattern, unless, what in FAMILY_RULES:
             if pattern.search(words) and not (unless is not None and unless.search(words)):
                 if op == "optimizer":
@@ -255,105 +288,3 @@ def gated_ops(text: str) -> list[str]:
     if re.search(r"quant", own):
         ops.append("quantize")
     return ops
-
-
-# --------------------------------------------------------------------------- dtype, arch, scales
-# Element types in the order of preference when a name holds several: the narrowest first (an FP8
-# GEMM with a bf16 output is an FP8 GEMM). Long spellings are found inside a chunk (``Avec16UE4M3``,
-# ``ue4m3xe2m1``); short ones (f16, s8, half) only as a whole chunk, where they cannot be part of
-# another word.
-_TYPES_IN_CHUNK = (
-    ("nvfp4", "nvfp4"),
-    ("mxfp4", "mxfp4"),
-    ("mxfp6", "mxfp6"),
-    ("mxfp8", "mxfp8"),
-    ("e2m1", "fp4_e2m1"),
-    ("float4", "fp4_e2m1"),
-    ("fp4", "fp4_e2m1"),
-    ("w4a16", "w4a16"),
-    ("w4a8", "w4a8"),
-    ("int4", "int4"),
-    ("e4m3", "fp8_e4m3"),
-    ("e5m2", "fp8_e5m2"),
-    ("float8", "fp8"),
-    ("fp8", "fp8"),
-    ("w8a8", "w8a8"),
-    ("w8a16", "w8a16"),
-    ("int8", "int8"),
-    ("bfloat16", "bf16"),
-    ("bf16", "bf16"),
-    ("float16", "fp16"),
-    ("fp16", "fp16"),
-    ("tf32", "tf32"),
-    ("fp32", "fp32"),
-)
-_TYPES_WHOLE = {"f8": "fp8", "s8": "int8", "i8": "int8", "s4": "int4", "f16": "fp16", "half": "fp16", "f32": "fp32"}
-_SCALES = ("ue8m0", "ue4m3", "e8m0")
-_TYPE_RE = re.compile("|".join((*_SCALES, *(t for t, _ in _TYPES_IN_CHUNK))))
-_RANK = {short: i for i, (_, short) in enumerate(_TYPES_IN_CHUNK)}
-_ARCH_RE = re.compile(r"(?<![a-z0-9])(?:sm_?(\d{2,3}[a-f]?)|(gfx\d{2,4}[a-z]?))(?![a-z0-9])")
-
-# Scale layouts of low-precision GEMMs and quantizers, as the names write them (first match wins).
-_SCALE_LAYOUTS = (
-    (r"block_?scaled|blockscaled|bstensorop|mxf8f6f4|mxf4|_a?vec_?(?:16|32)|_vs_?(?:16|32)_", "block-scaled"),
-    (r"_1_?d_?2_?d_|1d2d", "1d2d (per-token-group activations, per-block weights)"),
-    (r"_1_?d_?1_?d_|1d1d", "1d1d (per-token-group activations and weights)"),
-    (r"blockwise|block_?wise|per_?block", "blockwise"),
-    (r"per_?token_?group|token_?group", "per-token-group"),
-    (r"rowwise|row_?wise|per_?row", "rowwise"),
-    (r"per_?token", "per-token"),
-    (r"per_?channel|channelwise|channel_?wise", "per-channel"),
-    (r"per_?tensor|tensorwise|tensor_?wise", "per-tensor"),
-)
-
-
-# CUDA's vector types (int4 = four ints, float4 = four floats) share spellings with 4-bit types:
-# in template arguments and parameters (`int4*`) they are vector types, never read as dtypes.
-_VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("int", "uint", "float", "char", "uchar", "short", "half") for n in (2, 4))
-_WHOLE_RE = re.compile(r"(?<![a-z0-9])(?:" + "|".join(_TYPES_WHOLE) + r"|[a-z]*[24])(?![a-z0-9])")
-_TYPE_OF = dict(_TYPES_IN_CHUNK)
-
-
-def read_types(text: str) -> tuple[str | None, str | None]:
-    """(element dtype, block-scale dtype) written in a name, each None when the name says none."""
-    low = text.lower()
-    qual_end = len(split_signature(text)[0]) + (5 if low.startswith("void ") else 0)
-    vectors = {
-        m.start() for m in _WHOLE_RE.finditer(low, qual_end) if m.group(0) in _VECTOR_TYPES
-    }  # positions of `int4` and friends outside the function's own name
-    found: list[str] = []
-    scale = None
-    for m in _WHOLE_RE.finditer(low):
-        if m.group(0) in _TYPES_WHOLE:
-            found.append(_TYPES_WHOLE[m.group(0)])
-    for m in _TYPE_RE.finditer(low):
-        word = m.group(0)
-        if m.start() in vectors:
-            continue
-        if word in _SCALES:
-            scale = scale or ("ue8m0" if word == "e8m0" else word)
-        else:
-            found.append(_TYPE_OF[word])
-    if not found:
-        return None, scale
-    best = min(found, key=lambda s: _RANK.get(s, len(_RANK)))
-    if best == "fp8":  # prefer the exact FP8 format when the name also gives it
-        best = next((s for s in found if s.startswith("fp8_")), best)
-    return best, scale
-
-
-def read_arch(text: str) -> str | None:
-    """'sm90' / 'sm100a' / 'gfx942' when the name writes one (``sm_90``, ``Sm90``, ``nvjet_sm100_``)."""
-    m = _ARCH_RE.search(text.lower())
-    if m is None:
-        return None
-    return f"sm{m.group(1)}" if m.group(1) else m.group(2)
-
-
-def read_scale_layout(text: str) -> str | None:
-    """How a low-precision GEMM or quantizer scales its operands, when the name says (block-scaled, 1d2d ...)."""
-    words = "".join(name_words(text))
-    for pattern, layout in _SCALE_LAYOUTS:
-        if re.search(pattern, words):
-            return layout
-    return None

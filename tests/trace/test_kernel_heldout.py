@@ -1,0 +1,134 @@
+"""The decoder on public kernel names it was not written for, split before the rules were improved.
+
+tests/data/kernel_names_heldout.tsv: real kernel names from public repositories (DeepEP, DeepGEMM,
+CUTLASS, TensorRT-LLM, FlashInfer, vLLM, SGLang, FBGEMM, CUB, Composable Kernel, SageAttention, NCCL,
+Apex, Transformer Engine, Liger, torchao, bitsandbytes, xFormers ...), each with its family (``a|b``
+where two readings are both right), the dtype and architecture the name carries, and its source.
+A fixed hash of the name puts a third of them in the held-out part, decided before any rule changed;
+the rest is the training part the rules were improved on. tests/data/kernel_names_fresh.tsv was
+written later and never used to change a rule: it is held out whole.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+
+import pytest
+from support import DATA
+
+from helpers.trace.kernel_names import FAMILIES, decode_kernel
+
+# the keys a reading may add from words; each must be listed in `inferred`
+WORD_KEYS = ("family", "op", "fused_ops", "dtype", "arch", "scale_dtype", "scale_layout")
+# names whose job is not in their words at all (a Triton `_fwd_kernel`): no rule can read them
+NOT_IN_THE_WORDS = frozenset({"_fwd_kernel"})
+
+
+def _rows(file: str) -> list[dict]:
+    return list(csv.DictReader((DATA / file).open(encoding="utf-8"), delimiter="\t"))
+
+
+def held_out(name: str) -> bool:
+    """The fixed split: a third of the names, by a hash of the name (never by its result)."""
+    return int(hashlib.sha256(name.encode()).hexdigest(), 16) % 3 == 0
+
+
+ALL = _rows("kernel_names_heldout.tsv")
+TRAIN = [r for r in ALL if not held_out(r["name"])]
+HELD = [r for r in ALL if held_out(r["name"])]
+FRESH = _rows("kernel_names_fresh.tsv")
+
+
+def _right(row: dict) -> bool:
+    return decode_kernel(row["name"])["family"] in row["family"].split("|")
+
+
+def test_the_files_are_well_formed() -> None:
+    assert len(ALL) >= 150 and len(HELD) >= 50 and len(FRESH) >= 40
+    for row in ALL + FRESH:
+        assert all(f in FAMILIES and f != "unknown" for f in row["family"].split("|")), row
+        assert row["source"].strip(), row["name"]
+    names = [r["name"] for r in ALL + FRESH]
+    assert len(set(names)) == len(names)
+    public = {
+        r["name"] for r in csv.DictReader((DATA / "kernel_names_public.tsv").open(encoding="utf-8"), delimiter="\t")
+    }
+    assert not public & set(names)  # no name of the older training file is scored here
+
+
+@pytest.mark.parametrize("row", [r for r in TRAIN if r["name"] not in NOT_IN_THE_WORDS], ids=lambda r: r["name"][:60])
+def test_every_training_name_gets_its_family_dtype_and_arch(row: dict) -> None:
+    d = decode_kernel(row["name"])
+    assert d["family"] in row["family"].split("|"), (d["family"], d["summary"])
+    if row["dtype"]:
+        assert d.get("dtype") in row["dtype"].split("|"), d.get("dtype")
+    if row["arch"]:
+        assert d.get("arch") == row["arch"]
+
+
+def test_no_inferred_reading_is_shown_as_fact() -> None:
+    """A reading from words is in `inferred`; only a library reader's own fields are facts."""
+    for row in ALL + FRESH:
+        d = decode_kernel(row["name"])
+        assert set(d["inferred"]) <= set(d)
+        if d["source"] == "unknown" and d["family"] != "unknown":
+            assert "family" in d["inferred"], row["name"][:80]
+        for key in ("dtype", "arch", "scale_dtype", "scale_layout"):
+            if key in d and d["source"] in ("unknown",):
+                assert key in d["inferred"], (key, row["name"][:80])
+
+
+def test_held_out_scores(capsys) -> None:
+    """Scored, not studied: the hash-split part and the fresh file, by count of names."""
+    held = sum(map(_right, HELD)) / len(HELD)
+    fresh = sum(map(_right, FRESH)) / len(FRESH)
+    train = sum(map(_right, TRAIN)) / len(TRAIN)
+    with capsys.disabled():
+        print(f"\n  kernel families right: training {train:.1%} of {len(TRAIN)}, held-out {held:.1%} of {len(HELD)},")
+        print(f"  fresh held-out {fresh:.1%} of {len(FRESH)}")
+    assert fresh >= 0.95
+    assert held >= 0.85  # below the 95 % target: see the report of the change that added this test
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "fields"),
+    [
+        # RNG: `normal` is a distribution, not a normalization
+        ("normal_kernel", "elementwise", {}),
+        ("void mylib::normal_distribution_kernel<float>(float*)", "unknown", {}),
+        # `topk` is a selection, `top` alone is nothing
+        ("void mylib::topk_kernel<float>(float*)", "sort", {}),
+        ("top_level_kernel", "unknown", {}),
+        # gemv is a matrix product; Gemma is a model and FBGEMM a library name, neither a GEMM
+        ("my_gemv_kernel", "gemm", {}),
+        ("void mylib::GemmaRMSNormKernel<8u, __half>(__half*)", "normalization", {"dtype": "fp16"}),
+        ("void fbgemm_gpu::lxu_cache_lookup_kernel<long>(long*)", "embedding", {}),
+        ("void deep_gemm::transpose_fp32<128u>(float*)", "copy", {}),
+        # a stage count `_s4_` is not int4 when the name spells its types
+        ("gemm_Bfloat16_E4m3E4m3_Fp32_t128x128x128u2_s4_sm100a", "gemm", {"dtype": "fp8_e4m3", "arch": "sm100a"}),
+        # an architecture at a camelCase boundary; not inside a word
+        ("fmhaSm100aKernel_QkvE4m3OBfloat16", "attention", {"arch": "sm100a"}),
+        ("void mylib::asm90x_attn_kernel(int)", "attention", {}),
+        # the function's own type speaks before its output type
+        ("void mylib::qk_int8_gemm<__nv_bfloat16>(__nv_bfloat16*)", "gemm", {"dtype": "int8"}),
+        ("triton_f4_to_bf16_kernel", "quantize", {"dtype": "fp4_e2m1"}),
+        # MoE words around an expert-parallel exchange
+        ("void deep_ep::layout::get_dispatch_layout<256>(long*)", "moe-routing", {}),
+        ("deepep_permute_triton_kernel", "moe-routing", {}),
+        ("void mylib::grouped_topk_kernel<float>(float*)", "moe-routing", {}),
+        ("void c10d::symmetric_memory::barrier_kernel(unsigned int**)", "communication", {}),
+        ("void kOptimizer32bit2State<float, 0>(float*)", "elementwise", {}),
+        ("void mylib::marlin_kernel<256>(int4 const*)", "gemm", {}),
+    ],
+)
+def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:
+    d = decode_kernel(name)
+    assert d["family"] == family, d["summary"]
+    for key, value in fields.items():
+        assert d.get(key) == value and key in d["inferred"], (key, d.get(key), d["inferred"])
+    if family == "unknown":
+        assert "dtype" not in d and "arch" not in d
+    elif d["source"] == "unknown":
+        assert "family" in d["inferred"]
+    assert "arch" not in d or name != "void mylib::asm90x_attn_kernel(int)"
