@@ -78,9 +78,7 @@ def _scores(q, k, offs_m, offs_n, SEQ_Q, SEQ_K, MASK: tl.constexpr, CAUSAL: tl.c
     return s
 
 
-# ----------------------------------------------------------------------------------------------
 # Pointer kernel (portable; the interpreter runs it)
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -159,9 +157,7 @@ def _flash_attn_fwd_kernel(
     tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=(offs_m[:, None] < SEQ_Q) & (offs_d[None, :] < HEAD_DIM))
 
 
-# ----------------------------------------------------------------------------------------------
 # Hopper kernel: the same algorithm, tiles moved by the tensor memory accelerator (TMA)
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit

@@ -83,9 +83,7 @@ def unpack_gate_up(packed: torch.Tensor, group: int = 1) -> tuple[torch.Tensor, 
     return blocks[:, 0].reshape(-1, *rest), blocks[:, 1].reshape(-1, *rest)
 
 
-# ----------------------------------------------------------------------------------------------
 # Forward
-# ----------------------------------------------------------------------------------------------
 
 
 def _check_forward_args(x: object, w_packed: object, b_packed: object) -> None:

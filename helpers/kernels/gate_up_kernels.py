@@ -30,9 +30,7 @@ import triton.language as tl
 
 from .geglu_pointwise import _geglu_grads, _gelu_tanh_f32  # (its import fixes the Triton mode first)
 
-# ----------------------------------------------------------------------------------------------
 # Pieces shared by the forward and backward kernels
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -102,9 +100,7 @@ def _geglu_of_tile(acc, BLOCK_N: tl.constexpr, GROUP_ROWS: tl.constexpr):
     return _gelu_tanh_f32(gate) * up
 
 
-# ----------------------------------------------------------------------------------------------
 # Forward kernels
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -213,9 +209,7 @@ def _gate_up_geglu_kernel(
     tl.store(out_ptr + rm[:, None].to(tl.int64) * stride_om + co[None, :], h.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-# ----------------------------------------------------------------------------------------------
 # Backward kernels: dh = dy @ W_down with the GeGLU backward in the epilogue
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit

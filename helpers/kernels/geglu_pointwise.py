@@ -174,9 +174,7 @@ def _geglu_backward_kernel(
         tl.store(dup_ptr + r * stride_dup + c, dup, mask=mask)
 
 
-# ----------------------------------------------------------------------------------------------
 # Launcher
-# ----------------------------------------------------------------------------------------------
 
 
 def _next_pow2(n: int) -> int:
@@ -363,9 +361,7 @@ def geglu_backward(dout: torch.Tensor, gate: torch.Tensor, up: torch.Tensor) -> 
     return dgate, dup
 
 
-# ----------------------------------------------------------------------------------------------
 # Autograd Function
-# ----------------------------------------------------------------------------------------------
 
 
 class GeGLUFunction(torch.autograd.Function):

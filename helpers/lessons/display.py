@@ -34,9 +34,7 @@ CPU_PATH = (
 )
 
 
-# ---------------------------------------------------------------------------------------------
 # where am I
-# ---------------------------------------------------------------------------------------------
 
 
 def on_gpu() -> bool:
@@ -85,9 +83,7 @@ def environment_report() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item", "value"])
 
 
-# ---------------------------------------------------------------------------------------------
 # which trace is which
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -157,8 +153,6 @@ def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySid
             raise TypeError(f"titles must be strings, got {type(title).__name__}")
     return SideBySide(tuple(pairs))
 
-
-# ---------------------------------------------------------------------------------------------
 
 # The course's Triton functions a lesson shows, by name -> the module that defines them.
 _KERNEL_MODULES = (

@@ -50,9 +50,7 @@ def _guard_failures() -> list[str]:
     return [str(r) for reasons in list(guard_failures.values()) for r in reasons]
 
 
-# ---------------------------------------------------------------------------------------------
 # counting compiles
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -73,9 +73,7 @@ from .hub_pin import KernelPin, check_cached_kernel, check_installed, checked_ca
 from .hub_result import FAILED, NOT_TRIED, SKIPPED, USED, Attempt, KernelLoad, KernelLoadError
 from .model import MLPConfig, SimpleGeGLUMLP
 
-# ---------------------------------------------------------------------------------------------
 # checking a candidate layer
-# ---------------------------------------------------------------------------------------------
 
 _CHECK = MLPConfig(hidden_size=48, intermediate_size=80)  # not powers of two: masks get exercised
 
@@ -117,9 +115,7 @@ def check_layer(layer_class: type, device: str | torch.device = "cpu", atol: flo
     return err
 
 
-# ---------------------------------------------------------------------------------------------
 # the four sources
-# ---------------------------------------------------------------------------------------------
 
 
 class _Skip(Exception):

@@ -43,9 +43,7 @@ _NO_VARIANT = "Cannot find a build variant"
 _KERNELS_LOGGERS = ("kernels", "huggingface_hub")
 
 
-# ---------------------------------------------------------------------------------------------
 # where the Hub and the cache are
-# ---------------------------------------------------------------------------------------------
 
 
 def _env_true(name: str) -> bool:
@@ -161,9 +159,7 @@ def hub_status(timeout: float = 3.0, endpoint: str | None = None) -> HubStatus:
     return HubStatus(False, f"no answer from {url} within {timeout:g} s", url, seconds)
 
 
-# ---------------------------------------------------------------------------------------------
 # errors
-# ---------------------------------------------------------------------------------------------
 
 
 def explain_kernels_error(
@@ -243,9 +239,7 @@ def capture_library_warnings() -> Iterator[list[str]]:
             lg.propagate = propagate
 
 
-# ---------------------------------------------------------------------------------------------
 # a kernel repository on disk
-# ---------------------------------------------------------------------------------------------
 
 
 def describe_repository(path: str | os.PathLike = COURSE_KERNEL_REPO, backend: str | None = None) -> pd.DataFrame:
@@ -294,9 +288,7 @@ def describe_repository(path: str | os.PathLike = COURSE_KERNEL_REPO, backend: s
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------------------
 # the plain library call, for the lesson
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

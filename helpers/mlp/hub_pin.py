@@ -123,9 +123,7 @@ def _short(path: Path) -> str:
         return str(path)
 
 
-# ---------------------------------------------------------------------------------------------
 # trust checks
-# ---------------------------------------------------------------------------------------------
 
 
 def check_publisher(repo_id: str) -> str:
@@ -232,9 +230,7 @@ def check_installed(distribution: str) -> str:
     return f"{checked} Python files match the hashes pip recorded"
 
 
-# ---------------------------------------------------------------------------------------------
 # the cache, filled while online (a Space's build step)
-# ---------------------------------------------------------------------------------------------
 
 
 def prefetch(

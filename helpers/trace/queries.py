@@ -356,6 +356,3 @@ def op_input(trace: Trace, op: str) -> OpInput:
                 raise ValueError(f"{op}: unknown element type {types[i]!r} of input {i}")
             return OpInput(op, tuple(int(v) for v in d), found.torch_name, found.itemsize)
     raise ValueError(f"{op} has no tensor input with a recorded shape in {trace.info.describe()}")
-
-
-# ---------------------------------------------------------------------------------------------
