@@ -1,11 +1,5 @@
-"""What a lesson shows about where it runs, and panels side by side.
-
-Every function returns something a notebook displays (a DataFrame, an object with an HTML view);
-none of them prints.
-
-- :func:`on_gpu`, :func:`lesson_path`, :func:`environment_report`: hardware and versions, and which
-  path (GPU or CPU) the lessons take here (used by every notebook's first cells);
-- :func:`side_by_side`: a live profile next to a reference trace, each under its own title.
+"""What a lesson shows about where it runs, and panels side by side. Every function returns something a
+notebook displays; none prints.
 """
 
 from __future__ import annotations

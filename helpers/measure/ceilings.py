@@ -1,20 +1,9 @@
 """The ceilings of a device (memory roof, matmul rate), measured one way, with provenance.
 
-A kernel time means little alone. Divide the bytes it must move by the best bandwidth the device
-reaches, and the FLOPs it must do by the best matmul rate: the larger quotient is the *floor*
-(:mod:`helpers.measure.roofline`).
-
-* :func:`measure_ceilings` measures both on this machine, once per process per device: large
-  device copies (bytes read + written), sums (read) and fills (written), the memory roof being the
-  fastest of the three, and large matmuls, medians of timed runs after warm-ups
-  (:mod:`helpers.measure.timing`).
-* ``helpers.trace.registry.register_reference_ceilings``: ceilings recorded on another machine (the course registers
-  its H200 set), so a CPU-only learner can judge a recorded trace against the hardware it was
-  recorded on. A recorded reference, not a live measurement, and it says so (``source == "reference"``).
-
-One way everywhere: medians of timed runs after warm-ups (CUDA events on a GPU). A ceiling is a
-measurement, not the datasheet: a kernel measured faster than its floor means the ceiling is
-wrong (re-measure it), and tests/measure/test_ceilings.py fails when a shipped percentage does.
+Dividing a kernel's bytes and FLOPs by these gives its floor (:mod:`helpers.measure.roofline`).
+:func:`measure_ceilings` measures them here (medians of timed runs after warm-ups); a reference set
+recorded on another machine lets a CPU-only learner judge a recorded trace. A kernel faster than its
+floor means the ceiling is wrong.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """How many graphs ``torch.compile`` compiles, and why: count them, with torch's own counter inside.
 
-- :class:`CompileCounter`: a backend that records every graph Dynamo hands over (its input shapes,
-  symbols marking dynamic sizes), built on ``torch._dynamo.testing.CompileCounterWithBackend``
-  where this torch has it, then compiles with the real backend.
-- :func:`shape_sweep`: call a compiled model on a sequence of inputs and *count* the graphs
-  compiled at each call, with Dynamo's reason for each recompile (the guard that failed) and
-  Inductor's cache hits; the count is checked against Dynamo's own counter.
-
-torch's own tools say the same in their words: ``TORCH_LOGS="recompiles,graph_breaks"`` (or
-``torch._logging.set_logs(recompiles=True, graph_breaks=True)``) logs each recompile and graph
-break as it happens, and ``torch._dynamo.explain(fn)(*inputs)`` lists graphs and breaks. Notebook
-04 shows them first. Private torch internals used here are read behind guards (torch 2.5-2.13).
+:func:`shape_sweep` counts the graphs compiled at each call with Dynamo's reason for each recompile,
+checked against Dynamo's own counter. Private torch internals are read behind guards (torch 2.5-2.13).
 """
 
 from __future__ import annotations

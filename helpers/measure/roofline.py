@@ -1,10 +1,5 @@
 """Bytes, FLOPs, floors and achieved rates: how close a kernel gets to what the device can do.
 
-* :func:`gemm_flops`, :func:`gemm_bytes`, :func:`elementwise_bytes`: what a kernel must do and move;
-* :func:`achieved`: a measured duration against the floor those imply on given ceilings;
-* :func:`roofline_frame`, :func:`roofline_figure`: several kernels or variants on one roofline;
-* :func:`tile_waves`: how a GEMM's output splits into tiles and the tiles into waves of SMs.
-
 Units: bytes, FLOPs, microseconds in; TB/s and TFLOP/s (10**12) in the tables.
 """
 

@@ -1,12 +1,4 @@
-"""The Hub, its cache and the ``kernels`` library's own errors, in plain words (notebook 05).
-
-- :func:`hub_status`: does the Hub answer (a short probe that never hangs)?
-- :func:`offline_mode`, :func:`cache_dir`, :func:`cached_versions`: the local cache that offline
-  loads read (:func:`helpers.mlp.hub_pin.prefetch` fills it while online: the Space's build step);
-- :func:`explain_kernels_error`: what the library's misleading errors mean;
-- :func:`raw_get_kernel`: the plain library call a learner writes, with a timeout;
-- :func:`describe_repository`: the build variants of a kernel repository on disk.
-"""
+"""The Hub, its cache and the ``kernels`` library's own errors, in plain words (notebook 05)."""
 
 from __future__ import annotations
 
