@@ -173,13 +173,9 @@ def _cdiv(a: int, b: int) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def _pick_blocks(M: int, N: int) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, num_warps) for an [M, N] problem.
-
-    Compiled: 1024 elements per program and 4 warps, i.e. 8 elements per thread (one 16-byte
-    vector of bf16 per input): the fastest block shape on the H200 at the blog's shape, within
-    noise of the copy floor. Rows narrower than 1024 get a taller tile of the same size, so
-    lanes are not wasted on masked columns.
-    Interpreter: few, large programs, since each program costs Python overhead there.
+    """(BLOCK_M, BLOCK_N, num_warps) for an [M, N] problem: compiled, 1024 elements per program in 4
+    warps (one 16-byte vector per thread and input), taller tiles for narrow rows; in the interpreter few
+    large programs, since each costs Python overhead there.
     """
     n_pow2 = _next_pow2(N)
     if triton_mode() == "interpreter":

@@ -81,14 +81,9 @@ def _torch_counter(backend: str) -> Any | None:
 class CompileCounter:
     """A ``torch.compile`` backend that records every graph it is given, then compiles it with `backend`.
 
-    ``torch.compile(model, backend=CompileCounter("inductor"))`` compiles exactly as
-    ``torch.compile(model)`` does; ``counter.graphs`` lists what was compiled. Dynamo decides when
-    to compile (guards, dynamic shapes); the backend only decides how long each compile takes, so
-    ``CompileCounter("eager")`` counts the same graphs in a fraction of the time.
-
-    Built on torch's own ``torch._dynamo.testing.CompileCounterWithBackend`` where this torch has
-    it (``frame_count``, ``op_count`` come from it); what this class adds is each graph's input
-    shapes, with the symbols that mark a dynamic size.
+    Dynamo decides when to compile; the backend only how long it takes, so ``CompileCounter("eager")``
+    counts the same graphs fast. Built on torch's ``CompileCounterWithBackend`` where it exists; adds each
+    graph's input shapes with the symbols that mark a dynamic size.
     """
 
     def __init__(self, backend: str = "inductor") -> None:

@@ -221,14 +221,9 @@ def prefetch(
 ) -> Path:
     """Download the pinned Hub kernel into the cache so that offline loads work later; returns the snapshot.
 
-    With an exact pin (`revision`, or the lock file: :func:`helpers.mlp.hub_pin.kernel_pin`) the
-    library downloads that commit itself (``kernels.install_kernel``, the Python side of
-    ``kernels download``), after checking the publisher on the Hub. Without one, the branch
-    ``v<version>`` is downloaded by name (``revision="v<version>"``), which writes
-    ``refs/v<version>`` in the cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1``
-    resolves the version through that file, and the library's own downloads (by commit) write no
-    such ref. Only the build variant this machine would load is fetched, unless `all_variants`.
-    Needs network.
+    With an exact pin the library downloads that commit itself; without one the branch ``v<version>`` is
+    downloaded by name, which writes the ``refs/v<version>`` an offline ``get_kernel(version=N)`` resolves
+    through. Only this machine's build variant is fetched, unless `all_variants`. Needs network.
     """
     import kernels
     from huggingface_hub import snapshot_download
