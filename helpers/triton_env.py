@@ -1,29 +1,10 @@
 """Whether the course's Triton kernels are compiled for a GPU or run by Triton's CPU interpreter.
 
-The one place that decides it. Triton reads ``TRITON_INTERPRET`` when an ``@triton.jit`` function
-is *defined*, so the decision must be made before any kernel module is imported:
-``helpers/__init__.py`` imports this module first, and it imports neither torch nor triton (so
-``import helpers`` stays light for reading traces).
-
-The decision: a value the user set is respected (``TRITON_INTERPRET=1`` on a GPU machine runs the
-kernels in the interpreter, useful to debug them with ``print``); otherwise, no CUDA GPU means the
-interpreter. The GPU check asks torch when it is already imported, else looks for the NVIDIA
-driver's device nodes; :func:`triton_mode` confirms it with torch once the kernels are loaded.
-
-Triton defines its own library functions (``tl.cdiv``, ``tl.sigmoid``, ...) when it is first
-imported. If a learner imported ``triton`` (or ``torch._dynamo``, which imports it) before
-``helpers``, those were defined for compiled mode and an interpreted kernel calling one fails with
-"Cannot call @triton.jit'd outside of the scope of a kernel". :func:`ensure_interpreter_ready`
-converts them to interpreted functions, so notebooks need no import-order ritual.
-
-Interpreter limits the kernels are written around: no libdevice (``tanh`` is written with
-``sigmoid``), bf16 arithmetic is wrong (kernels compute in fp32), and it is slow (keep shapes small).
-
-``COURSE_PORTABLE_KERNELS=1`` (:func:`portable_kernels`) makes the course's kernels take their
-portable path on any GPU: plain pointer loads and stores, no Hopper tensor descriptors (TMA), no
-persistent Hopper-only tiling. Use it to run the notebooks on an H100/H200 *as if it were not
-Hopper* (an A100 or an L4 takes that path anyway). It is read when a launcher first meets a problem
-shape, so set it before the first call (or before starting Python).
+The one place that decides it: Triton reads ``TRITON_INTERPRET`` when an ``@triton.jit`` function is
+defined, so ``helpers/__init__.py`` imports this module first (it imports neither torch nor triton).
+A value the user set is respected; otherwise no CUDA GPU means the interpreter.
+:func:`ensure_interpreter_ready` fixes Triton's library functions when triton was imported first;
+``COURSE_PORTABLE_KERNELS=1`` (:func:`portable_kernels`) makes the kernels take their non-Hopper path.
 """
 
 from __future__ import annotations

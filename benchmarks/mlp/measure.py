@@ -41,6 +41,8 @@ from helpers.mlp import variants as V
 from helpers.mlp.model import MLPShape
 from helpers.trace.model import Trace
 
+from .training_variants import TrainingSpec
+
 __all__ = ["kernel_stats", "kernel_summary", "derive_rates", "measure_variant", "measure_training"]
 
 
@@ -221,7 +223,7 @@ def _zero_grads(module: torch.nn.Module, x: torch.Tensor) -> None:
 
 
 def measure_training(
-    spec: V.TrainingSpec,
+    spec: TrainingSpec,
     module: torch.nn.Module,
     x: torch.Tensor,
     dy: torch.Tensor,

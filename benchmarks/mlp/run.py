@@ -34,6 +34,7 @@ from helpers.mlp.model import MLPShape, SimpleGeGLUMLP, reference_forward
 from helpers.paths import REPO_ROOT
 from helpers.triton_env import ensure_interpreter_ready, portable_kernels, triton_mode
 
+from . import training_variants as TV
 from .measure import graphed, kernel_stats, measure_training, measure_variant
 from .shapes import SHAPES, ShapePreset, check_shapes
 
@@ -145,11 +146,11 @@ def run(
             main.variants,
             main.training,
         )
-    main_variants = V.check_names(variants if variants is not None else main.variants)
+    main_variants = TV.check_names(variants if variants is not None else main.variants)
     main_training = list(training if training is not None else main.training)
     for n in main_training:
-        if n not in V.TRAINING_VARIANTS:
-            raise ValueError(f"unknown training variant {n!r}; choose from {', '.join(V.TRAINING_VARIANTS)}")
+        if n not in TV.TRAINING_VARIANTS:
+            raise ValueError(f"unknown training variant {n!r}; choose from {', '.join(TV.TRAINING_VARIANTS)}")
     sweep_m = [int(m) for m in sweep_m]
     for m in sweep_m:
         if m < sweep_seq or m % sweep_seq:
@@ -346,11 +347,11 @@ def _measure_training(entry, mlp, x, names, dev, train_steps, budget, log, stage
             entry["training"][name] = {"variant": name, "status": "skipped", "reason": "time budget"}
             continue
         log(
-            f"  training {name}: build, first step{' (compiles)' if V.TRAINING_VARIANTS[name].compiles else ''}, time, memory ..."
+            f"  training {name}: build, first step{' (compiles)' if TV.TRAINING_VARIANTS[name].compiles else ''}, time, memory ..."
         )
         t0 = time.perf_counter()
         try:
-            spec, module = V.build_training(name, mlp)
+            spec, module = TV.build_training(name, mlp)
         except V.VariantUnavailable as err:
             entry["training"][name] = {"variant": name, "status": "unavailable", "reason": str(err)}
             log(f"    unavailable: {err}")
@@ -380,7 +381,7 @@ def _sweep(
         if "compile-max-autotune" in measured:
             skipped["compile-max-autotune"] = "its compile takes minutes per shape: measured at the main shape only"
     else:
-        wanted = V.check_names(sweep_variants)
+        wanted = TV.check_names(sweep_variants)
         for n in measured:
             if n not in wanted:
                 skipped[n] = sweep_note or "left out of the sweep (sweep_variants)"

@@ -15,9 +15,11 @@ from typing import Any
 from helpers.mlp import variants as V
 from helpers.mlp.model import MLPShape
 
+from .training_variants import TRAINING_VARIANTS
+
 # The variants measured away from the main shape (the course's GeGLU-only variants add little there).
 CORE_VARIANTS: tuple[str, ...] = ("eager", "compile", "liger", "course-geglu-cat", "course-fused")
-TRAINING_NAMES: tuple[str, ...] = tuple(V.TRAINING_VARIANTS)
+TRAINING_NAMES: tuple[str, ...] = tuple(TRAINING_VARIANTS)
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,7 @@
 """Where a step of a model goes, by part, from its trace alone: device time on a GPU, CPU time on a CPU.
 
-A kernel belongs to the ``record_function`` scope (:data:`~helpers.decoder.model.PARTS`, or your
-own `parts`) open when the CPU *launched* it; work of the autograd engine is ``backward``, work
-under ``Optimizer.step`` is ``optimizer``, the rest ``other``. :func:`part_breakdown` adds, on a GPU,
-the GPU's idle time by cause (:func:`helpers.idle_gaps`: ``cpu-bound`` when the next launch call
-had not returned, ``waiting`` when the kernel was already queued), on a CPU the time outside any
-ATen operator. Steps are the profiler's ``ProfilerStep#N`` windows.
+A kernel belongs to the ``record_function`` scope open when the CPU launched it; autograd work is
+``backward``, ``Optimizer.step`` work ``optimizer``, the rest ``other``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Generation: prefill a batch of prompts, then decode one token at a time; CUDA graphs; their timing.
 
-:class:`Generator` decodes greedily with a static KV cache and a one-token input buffer: every
-step has the same shapes and addresses and no host synchronisation, so with ``graph=True`` a step
-is captured once in a ``torch.cuda.CUDAGraph`` and replayed. :func:`generate_dynamic` decodes with
-the attention block's own growing cache (shapes change every step: it cannot be captured).
+:class:`Generator` keeps every step's shapes and addresses fixed and never syncs the host, so a step
+can be captured once in a CUDA graph and replayed; :func:`generate_dynamic` grows its cache and cannot.
 """
 
 from __future__ import annotations

@@ -1,12 +1,4 @@
 """Change how the decoder computes: the course's kernels, MLP recomputation, compiled blocks.
-
-- :func:`swap_layers`: in place, on a freshly built model: ``mlp="course"`` (one GEMM for gate and
-  up, the course's GeGLU kernel), ``mlp="fused"`` (the fused gate+up kernel), ``fused_qkv=True``,
-  ``attention=`` the attention's implementation, ``recompute=True`` (each MLP recomputed in the
-  backward: the fused layer's own ``recompute`` mode, else ``torch.utils.checkpoint``);
-- :func:`compile_blocks`: ``torch.compile`` each block (regional: the blocks share one graph);
-- :class:`Configuration`: a named way to build and run the model, from those two.
-
 The course's Triton kernels are imported only when a swap asks for them.
 """
 

@@ -1,12 +1,8 @@
 """A small Llama-style decoder built from the course's blocks: notebook 08's whole model.
 
-    tokens -> embedding -> N x [ x + attention(norm(x)),  x + mlp(norm(x)) ] -> norm -> LM head (tied) -> logits
-
-The attention is notebook 07's :class:`~helpers.attention.model.CausalSelfAttention`, the MLP
-the ``SimpleGeGLUMLP`` of notebooks 03-06, :class:`RMSNorm` as Llama's reference code writes it.
-Each part runs inside a ``record_function`` scope named after it (:data:`PARTS`) while a profiler
-records, so a trace breaks down by part. :class:`StaticCache` keeps fixed-size buffers and the
-position on the device (a CUDA graph can replay a step); :class:`DynamicCache` grows every token.
+Each part runs inside a ``record_function`` scope named after it (:data:`PARTS`), so a trace breaks down
+by part. :class:`StaticCache` keeps fixed buffers and the position on the device, so a CUDA graph can
+replay a step.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""A training step of the decoder: forward, loss, backward, AdamW.
-
-``step = TrainingStep(model, batch=8, seq=1024, optimizer="fused")``; ``step()`` runs one step on
-a fixed random batch and returns the loss. AdamW runs ``"for-loop"`` (kernels per parameter),
-``"foreach"`` (``torch._foreach_*`` ops over lists of parameters) or ``"fused"`` (one kernel per
-group). The backward runs under a ``backward`` scope, AdamW under ``Optimizer.step#AdamW.step``,
-so :func:`~helpers.decoder.breakdown.part_breakdown` splits a step into forward parts, backward, optimizer.
+"""A training step of the decoder: forward, loss, backward, AdamW (``for-loop``, ``foreach`` or ``fused``),
+under scopes that :func:`~helpers.decoder.breakdown.part_breakdown` splits by.
 """
 
 from __future__ import annotations

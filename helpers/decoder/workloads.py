@@ -1,10 +1,5 @@
-"""The decoder workloads notebook 08, the benchmark and the recording script run, defined once.
-
-Each builder returns a :class:`helpers.measure.workload.Built` (``fn(*inputs)``, or hand it to
-:func:`helpers.profile`): on a GPU the ``1b`` model in bf16, on a CPU the ``small`` model in float32
-at :data:`CPU_SIZES`. :func:`prefill`, :func:`decode` (one step after a prefill), :func:`training`
-(one step, gradients on even under ``no_grad``), :func:`variant_x` (the transfer exercise).
-:data:`GPU_VIEWS`: the workloads whose H200 traces ship in ``traces/``.
+"""The decoder workloads notebook 08, the benchmark and the recording script run, defined once
+(GPU: the ``1b`` model in bf16; CPU: the ``small`` model in float32).
 """
 
 from __future__ import annotations

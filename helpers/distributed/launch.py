@@ -1,11 +1,8 @@
 """Launch a data-parallel run from a notebook: ``torchrun`` in a subprocess, with a timeout and progress.
 
-A Jupyter kernel is one process; a data-parallel job is one process per rank. So the notebook
-starts ``torchrun --standalone --nproc_per_node=N scripts/ddp_step.py ...`` (through
-``python -m torch.distributed.run``, the same program), shows the script's progress lines while it
-runs, keeps the whole output in ``launch.log`` beside the traces, and returns the run's folder.
-The environment is passed through unchanged (``NCCL_*`` settings among it), plus this checkout on
-``PYTHONPATH`` so every rank imports the same ``helpers``.
+A Jupyter kernel is one process and a data-parallel job one per rank, so the notebook starts
+``scripts/ddp_step.py`` under ``torch.distributed.run``, shows its progress and keeps its output in
+``launch.log`` beside the traces; this checkout goes on ``PYTHONPATH`` so every rank imports the same ``helpers``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""What one data-parallel run does: :class:`RunOptions`, shared by the launcher and the per-rank worker.
-
-A run is one ``torchrun`` launch of ``scripts/ddp_step.py``: every rank builds the course's decoder
-(``helpers.build_model``), wraps it in DDP or FSDP2, times a few training steps without the
-profiler, profiles a few more, and writes ``rank<r>.json.gz`` plus ``summary.json`` into one folder.
-The launcher (:func:`helpers.distributed.launch.launch_run`) turns options into the script's command line
-(:meth:`RunOptions.to_argv`); the script parses them back (:func:`parse_argv`), so both sides read
-one definition.
+"""What one data-parallel run does: :class:`RunOptions`, shared by the launcher and the per-rank worker,
+so the command line (:meth:`RunOptions.to_argv`) and its parser (:func:`parse_argv`) read one definition.
 """
 
 from __future__ import annotations

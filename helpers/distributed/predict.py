@@ -1,28 +1,10 @@
 """Predict, from one DDP trace on GPUs, what a larger gradient bucket does to the step time.
 
-DDP hands a bucket to NCCL when every gradient in it is ready: the all-reduce kernel waits (on its
-own stream) for the compute kernels launched before it, then runs after the bucket before it. The
-optimizer waits for the last all-reduce. So what communication costs a step is the **tail**: the
-time from the end of the backward's compute to the end of the last all-reduce. From the trace:
-
-1. each bucket's bytes (the kernel's message size) and the time its gradients were ready (the end
-   of the last compute kernel launched before the all-reduce's launch call), per rank;
-2. a collective starts only when every rank has reached it, so a bucket is ready for the job when
-   it is ready on the last rank, and the backward ends when it ends on the last rank;
-3. an all-reduce's time as ``latency + bytes / bandwidth``, fitted per bucket to the shortest of
-   the ranks' kernels: the rank that arrived last found the others there and did not wait, so its
-   kernel time is the transfer alone (the other ranks' kernels also hold their wait);
-4. the new buckets: consecutive old buckets merged until each holds at least the new cap (DDP
-   closes a bucket once it reaches the cap; only with DDP's default cap is the first bucket
-   smaller, 1 MiB), ready when their last old bucket was;
-5. both bucketings replayed on one NCCL stream through the same model; the predicted change of
-   the step time is the change of the tail (the same model on both sides, so its errors largely
-   cancel).
-
-What this leaves out: overlapped all-reduces slow the compute beside them (NCCL's kernels take
-SMs and memory bandwidth), and a step that waits for its CPU hides part of any tail. Smaller
-buckets cannot be predicted this way (the trace does not say which gradients sit where inside a
-bucket): predict from the trace with the smaller buckets instead.
+What communication costs a step is the tail from the end of the backward's compute to the end of the
+last all-reduce. Each all-reduce is fitted as ``latency + bytes / bandwidth`` on the rank that arrived
+last (its kernel holds no wait); old buckets are merged up to the new cap and both bucketings replayed
+through the same model, so its errors largely cancel. Left out: overlapped all-reduces slowing the
+compute beside them; smaller buckets cannot be predicted (the trace does not say where gradients sit).
 """
 
 from __future__ import annotations

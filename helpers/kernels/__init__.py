@@ -1,19 +1,6 @@
 """The course's own fused Triton kernels (notebook 06), in four layers each, like Liger-Kernel:
 a ``@triton.jit`` kernel, a launcher that checks its inputs, an autograd Function, an nn.Module.
-
-- ``geglu_pointwise.py``: ``gelu_tanh(gate) * up`` at the memory floor (``geglu``, ``GeGLUFunction``).
-- ``gate_up.py``: gate and up projections in one GEMM with the GeGLU in its epilogue
-  (``gate_up_geglu``, ``pack_gate_up``); ``gate_up_backward.py``: the backward's GEMM with a
-  GeGLU-backward epilogue (``geglu_backward_gemm``). Their kernels in ``gate_up_kernels.py``; the
-  path and configuration choice in ``gate_up_choice.py``; tile candidates, defaults and the tuned
-  table (``gate_up_table.json``, written by ``benchmarks/geglu_kernels.py``) in
-  ``gate_up_tuning.py``; per-shape launch plans in ``launch_plans.py``.
-- ``mlp_function.py``: the whole MLP as one autograd Function, training in ``save`` or
-  ``recompute`` mode (``GeGLUMLPFunction``).
-- ``modules.py``: the layers ``GeGLU``, ``CourseGeGLUMLP`` and ``FusedGeGLUMLP``.
-
-On a machine without CUDA the kernels run, slowly, in Triton's CPU interpreter
-(``helpers.triton_env`` decides which), so the notebooks and tests work on a laptop.
+Without CUDA they run in Triton's CPU interpreter (``helpers.triton_env`` decides).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The course's flash-attention forward: kernels (``flash_attention_kernels.py``, configurations in
-``flash_attention_configs.py``), the launcher :func:`flash_attention`, the autograd
+"""The course's flash-attention forward: the launcher :func:`flash_attention`, the autograd
 :class:`FlashAttentionFunction` (backward through PyTorch's SDPA) and the layer :class:`CourseFlashAttention`.
 
-``q`` is ``[batch, heads, seq_q, head_dim]``, ``k`` and ``v`` ``[batch, kv_heads, seq_k, head_dim]``
-(grouped-query attention when fewer), any strides with a contiguous last dimension. Causal masking
-aligns the diagonal to the bottom right: query ``i`` sees keys ``j <= i + seq_k - seq_q``.
+Causal masking aligns the diagonal to the bottom right: query ``i`` sees keys ``j <= i + seq_k - seq_q``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The Triton kernels of the course's flash-attention forward (layer 1 of ``flash_attention``).
 
-Each program owns ``BLOCK_M`` query rows of one head and streams the keys and values through
-on-chip memory ``BLOCK_N`` rows at a time; the ``[seq_q, seq_k]`` score matrix is never built. Each
-tile's scores are folded into a running result by the **online softmax**
-(:func:`_online_softmax_update`): per row the largest score so far ``m``, the sum of
-``exp(score - m)`` so far ``l`` and the sum of ``exp(score - m) * v`` so far ``acc``, rescaled by
-``alpha = exp(m - m_new)`` when the maximum grows; at the end ``o = acc / l``. Scores are in base 2
-(``log2(e)`` folded into the scale): one ``exp2`` per score.
-
-Causal programs skip every key tile above the diagonal; the tiles wholly below it run without a
-mask, the few that cross it (and the ragged last tile) with one; the heaviest programs start first.
-``_flash_attn_fwd_kernel`` loads through pointers (any GPU, the CPU interpreter: the kernel the
-notebook reads); ``_flash_attn_fwd_tma_kernel`` is the same algorithm with Hopper's tensor memory
-accelerator (rows past the end arrive as zeros). Query head ``h`` reads key/value head ``h // GROUP``.
+Each program streams keys and values through on-chip memory and folds each tile into a running
+result by the online softmax, so the ``[seq_q, seq_k]`` score matrix is never built. Causal programs
+skip tiles above the diagonal and mask only those crossing it. Query head ``h`` reads key/value head
+``h // GROUP``.
 """
 
 from __future__ import annotations
@@ -78,9 +69,7 @@ def _scores(q, k, offs_m, offs_n, SEQ_Q, SEQ_K, MASK: tl.constexpr, CAUSAL: tl.c
     return s
 
 
-# ----------------------------------------------------------------------------------------------
 # Pointer kernel (portable; the interpreter runs it)
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -159,9 +148,7 @@ def _flash_attn_fwd_kernel(
     tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=(offs_m[:, None] < SEQ_Q) & (offs_d[None, :] < HEAD_DIM))
 
 
-# ----------------------------------------------------------------------------------------------
 # Hopper kernel: the same algorithm, tiles moved by the tensor memory accelerator (TMA)
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit

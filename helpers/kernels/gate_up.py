@@ -1,42 +1,10 @@
 """Gate+up GEMM with a GeGLU epilogue in Triton: the weight packing and the launchers.
 
-The eager MLP runs ``gate = x @ Wg.T`` and ``up = x @ Wu.T`` as two GEMMs, writes both
-``[M, hidden]`` products to memory, then reads them back for ``gelu_tanh(gate) * up``. Here one
-kernel computes both products tile by tile and applies the GeGLU in its epilogue, so only
-``h = gelu_tanh(gate) * up`` reaches memory; ``down_proj`` stays a cuBLAS GEMM.
-
-Layers, as in ``geglu_pointwise.py`` (and Liger-Kernel):
-
-1. Kernels: ``gate_up_kernels.py`` (forward: Hopper TMA path and portable pointer path) and
-   ``gate_up_kernels.py`` (the ``dh`` GEMM with a GeGLU-backward epilogue); their tile
-   configurations in ``gate_up_tuning.py``.
-2. Launchers (here): :func:`gate_up_geglu` / :func:`gate_up_forward` and :func:`geglu_backward_gemm`:
-   checks, path choice, configuration, launch plans (``launch_plans.py``).
-3. Autograd Functions: ``mlp_function.py``.
-4. Modules: ``FusedGeGLUMLP`` in ``modules.py``.
-
-The weight layout that makes one accumulator enough: :func:`pack_gate_up` interleaves the rows of
-the two weights, row ``2j`` = gate row ``j`` and row ``2j+1`` = up row ``j``. A tile of ``BLOCK_N``
-columns of ``x @ W_packed.T`` then holds ``BLOCK_N/2`` gate columns and the matching up columns
-side by side, and the epilogue separates them with ``tl.reshape(acc, [BM, BN/2, 2])`` +
-``tl.split``. In the wgmma accumulator layout each thread owns pairs of adjacent columns, so this
-split needs no layout conversion (the compiled TTGIR has no ``convert_layout`` there). The packing
-is done once, when the module is built, never per call.
-
-**Host cost.** A launcher does its checks, path choice and configuration once per problem shape and
-keeps them in a launch plan; later calls build a cache key, allocate the output, and launch the
-compiled kernel directly. **CUDA graphs:** call once per shape before capturing (the first call
-compiles the kernel); then a capture replays correctly.
-
-**Paths.** ``kernel="auto"`` takes the TMA kernel on Hopper (compute capability 9.x) when ``dim`` is
-16-byte aligned (a multiple of 8 in bf16/fp16); an unaligned ``hidden`` keeps the TMA path (the
-output gets a padded row stride: :func:`gate_up_geglu` then returns a view with row stride
-``hidden`` rounded up), an unaligned ``dim`` takes the pointer kernel. ``COURSE_PORTABLE_KERNELS=1``
-forces the pointer kernel everywhere (``helpers.triton_env``).
-
-Its times against cuBLAS on the concatenated weight without the GeGLU (the GEMM speed a fused
-kernel must approach): benchmarks/results/h200_gate_up_tuning.json; the whole forward against
-eager and torch.compile: benchmarks/results/h200_mlp_variants.json.
+One kernel computes both products tile by tile and applies the GeGLU in its epilogue, so only
+``h = gelu_tanh(gate) * up`` reaches memory. :func:`pack_gate_up` interleaves gate and up rows so one
+accumulator holds both and ``tl.reshape`` + ``tl.split`` separate them without a layout conversion.
+A launcher does its checks and choices once per shape (a launch plan); call once per shape before a
+CUDA graph capture, since the first call compiles.
 """
 
 from __future__ import annotations
@@ -83,9 +51,7 @@ def unpack_gate_up(packed: torch.Tensor, group: int = 1) -> tuple[torch.Tensor, 
     return blocks[:, 0].reshape(-1, *rest), blocks[:, 1].reshape(-1, *rest)
 
 
-# ----------------------------------------------------------------------------------------------
 # Forward
-# ----------------------------------------------------------------------------------------------
 
 
 def _check_forward_args(x: object, w_packed: object, b_packed: object) -> None:

@@ -20,9 +20,6 @@ from .launch_plans import LaunchPlan, TensorDescriptor, plan_cache
 __all__ = ["geglu_backward_gemm"]
 
 
-# ----------------------------------------------------------------------------------------------
-
-
 def _check_backward_args(dy: object, w_down: object, gu: object, dgu: object) -> None:
     for name, t in (("dy", dy), ("w_down", w_down), ("gu", gu)):
         if not isinstance(t, torch.Tensor):

@@ -1,11 +1,5 @@
-"""How the gate+up launchers choose, once per problem shape: path, configurations, grid, first launch.
-
-- the path: ``"tma"`` (Hopper tensor descriptors, persistent) when the inputs can be described
-  for TMA and the GPU is Hopper or newer, else ``"pointer"``; ``COURSE_PORTABLE_KERNELS=1`` forces
-  ``"pointer"`` (``helpers.triton_env``);
-- the configurations to try, best first (the caller's, the tuned table's, the defaults: see
-  ``gate_up_tuning.py``);
-- the first launch, which falls back to the next configuration if one cannot run here.
+"""How the gate+up launchers choose, once per problem shape: path (TMA on Hopper, else pointer),
+configurations best first, grid, and a first launch that falls back when a configuration cannot run here.
 """
 
 from __future__ import annotations

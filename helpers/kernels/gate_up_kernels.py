@@ -1,26 +1,9 @@
-"""The Triton kernels of the gate+up GEMM with a GeGLU epilogue (layer 1 of ``gate_up``).
+"""The Triton kernels of the gate+up GEMM with a GeGLU epilogue, forward and backward (layer 1 of ``gate_up``).
 
-- ``_gate_up_geglu_tma_kernel``: Hopper path: tensor descriptors (TMA), persistent programs, loops
-  flattened so the next tile's loads overlap this tile's epilogue.
-- ``_gate_up_geglu_kernel``: portable pointer path: any CUDA GPU, unaligned shapes.
-- ``_geglu_backward_gemm_tma_kernel`` / ``_geglu_backward_gemm_kernel``: the backward's
-  ``dh = dy @ W_down`` GEMM with the GeGLU backward in its epilogue (same two paths).
-
-The forward kernels compute ``gelu_tanh(x @ Wg.T) * (x @ Wu.T)`` tile by tile from the packed
-weight (rows interleaved gate, up: see ``gate_up.pack_gate_up``) and write the product ``h``. For training in
-``save`` mode they also write the pre-activations ``gu = x @ W_packed.T`` (``STORE_GU``), still
-interleaved, which is what the backward needs.
-
-The backward kernels. In the MLP ``y = down(h)``, ``h = gelu_tanh(gate) * up``, the backward first needs
-``dh = dy @ W_down`` (``[M, hidden]``), then the GeGLU backward ``dgate = dh * up * gelu'(gate)``,
-``dup = dh * gelu(gate)``. Done as a cuBLAS GEMM and a pointwise kernel, ``dh`` goes to memory
-and comes back; here the GEMM's epilogue reads the saved (or recomputed) pre-activations ``gu``
-(gate and up interleaved, as the forward kernel writes them), and writes ``dgu`` (``dgate`` and
-``dup`` interleaved: exactly the layout of the packed weight's gradient) and, if asked, ``h``
-(the down projection's weight gradient needs it when nothing was saved).
-
-``dgu`` may be ``gu`` itself: each program reads its ``gu`` tile before writing the same tile of
-``dgu``, and no two programs share a tile, so the backward needs no second ``[M, 2*hidden]`` buffer.
+Each kernel has a Hopper TMA path (persistent, flattened loops) and a portable pointer path. The
+forward writes ``h`` (and in ``save`` mode the interleaved pre-activations ``gu``); the backward's
+``dh = dy @ W_down`` GEMM applies the GeGLU backward in its epilogue and writes ``dgu`` in the packed
+weight's layout. ``dgu`` may be ``gu`` itself: each program reads its tile before writing it.
 """
 
 from __future__ import annotations
@@ -30,9 +13,7 @@ import triton.language as tl
 
 from .geglu_pointwise import _geglu_grads, _gelu_tanh_f32  # (its import fixes the Triton mode first)
 
-# ----------------------------------------------------------------------------------------------
 # Pieces shared by the forward and backward kernels
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -102,9 +83,7 @@ def _geglu_of_tile(acc, BLOCK_N: tl.constexpr, GROUP_ROWS: tl.constexpr):
     return _gelu_tanh_f32(gate) * up
 
 
-# ----------------------------------------------------------------------------------------------
 # Forward kernels
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -213,9 +192,7 @@ def _gate_up_geglu_kernel(
     tl.store(out_ptr + rm[:, None].to(tl.int64) * stride_om + co[None, :], h.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-# ----------------------------------------------------------------------------------------------
 # Backward kernels: dh = dy @ W_down with the GeGLU backward in the epilogue
-# ----------------------------------------------------------------------------------------------
 
 
 @triton.jit

@@ -1,27 +1,9 @@
 """Tile configurations of the gate+up kernels: the tuned table, the defaults, and the choice per shape.
 
-Three kernels ("kinds") are configured:
-
-- ``forward``: the gate+up GEMM with a GeGLU epilogue (inference, and training's ``recompute`` mode);
-- ``forward_gu``: the same, also storing the pre-activations ``gu`` (training's ``save`` mode);
-- ``backward``: the ``dh = dy @ W_down`` GEMM with a GeGLU-backward epilogue.
-
-How a launcher chooses, once per problem shape (then the launch plan keeps it):
-
-1. a configuration the caller passes (``config=``: tuning sweeps, benchmarks);
-2. the **tuned table** ``gate_up_table.json`` (beside this file; ``COURSE_GATE_UP_TABLE`` points
-   elsewhere), written by ``benchmarks/geglu_kernels.py`` from a sweep on a GPU: the entry of the
-   same kind and element size, tuned on a GPU of the same compute capability, nearest in
-   (dim, hidden, M-bucket) on a log scale, if one is near enough;
-3. otherwise a **default** from the shape: among a few tiles, the one whose tile count fills the
-   GPU's multiprocessors best (:func:`default_config`), weighted by how efficient the tile is.
-
-Why tiles vs multiprocessors matters: a persistent kernel runs ``ceil(tiles / SMs)`` waves; with
-24 tiles of 128x256 (M = 128 at the blog's shape) 108 of the H200's 132 SMs have nothing to do,
-so at small M smaller tiles win even though each is less efficient.
-
-If a configuration cannot run on this GPU (too much shared memory, say), the launcher falls back
-to the next default (:func:`fallback_chain`).
+A launcher takes the caller's configuration, else the nearest entry of the tuned table
+``gate_up_table.json`` (same kind, element size and compute capability), else the default tile that
+fills the GPU's multiprocessors best: a persistent kernel runs ``ceil(tiles / SMs)`` waves, so at
+small M smaller tiles win. A configuration that cannot run here falls back to the next default.
 """
 
 from __future__ import annotations
@@ -180,9 +162,7 @@ def fallback_chain(kind: str, path: str, m: int, n: int, sms: int, first: triton
     return [first, *rest]
 
 
-# ----------------------------------------------------------------------------------------------
 # The tuned table
-# ----------------------------------------------------------------------------------------------
 
 
 def _table_path() -> Path:

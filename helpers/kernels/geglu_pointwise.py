@@ -1,22 +1,8 @@
-"""GeGLU pointwise kernel ``gelu_tanh(gate) * up`` in Triton, in four layers.
+"""GeGLU pointwise kernel ``gelu_tanh(gate) * up`` in Triton: kernels, launcher and autograd Function.
 
-1. ``_geglu_kernel`` / ``_geglu_backward_kernel``: the ``@triton.jit`` kernels.
-2. ``geglu(gate, up, out=None)``: the launcher. It checks its inputs, flattens N-D inputs to rows,
-   picks block sizes and launches the kernel.
-3. ``GeGLUFunction``: a ``torch.autograd.Function`` with a forward and a backward kernel.
-4. ``GeGLU`` (in ``modules.py``): an ``nn.Module`` around the Function.
-
-Why it can reach the memory floor: the operation reads ``gate`` and ``up`` once and writes ``out``
-once (3 x 2 bytes per bf16 element), so its floor is bytes / memory roof. Each program handles a
-``BLOCK_M x BLOCK_N`` tile; when the tile divides the tensor (``EVEN_M``/``EVEN_N``, compile-time
-constants) no masks are generated and every thread issues 16-byte loads and stores. Rows may have
-any stride, so ``gate`` and ``up`` can be the two halves of one ``[M, 2H]`` tensor without a copy;
-only the last dimension must be contiguous.
-
-Math: ``gelu_tanh(g) = 0.5 g (1 + tanh(z))`` with ``z = sqrt(2/pi) (g + 0.044715 g^3)``. Using
-``tanh(z) = 2 sigmoid(2z) - 1`` this is exactly ``g * sigmoid(2z)``: one exp and one division,
-no libdevice (which the Triton interpreter lacks), the same formula on GPU and CPU. All arithmetic
-is fp32 whatever the I/O dtype (the interpreter also gets bf16 arithmetic wrong).
+It reads ``gate`` and ``up`` once and writes once, so it can reach the memory floor; rows may have any
+stride, so the halves of one ``[M, 2H]`` tensor need no copy. ``gelu_tanh(g)`` is computed as
+``g * sigmoid(2z)`` in fp32: no libdevice (the interpreter lacks it) and the same formula on GPU and CPU.
 """
 
 from __future__ import annotations
@@ -174,9 +160,7 @@ def _geglu_backward_kernel(
         tl.store(dup_ptr + r * stride_dup + c, dup, mask=mask)
 
 
-# ----------------------------------------------------------------------------------------------
 # Launcher
-# ----------------------------------------------------------------------------------------------
 
 
 def _next_pow2(n: int) -> int:
@@ -189,13 +173,9 @@ def _cdiv(a: int, b: int) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def _pick_blocks(M: int, N: int) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, num_warps) for an [M, N] problem.
-
-    Compiled: 1024 elements per program and 4 warps, i.e. 8 elements per thread (one 16-byte
-    vector of bf16 per input): the fastest block shape on the H200 at the blog's shape, within
-    noise of the copy floor. Rows narrower than 1024 get a taller tile of the same size, so
-    lanes are not wasted on masked columns.
-    Interpreter: few, large programs, since each program costs Python overhead there.
+    """(BLOCK_M, BLOCK_N, num_warps) for an [M, N] problem: compiled, 1024 elements per program in 4
+    warps (one 16-byte vector per thread and input), taller tiles for narrow rows; in the interpreter few
+    large programs, since each costs Python overhead there.
     """
     n_pow2 = _next_pow2(N)
     if triton_mode() == "interpreter":
@@ -363,9 +343,7 @@ def geglu_backward(dout: torch.Tensor, gate: torch.Tensor, up: torch.Tensor) -> 
     return dgate, dup
 
 
-# ----------------------------------------------------------------------------------------------
 # Autograd Function
-# ----------------------------------------------------------------------------------------------
 
 
 class GeGLUFunction(torch.autograd.Function):

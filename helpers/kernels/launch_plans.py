@@ -1,24 +1,9 @@
 """Launch plans: everything about a kernel launch that depends only on the problem's shape, built once.
 
-Why: a Triton launch from Python does work on every call that a fixed-shape caller does not need
-(binding and specialising every argument, looking up the compiled kernel, building tensor
-descriptors with their checks): at small shapes that host time exceeds the kernel's own. A
-:class:`LaunchPlan` does that work once per problem shape and keeps:
-
-- the kernel's full argument list with every compile-time constant in place, and where the
-  call's tensors go in it (by the kernel's parameter names, so the order cannot drift);
-- a template of each tensor descriptor (checked once); per call a copy gets the new base tensor;
-- the grid, the configuration and where it came from (the tuned table, a default, the caller);
-- on a GPU, after the first (ordinary) launch, the compiled kernel's own launcher
-  (``compiled[grid]``), which skips Triton's per-call binding and cache lookup.
-
-Plans are cached by a key the launchers build from the call's shapes, dtypes, devices and
-alignments, so a call whose tensors differ in any of those gets its own plan. Plans hold no
-tensors (a cached plan never keeps an activation or a weight alive).
-
-CUDA graphs: a plan's launch is a plain kernel launch on the current stream, so it can be captured.
-The first call for a shape compiles the kernel (and loads it onto the GPU), which must not happen
-during a capture: call once per shape before capturing (the usual warm-up).
+A Triton launch from Python binds and specialises every argument on every call; at small shapes that
+host time exceeds the kernel's. A :class:`LaunchPlan` does it once per shape key (argument list,
+descriptor templates, grid, configuration, the compiled kernel's own launcher) and holds no tensors.
+Its launch is a plain kernel launch, so it can be captured in a CUDA graph after a warm-up call.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """Autograd Functions of the fused GeGLU MLP (layer 3, between the launchers and the modules).
 
-:class:`GeGLUMLPFunction` is the whole MLP ``y = down(gelu_tanh(gate(x)) * up(x))`` as one
-Function, so that it decides what is kept for the backward. Two modes:
-
-- ``"save"``: the forward kernel also writes the pre-activations ``gu`` (``[M, 2*hidden]``, gate and
-  up interleaved) and ``h`` is kept for the down projection's gradient: the backward recomputes
-  nothing. Kept between forward and backward: ``gu`` and ``h``, three ``[M, hidden]`` tensors (eager
-  PyTorch keeps four: gate, up, gelu(gate), h).
-- ``"recompute"``: nothing ``[M, hidden]``-sized is kept, only ``x``; the backward recomputes ``gu``
-  with one cuBLAS GEMM (``x @ W_packed.T``) and gets ``h`` from the backward kernel's epilogue.
-
-The backward, in both modes (no ``.contiguous()``, no ``torch.stack``):
-
-1. ``dgu, h = geglu_backward_gemm(dy, W_down, gu, dgu=gu)``: one Triton kernel computes the
-   ``dh = dy @ W_down`` GEMM and, in its epilogue, the GeGLU backward; ``dh`` never reaches memory,
-   and ``dgu`` overwrites ``gu`` in place (no second ``[M, 2*hidden]`` buffer);
-2. ``dW_down = dy.T @ h``; ``dx = dgu @ W_packed``; ``dW_packed = dgu.T @ x`` (cuBLAS): ``dgu`` has the
-   packed weight's interleaved layout, so its gradient needs no repacking.
-
-Because ``save`` mode overwrites its saved ``gu``, a second backward through the same graph
-(``retain_graph=True``) is refused with a clear error; ``recompute`` mode allows it.
+:class:`GeGLUMLPFunction` decides what the backward keeps: ``"save"`` keeps ``gu`` and ``h`` (three
+``[M, hidden]`` tensors against eager's four), ``"recompute"`` keeps only ``x`` and recomputes ``gu``
+with one GEMM. The backward's kernel overwrites ``gu`` with ``dgu`` in place, so ``save`` mode refuses
+a second backward through the same graph.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """The course's kernels as drop-in ``nn.Module`` layers: the fourth layer of each kernel.
 
-- :class:`GeGLU`: ``gelu_tanh(gate) * up`` (kernel ``geglu_pointwise.py``).
-- :class:`CourseGeGLUMLP`: the GeGLU MLP with cuBLAS GEMMs and the course's GeGLU kernel, the same
-  structure and constructor as Liger's ``LigerGEGLUMLP`` (``CourseGeGLUMLP(config)`` reads
-  ``config.hidden_size`` and ``config.intermediate_size``); the layer that ``local_kernels/`` exposes.
-- :class:`FusedGeGLUMLP`: the GeGLU MLP in two kernels, the fused gate+up GEMM with a GeGLU
-  epilogue (kernel ``gate_up.py``) and the cuBLAS down projection.
-
-Both MLPs are built from a trained ``SimpleGeGLUMLP`` with ``.from_module(mlp)`` (same weights, same
-outputs), and both are differentiable.
+:class:`CourseGeGLUMLP` has the constructor of Liger's ``LigerGEGLUMLP``; both MLPs are built from a
+trained ``SimpleGeGLUMLP`` with ``.from_module(mlp)`` (same weights, same outputs) and are differentiable.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
-"""What a lesson shows about where it runs, and panels side by side.
-
-Every function returns something a notebook displays (a DataFrame, an object with an HTML view);
-none of them prints.
-
-- :func:`on_gpu`, :func:`lesson_path`, :func:`environment_report`: hardware and versions, and which
-  path (GPU or CPU) the lessons take here (used by every notebook's first cells);
-- :func:`side_by_side`: a live profile next to a reference trace, each under its own title.
+"""What a lesson shows about where it runs, and panels side by side. Every function returns something a
+notebook displays; none prints.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
-import os
 import platform
-import shutil
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +25,7 @@ CPU_PATH = (
 )
 
 
-# ---------------------------------------------------------------------------------------------
 # where am I
-# ---------------------------------------------------------------------------------------------
 
 
 def on_gpu() -> bool:
@@ -85,9 +74,7 @@ def environment_report() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item", "value"])
 
 
-# ---------------------------------------------------------------------------------------------
 # which trace is which
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -158,8 +145,6 @@ def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySid
     return SideBySide(tuple(pairs))
 
 
-# ---------------------------------------------------------------------------------------------
-
 # The course's Triton functions a lesson shows, by name -> the module that defines them.
 _KERNEL_MODULES = (
     "helpers.kernels.geglu_pointwise",
@@ -198,53 +183,3 @@ def reference_trace(name: str, missing_ok: bool = False) -> Trace | None:
         if missing_ok:
             return None
         raise
-
-
-def static_figures(enable: bool | None = None) -> str:
-    """Used by notebooks 00-10: give every plotly figure a PNG beside its interactive view, so an executed
-    notebook still shows its figures on a page that runs no JavaScript (GitHub, nbviewer).
-
-    ``enable=None`` turns it on when a Jupyter kernel runs this, kaleido (>= 1) is installed and a
-    Chrome or Chromium is found (kaleido draws with it), unless ``COURSE_STATIC_FIGURES=0``. Returns
-    the plotly renderer now in use.
-    """
-    import plotly.io as pio
-
-    base = os.environ.get("PLOTLY_RENDERER") or "plotly_mimetype"
-    if enable is None:
-        enable = os.environ.get("COURSE_STATIC_FIGURES", "auto") != "0" and _in_kernel() and _can_draw_png()
-    if enable and not _start_png_server():
-        enable = False
-    pio.renderers.default = base + ("+png" if enable and "png" not in base else "")
-    return pio.renderers.default
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
-
-
-def _can_draw_png() -> bool:
-    try:
-        import kaleido  # noqa: F401
-    except ImportError:
-        return False
-    return any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")) or bool(
-        os.environ.get("BROWSER_PATH")
-    )
-
-
-def _start_png_server() -> bool:
-    """One browser for every figure of the kernel (a browser started per figure costs seconds each)."""
-    import kaleido
-
-    try:
-        kaleido.start_sync_server(silence_warnings=True)
-    except Exception:  # noqa: BLE001  (any failure to start a browser means: no PNG, the figure stays interactive)
-        return False
-    warnings.filterwarnings("ignore", message="The kopts argument is ignored if using a server")
-    return True

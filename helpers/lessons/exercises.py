@@ -1,16 +1,8 @@
 """Used by notebooks 00-09: self-checking exercises: the learner answers, a checker compares with what was measured.
 
-Each lesson module keeps its exercises in one :class:`Exercises` book, with the explanation and the
-hint of each, so that neither stands in the notebook where a learner reads it before answering::
-
-    EXERCISES = Exercises("07", gemms=Exercise("GEMMs per forward", explain="...", hint="..."))
-
-    # in the notebook, below the cell where the learner writes `gemms = ...`
-    nb07.check("gemms", gemms, expected=measured)
-
-:meth:`Exercises.check` never raises on a wrong or missing answer: it returns a :class:`Feedback`
-that renders as a coloured box. The explanation shows once an answer is given; the hint shows only
-after a wrong answer, or on request (:meth:`Exercises.hint`).
+Explanations and hints live in each lesson's :class:`Exercises` book, not in the notebook where a
+learner would read them before answering. :meth:`Exercises.check` never raises on a wrong or missing
+answer: it returns a :class:`Feedback` box.
 """
 
 from __future__ import annotations

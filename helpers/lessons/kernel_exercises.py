@@ -1,18 +1,8 @@
-"""Check and time a GeGLU kernel the learner writes (notebook 06, kernel 1).
+"""Used by notebook 06: check and time the GeGLU kernel the learner writes.
 
-The learner writes a launcher ``fn(gate, up, out)`` that fills ``out`` with ``gelu_tanh(gate) * up``
-through their Triton kernel. :func:`check_geglu_kernel` runs it on awkward shapes (sizes that are
-no multiple of any block) with ``out`` filled with NaN first, so that an element the kernel never
-writes is caught; each tensor is followed by a guard region, so that an unmasked store past its end
-is reported rather than corrupting memory (in the CPU interpreter it would kill the Jupyter kernel); and compares the result with :func:`helpers.geglu_reference` in float32.
-It returns the same feedback as :func:`helpers.exercises.check` (right / wrong and why / not
-answered yet), never a traceback: a kernel that writes nothing at all (the skeleton of the
-learner copy) is "not answered yet".
-
-:func:`time_geglu_kernel` times a correct kernel on a GPU against the memory roof.
-
-Used by notebook 06. On a machine without CUDA the learner's kernel runs in Triton's CPU
-interpreter (:mod:`helpers.triton_env`).
+:func:`check_geglu_kernel` runs the learner's launcher on awkward shapes with NaN-filled outputs (an
+unwritten element is caught) and guard regions after each tensor (an unmasked store is reported, not
+a crashed kernel), and returns feedback, never a traceback.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Used by notebooks 00-02: what the open exercises measure on a profile of the learner's own choosing.
-
-An open exercise lets the learner pick the thing to profile (another shape, ``bias=False``, their
-own module) and predict something about it before running it; the checker then profiles *their*
-choice and compares. These functions compute the expected answer from that profile, so the check
-verifies the reasoning, never a number copied from a cell above.
+"""Used by notebooks 00-02: the expected answer of an open exercise, computed from the profile of the
+learner's own choice, so the check verifies the reasoning, never a number copied from a cell above.
 """
 
 from __future__ import annotations

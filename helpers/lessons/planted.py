@@ -1,11 +1,5 @@
-"""Used by notebook 10: a small training loop with planted problems, each fixable on its own.
-
-The planted problems, by name: ``item`` (``loss.item()`` every step: on a GPU a synchronisation),
-``copies`` (the batch copied from pageable host memory every step: on a GPU a synchronous
-``Memcpy HtoD (Pageable -> Device)``), ``pointwise`` (a GeLU written as a chain of eight
-elementwise operators), ``optimizer`` (Adam with ``foreach=False``: a handful of operators per
-parameter, over many small parameters), ``fp32`` (the matrix products in fp32 where bf16 would do,
-on a GPU). :func:`build_loop` returns the step with the problems of `fixed` removed.
+"""Used by notebook 10: a small training loop with planted problems (``item``, ``copies``, ``pointwise``,
+``optimizer``, ``fp32``), each fixable on its own: :func:`build_loop` removes those in `fixed`.
 """
 
 from __future__ import annotations

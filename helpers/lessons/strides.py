@@ -9,7 +9,6 @@ import pandas as pd
 import torch
 
 # storage, shape and stride
-# ---------------------------------------------------------------------------------------------
 
 
 def _check_views(views: Any) -> dict[str, torch.Tensor]:

@@ -1,9 +1,6 @@
 """The matmul ceilings of a GPU: the best rate of a few large GEMMs, in bf16 and (where it runs) FP8.
 
-Both are measured the way every ceiling is (:mod:`helpers.measure.ceilings`): medians of runs
-timed with CUDA events after warm-ups, the best over :data:`CUDA_MATMUL_SHAPES`. FP8 products
-(``torch._scaled_mm`` on e4m3 inputs) run on NVIDIA GPUs of compute capability 8.9 and newer; an
-FP8 GEMM judged against the bf16 rate would show well over 100 %, so it gets its own ceiling.
+FP8 gets its own ceiling: an FP8 GEMM judged against the bf16 rate would show well over 100 %.
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
 """The ceilings of a device (memory roof, matmul rate), measured one way, with provenance.
 
-A kernel time means little alone. Divide the bytes it must move by the best bandwidth the device
-reaches, and the FLOPs it must do by the best matmul rate: the larger quotient is the *floor*
-(:mod:`helpers.measure.roofline`).
-
-* :func:`measure_ceilings` measures both on this machine, once per process per device: large
-  device copies (bytes read + written), sums (read) and fills (written), the memory roof being the
-  fastest of the three, and large matmuls, medians of timed runs after warm-ups
-  (:mod:`helpers.measure.timing`).
-* ``helpers.trace.registry.register_reference_ceilings``: ceilings recorded on another machine (the course registers
-  its H200 set), so a CPU-only learner can judge a recorded trace against the hardware it was
-  recorded on. A recorded reference, not a live measurement, and it says so (``source == "reference"``).
-
-One way everywhere: medians of timed runs after warm-ups (CUDA events on a GPU). A ceiling is a
-measurement, not the datasheet: a kernel measured faster than its floor means the ceiling is
-wrong (re-measure it), and tests/measure/test_ceilings.py fails when a shipped percentage does.
+Dividing a kernel's bytes and FLOPs by these gives its floor (:mod:`helpers.measure.roofline`).
+:func:`measure_ceilings` measures them here (medians of timed runs after warm-ups); a reference set
+recorded on another machine lets a CPU-only learner judge a recorded trace. A kernel faster than its
+floor means the ceiling is wrong.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -194,35 +180,6 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
 
 # The schema benchmarks/ceilings.py writes (measure_ceilings' values with the run's provenance).
 CEILINGS_SCHEMA = "course-ceilings/1"
-
-
-def load_reference_ceilings(path: str | os.PathLike) -> Ceilings:
-    """Ceilings recorded on another machine, read from a file written by ``benchmarks/ceilings.py``.
-
-    The result says it is a recorded reference (``source == "reference"``), with the date, the
-    machine and how it was measured; the file's ``provenance`` is kept in ``method``. Raises
-    FileNotFoundError for a missing file and ValueError for a file of another kind.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no ceilings file at {path}: benchmarks/ceilings.py writes it on the GPU "
-            "(python benchmarks/ceilings.py --out <path>)"
-        )
-    data = json.loads(path.read_text())
-    if not isinstance(data, Mapping) or data.get("schema") != CEILINGS_SCHEMA or "ceilings" not in data:
-        raise ValueError(f"{path} is not a {CEILINGS_SCHEMA} file written by benchmarks/ceilings.py")
-    values = dict(data["ceilings"])
-    prov = data.get("provenance") or {}
-    note = f"; {data['note']}" if data.get("note") else ""
-    values["method"] = (
-        f"recorded reference, not measured in this process: {values.get('method', '?')} "
-        f"(file {path.name}, {prov.get('device', values.get('device'))}, torch {prov.get('torch', '?')}, "
-        f"{str(prov.get('date', '?'))[:10]}{note})"
-    )
-    values["source"] = "reference"
-    values["recorded"] = str(prov.get("date") or values.get("recorded") or "")[:10] or None
-    return ceilings_from_dict(values)
 
 
 def reference_ceilings_for(device: str) -> Ceilings | None:

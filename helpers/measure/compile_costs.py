@@ -1,14 +1,5 @@
-"""What ``torch.compile`` costs: the first call, the CPU work of every call, and shape changes.
-
-- :func:`time_first_call`: the first call of a compiled function (where it compiles) against
-  the calls after it, with Inductor's on-disk cache hits and misses, measured.
-- :func:`compile_wrapper_rows` and :func:`call_split`: the CPU rows torch.compile adds around a
-  compiled forward, and each profiled call's CPU time against its device time, from a trace.
-
-Counting compiles (:func:`shape_sweep`, :class:`CompileCounter`) is in
-:mod:`helpers.measure.compile_counts`.
-
-Long calls print one line of progress each, so a learner never stares at a silent cell.
+"""What ``torch.compile`` costs: the first call, the CPU work of every call, and shape changes
+(graph counts are in :mod:`helpers.measure.compile_counts`). Long calls print progress lines.
 """
 
 from __future__ import annotations
@@ -38,9 +29,7 @@ WRAPPER_PREFIXES: tuple[str, ...] = (
 )
 
 
-# ---------------------------------------------------------------------------------------------
 # timing
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -138,9 +127,7 @@ def first_calls(fns: dict[str, Callable], inputs: Sequence[torch.Tensor], progre
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------------------
 # the compiled call in a trace
-# ---------------------------------------------------------------------------------------------
 
 
 def _wrapper_name(name: str) -> str | None:

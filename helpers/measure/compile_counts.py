@@ -1,16 +1,7 @@
 """How many graphs ``torch.compile`` compiles, and why: count them, with torch's own counter inside.
 
-- :class:`CompileCounter`: a backend that records every graph Dynamo hands over (its input shapes,
-  symbols marking dynamic sizes), built on ``torch._dynamo.testing.CompileCounterWithBackend``
-  where this torch has it, then compiles with the real backend.
-- :func:`shape_sweep`: call a compiled model on a sequence of inputs and *count* the graphs
-  compiled at each call, with Dynamo's reason for each recompile (the guard that failed) and
-  Inductor's cache hits; the count is checked against Dynamo's own counter.
-
-torch's own tools say the same in their words: ``TORCH_LOGS="recompiles,graph_breaks"`` (or
-``torch._logging.set_logs(recompiles=True, graph_breaks=True)``) logs each recompile and graph
-break as it happens, and ``torch._dynamo.explain(fn)(*inputs)`` lists graphs and breaks. Notebook
-04 shows them first. Private torch internals used here are read behind guards (torch 2.5-2.13).
+:func:`shape_sweep` counts the graphs compiled at each call with Dynamo's reason for each recompile,
+checked against Dynamo's own counter. Private torch internals are read behind guards (torch 2.5-2.13).
 """
 
 from __future__ import annotations
@@ -50,9 +41,7 @@ def _guard_failures() -> list[str]:
     return [str(r) for reasons in list(guard_failures.values()) for r in reasons]
 
 
-# ---------------------------------------------------------------------------------------------
 # counting compiles
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -92,14 +81,9 @@ def _torch_counter(backend: str) -> Any | None:
 class CompileCounter:
     """A ``torch.compile`` backend that records every graph it is given, then compiles it with `backend`.
 
-    ``torch.compile(model, backend=CompileCounter("inductor"))`` compiles exactly as
-    ``torch.compile(model)`` does; ``counter.graphs`` lists what was compiled. Dynamo decides when
-    to compile (guards, dynamic shapes); the backend only decides how long each compile takes, so
-    ``CompileCounter("eager")`` counts the same graphs in a fraction of the time.
-
-    Built on torch's own ``torch._dynamo.testing.CompileCounterWithBackend`` where this torch has
-    it (``frame_count``, ``op_count`` come from it); what this class adds is each graph's input
-    shapes, with the symbols that mark a dynamic size.
+    Dynamo decides when to compile; the backend only how long it takes, so ``CompileCounter("eager")``
+    counts the same graphs fast. Built on torch's ``CompileCounterWithBackend`` where it exists; adds each
+    graph's input shapes with the symbols that mark a dynamic size.
     """
 
     def __init__(self, backend: str = "inductor") -> None:

@@ -1,22 +1,8 @@
 """Each kernel of a trace against its floor: the bytes and FLOPs it must move and do, from recorded shapes.
 
-:func:`kernel_floors` is the one place the course turns a kernel of a trace into a "% of floor":
-notebooks 01, 03 and 04 show it, and tests/measure/test_ceilings.py checks that no kernel of a
-shipped H200 trace lands above 100 % (a kernel faster than its floor means the ceiling is wrong).
-
-What each kernel must do is read from the shapes the profiler recorded for the operator that
-launched it, by the kernel's family (:func:`helpers.decode_kernel`):
-
-* a GEMM: ``2*m*n*k`` FLOPs and A, B, C once (``aten::mm``/``addmm`` shapes, or an Inductor GEMM
-  template's arguments ``x, W, out``);
-* a copy: the tensor read once and written once;
-* an elementwise kernel: every tensor input read once, one output of the largest input's size
-  written once (GeLU: 2 passes, mul: 3, a bias add: the output twice plus the bias);
-* a fused GeGLU (``gelu(gate) * up`` in one kernel: Inductor's, Liger's, the course's): gate and
-  up read once, the product written once: 3 passes over the largest argument.
-
-Anything else (memsets, kernels whose launching operator recorded no usable shapes) gets no floor,
-and the ``basis`` column says why: a floor is never guessed.
+What a kernel must do is read, by its family, from the shapes recorded for the operator that
+launched it (GEMMs, copies, elementwise and fused GeGLU kernels). Anything else gets no floor and
+the ``basis`` column says why: a floor is never guessed.
 """
 
 from __future__ import annotations

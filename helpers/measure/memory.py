@@ -1,25 +1,8 @@
-"""Where memory goes during a step: by category over time (any device), the allocator's history
-(CUDA), and the peak of one call.
+"""Where memory goes during a step: by category over time, the CUDA allocator's history, and the peak of one call.
 
-Three views, the first two drawn inline:
-
-* :func:`memory_timeline`: the profiler's own memory analysis. A ``torch.profiler.profile`` run
-  with ``profile_memory=True, record_shapes=True, with_stack=True`` records every allocation and
-  free; torch then labels each tensor as a parameter, gradient, optimizer state, activation,
-  input or temporary by following the data flow between ops (the same analysis as
-  ``prof.export_memory_timeline``). This works on a CPU as well as on a GPU.
-  :func:`profile_memory` runs a function under such a profiler for you.
-* :func:`allocator_history`: the CUDA caching allocator's own record
-  (``torch.cuda.memory._record_memory_history`` and ``_snapshot``): every alloc and free with its
-  size, in order, and the stack that made it. GPU only; no categories, but exact.
-
-* :func:`peak_memory`: one number, the peak bytes one call allocates beyond what was held before
-  it (the CUDA allocator's counters; on a CPU the profiler's allocation events). Notebook 07 uses
-  it to show that the fused attention kernels never allocate the ``[seq, seq]`` score matrix.
-
-The first two read private torch APIs (``torch.profiler._memory_profiler``, ``torch.cuda.memory._snapshot``),
-so each is behind a version check that raises a clear error if a torch release changes them.
-Sizes are bytes; times are microseconds from the first event.
+:func:`memory_timeline` and :func:`allocator_history` read private torch APIs, so each is behind a
+version check that raises a clear error if a release changes them. Sizes are bytes; times are
+microseconds from the first event.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """Bytes, FLOPs, floors and achieved rates: how close a kernel gets to what the device can do.
 
-* :func:`gemm_flops`, :func:`gemm_bytes`, :func:`elementwise_bytes`: what a kernel must do and move;
-* :func:`achieved`: a measured duration against the floor those imply on given ceilings;
-* :func:`roofline_frame`, :func:`roofline_figure`: several kernels or variants on one roofline;
-* :func:`tile_waves`: how a GEMM's output splits into tiles and the tiles into waves of SMs.
-
 Units: bytes, FLOPs, microseconds in; TB/s and TFLOP/s (10**12) in the tables.
 """
 
@@ -79,26 +74,12 @@ def achieved(
     *,
     ceilings: Ceilings,
 ) -> dict[str, Any]:
-    """How a measured duration compares with the ceilings.
+    """How a measured duration compares with the ceilings: a dict with the keys of `ACHIEVED_KEYS`.
 
-    Give the bytes the kernel must move, the FLOPs it must do, or both. Returns a dict with the
-    keys of `ACHIEVED_KEYS`; a value that needs the missing input is None:
-
-    * `achieved_tbps`, `achieved_tflops`: bytes and FLOPs over the duration (10**12 per second);
-    * `pct_of_bandwidth`, `pct_of_peak_flops`: those rates as % of the ceilings;
-    * `memory_floor_us` = bytes / bandwidth, `compute_floor_us` = FLOPs / peak, `floor_us` = the
-      larger of the two: no kernel doing this work can take less time;
-    * `pct_of_floor` = floor_us / duration_us * 100: 100 means running at the floor, 50 means
-      taking twice the floor;
-    * `bound_by`: "memory" or "compute", whichever floor is larger (the resource that bounds it).
-
-    The ceilings are measured rates (the best this device reached on a large copy and a large
-    matmul), not datasheet peaks. A kernel above 100 % means the ceiling was measured too low: the
-    course measures both one way (:func:`helpers.measure_ceilings`) and a test keeps every shipped
-    percentage at or below 100 (+ the stated tolerance of tests/measure/test_ceilings.py).
-
-    `ceilings` is required and keyword-only: judging an H200 trace with laptop ceilings (or the
-    reverse) gives nonsense, so the caller says which ceilings apply.
+    Give the bytes the kernel must move, the FLOPs it must do, or both; a value that needs the missing
+    input is None. ``floor_us`` is the larger of the memory and compute floors, ``pct_of_floor`` is
+    ``floor_us / duration_us * 100`` and ``bound_by`` says which floor is larger. `ceilings` is required
+    and keyword-only: judging a trace with another machine's ceilings gives nonsense.
     """
     if not isinstance(ceilings, Ceilings):
         raise TypeError(

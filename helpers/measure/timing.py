@@ -1,16 +1,7 @@
 """How the course times code: one way, used by every notebook, benchmark and ceiling.
 
-- :func:`time_per_call`: median wall time of one call followed by a synchronise (the CPU side and
-  the device side both count: whichever is slower sets the time). Medians, not means: one call
-  paused by another process must not move the number.
-- :func:`time_end_to_end`: the same, plus calls issued back to back without a synchronise (the
-  device queue then hides the CPU's launch work, as in a real loop).
-- :func:`time_device`: median device time of a region from CUDA events (what the ceilings use).
-- :func:`time_graphed`: device time per call when the calls are replayed from a CUDA graph (the
-  host's launch work removed: what is left is the kernels and the gaps between them).
-
-Kernel time (what the profiler reports) and end-to-end time differ by the host's work: Python,
-dispatch, launch calls, guards. The lessons report both, side by side.
+Medians, not means, so one call paused by another process does not move the number. Kernel time and
+end-to-end time differ by the host's work (Python, dispatch, launches, guards): the lessons show both.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Where fusing the GeLU and the product wins: bytes moved, time, and bandwidth, from traces.
 
-The GeGLU MLP computes ``gelu_tanh(gate) * up`` on two ``[tokens, hidden]`` tensors. Eager
-PyTorch runs it as two kernels, each a full pass over memory: ``gelu`` reads ``gate`` and writes
-``g`` (2 tensors moved), ``mul`` reads ``g`` and ``up`` and writes the result (3): 5 tensors. A
-fused kernel (Inductor's, Liger's, the course's) reads ``gate`` and ``up`` once and writes once:
-3 tensors. Both are memory bound, so time follows bytes.
-
-Everything here is read from a :class:`Trace`: which kernels (or, on a CPU-only trace,
-which operators) do the GeGLU, how long they take per forward, and the tensor sizes (from the
-provenance of a recorded reference trace, else from the shapes the profiler recorded for the first
-``aten::mm``). :func:`geglu_table` puts several variants side by side against the ceilings of the
-device that recorded them.
+Eager runs GeGLU as two memory-bound passes moving 5 tensors, a fused kernel moves 3, so time follows
+bytes. Everything is read from a :class:`Trace`: which kernels (or CPU operators) do the GeGLU, their
+time per forward, and the tensor sizes.
 """
 
 from __future__ import annotations

@@ -1,39 +1,9 @@
 """Load a hand-tuned GeGLU MLP layer, online or offline, and say how it was found.
 
-The real API, as a learner with network access writes it::
-
-    import kernels
-    liger = kernels.get_kernel("kernels-community/liger-kernels", version=1)
-    mlp = liger.layers.LigerGEGLUMLP(config)          # config.hidden_size, config.intermediate_size
-
-``version=1`` keeps the API: ``get_kernel`` resolves the branch ``v1`` of the Hub repository, and
-versions 2 and 3 of liger-kernels changed ``LigerGEGLUMLP`` into a layer without a constructor
-argument. But a branch moves: the exact pin is a commit, given as ``revision=`` or by the course's
-``kernels`` lock file (:mod:`helpers.mlp.hub_pin` says which applies, and what each route checks).
-
-The course's machines are usually offline, so :func:`load_geglu_mlp` tries, in order:
-
-1. ``hub``: the Hub, only when it answers a short probe (:func:`hub_status`, never hangs);
-   ``kernels`` checks the publisher's trust on the Hub itself;
-2. ``cache``: the same pin with ``HF_HUB_OFFLINE=1``, served from the local cache (filled earlier
-   while online, e.g. by :func:`helpers.mlp.hub_pin.prefetch` when a Space is built; with a lock file,
-   ``kernels.load_kernel``). ``kernels`` skips the trust check offline, so the loader checks the
-   publisher, the commit and the files' content hashes (:func:`hub_pin.check_cached_kernel`);
-3. ``package``: the ``liger-kernel`` package from PyPI, when installed (the same
-   ``LigerGEGLUMLP(config)``; its Triton kernels need a CUDA GPU); its files are checked against
-   the hashes pip recorded;
-4. ``local``: the course's own kernel repository ``local_kernels/course-geglu`` (the ``kernels``
-   build layout, loaded with ``kernels.get_local_kernel``): the course's Triton GeGLU kernel,
-   compiled on a GPU, run by Triton's interpreter on a CPU. It always works.
-
-Liger's kernel comes first (the Hub, its cache, its package); the course's own kernel is the
-fallback. Every candidate layer is checked on a tiny input against ``SimpleGeGLUMLP`` before it
-is accepted. The result (:class:`KernelLoad`) says which path was taken and why each other one
-was skipped or failed; the library's misleading offline error ("could not verify publisher trust
-status") is turned into what it means (:func:`explain_kernels_error`).
-
-Command line: ``python scripts/prefetch_kernels.py prefetch`` (the Space's build step) and
-``python scripts/prefetch_kernels.py status``. The Hub and its cache: :mod:`helpers.mlp.hub_cache`.
+:func:`load_geglu_mlp` tries the Hub (only when a short probe answers), its offline cache (checked
+before import: :mod:`helpers.mlp.hub_pin`), the ``liger-kernel`` package, then the course's own
+``local_kernels/course-geglu``, which always works. Each candidate is checked against
+``SimpleGeGLUMLP`` on a tiny input; the :class:`KernelLoad` says which path was taken and why others failed.
 """
 
 from __future__ import annotations
@@ -73,9 +43,7 @@ from .hub_pin import KernelPin, check_cached_kernel, check_installed, checked_ca
 from .hub_result import FAILED, NOT_TRIED, SKIPPED, USED, Attempt, KernelLoad, KernelLoadError
 from .model import MLPConfig, SimpleGeGLUMLP
 
-# ---------------------------------------------------------------------------------------------
 # checking a candidate layer
-# ---------------------------------------------------------------------------------------------
 
 _CHECK = MLPConfig(hidden_size=48, intermediate_size=80)  # not powers of two: masks get exercised
 
@@ -117,9 +85,7 @@ def check_layer(layer_class: type, device: str | torch.device = "cpu", atol: flo
     return err
 
 
-# ---------------------------------------------------------------------------------------------
 # the four sources
-# ---------------------------------------------------------------------------------------------
 
 
 class _Skip(Exception):

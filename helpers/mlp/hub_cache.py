@@ -1,12 +1,4 @@
-"""The Hub, its cache and the ``kernels`` library's own errors, in plain words (notebook 05).
-
-- :func:`hub_status`: does the Hub answer (a short probe that never hangs)?
-- :func:`offline_mode`, :func:`cache_dir`, :func:`cached_versions`: the local cache that offline
-  loads read (:func:`helpers.mlp.hub_pin.prefetch` fills it while online: the Space's build step);
-- :func:`explain_kernels_error`: what the library's misleading errors mean;
-- :func:`raw_get_kernel`: the plain library call a learner writes, with a timeout;
-- :func:`describe_repository`: the build variants of a kernel repository on disk.
-"""
+"""The Hub, its cache and the ``kernels`` library's own errors, in plain words (notebook 05)."""
 
 from __future__ import annotations
 
@@ -43,9 +35,7 @@ _NO_VARIANT = "Cannot find a build variant"
 _KERNELS_LOGGERS = ("kernels", "huggingface_hub")
 
 
-# ---------------------------------------------------------------------------------------------
 # where the Hub and the cache are
-# ---------------------------------------------------------------------------------------------
 
 
 def _env_true(name: str) -> bool:
@@ -161,9 +151,7 @@ def hub_status(timeout: float = 3.0, endpoint: str | None = None) -> HubStatus:
     return HubStatus(False, f"no answer from {url} within {timeout:g} s", url, seconds)
 
 
-# ---------------------------------------------------------------------------------------------
 # errors
-# ---------------------------------------------------------------------------------------------
 
 
 def explain_kernels_error(
@@ -243,9 +231,7 @@ def capture_library_warnings() -> Iterator[list[str]]:
             lg.propagate = propagate
 
 
-# ---------------------------------------------------------------------------------------------
 # a kernel repository on disk
-# ---------------------------------------------------------------------------------------------
 
 
 def describe_repository(path: str | os.PathLike = COURSE_KERNEL_REPO, backend: str | None = None) -> pd.DataFrame:
@@ -294,9 +280,7 @@ def describe_repository(path: str | os.PathLike = COURSE_KERNEL_REPO, backend: s
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------------------
 # the plain library call, for the lesson
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,8 @@
 """What pins the hand-tuned kernel, and the checks every loading route makes before trusting it.
 
-``get_kernel(repo, version=1)`` follows the *branch* ``v1`` of the Hub repository: whoever
-publishes to that branch changes what the course downloads and imports. An exact pin is a
-commit: ``get_kernel(repo, revision="<40-hex sha>")``, or the ``kernels`` library's lock file
-(``kernels lock <dir>`` writes ``<dir>/kernels.lock`` from ``<dir>/pyproject.toml``;
-``kernels download <dir>`` fetches what it pins; ``kernels.load_kernel(repo, lockfile=...)``
-loads it without network). :func:`kernel_pin` says which of these applies here:
-
-1. a ``revision=`` given by the caller (a full commit sha; a branch or tag name is refused);
-2. else the course's lock file, :data:`KERNEL_LOCK_FILE` (``local_kernels/hub-lock/kernels.lock``),
-   when it exists;
-3. else the branch ``v<version>``, reported as *not* an exact pin.
-
-Trust, on every route (:mod:`helpers.mlp.hub`):
-
-- the Hub: ``kernels`` itself asks the Hub whether the publisher is trusted before downloading;
-- the cache: offline, ``kernels`` skips that question ("Skipping publisher trust check"), so
-  before anything is imported the publisher is checked against :data:`TRUSTED_PUBLISHERS` and
-  every file of the pinned commit against the hashes recorded when it was downloaded
-  (:func:`check_cache_before_import`, :mod:`helpers.mlp.hub_trust`); after the import, that the
-  module came from that commit (:func:`check_cached_kernel`);
-- the ``liger-kernel`` package: its installed files against the hashes pip recorded (:func:`check_installed`);
-- the course's own kernel repository: part of this git repository.
-
-:func:`prefetch` fills the cache while online (the Space's build step): with an exact pin the
-library downloads that commit itself (``kernels.install_kernel``, what ``kernels download`` does).
+A ``version=`` follows a moving branch; an exact pin is a commit (``revision=``) or the course's
+``kernels`` lock file (:func:`kernel_pin` says which applies). Offline, ``kernels`` skips its trust
+check, so the publisher and every cached file are checked here before anything is imported.
 """
 
 from __future__ import annotations
@@ -123,9 +101,7 @@ def _short(path: Path) -> str:
         return str(path)
 
 
-# ---------------------------------------------------------------------------------------------
 # trust checks
-# ---------------------------------------------------------------------------------------------
 
 
 def check_publisher(repo_id: str) -> str:
@@ -232,9 +208,7 @@ def check_installed(distribution: str) -> str:
     return f"{checked} Python files match the hashes pip recorded"
 
 
-# ---------------------------------------------------------------------------------------------
 # the cache, filled while online (a Space's build step)
-# ---------------------------------------------------------------------------------------------
 
 
 def prefetch(
@@ -247,14 +221,9 @@ def prefetch(
 ) -> Path:
     """Download the pinned Hub kernel into the cache so that offline loads work later; returns the snapshot.
 
-    With an exact pin (`revision`, or the lock file: :func:`helpers.mlp.hub_pin.kernel_pin`) the
-    library downloads that commit itself (``kernels.install_kernel``, the Python side of
-    ``kernels download``), after checking the publisher on the Hub. Without one, the branch
-    ``v<version>`` is downloaded by name (``revision="v<version>"``), which writes
-    ``refs/v<version>`` in the cache: ``get_kernel(..., version=N)`` with ``HF_HUB_OFFLINE=1``
-    resolves the version through that file, and the library's own downloads (by commit) write no
-    such ref. Only the build variant this machine would load is fetched, unless `all_variants`.
-    Needs network.
+    With an exact pin the library downloads that commit itself; without one the branch ``v<version>`` is
+    downloaded by name, which writes the ``refs/v<version>`` an offline ``get_kernel(version=N)`` resolves
+    through. Only this machine's build variant is fetched, unless `all_variants`. Needs network.
     """
     import kernels
     from huggingface_hub import snapshot_download

@@ -25,9 +25,7 @@ class KernelLoadError(ImportError):
         self.attempts = tuple(attempts)
 
 
-# ---------------------------------------------------------------------------------------------
 # attempts and the result
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

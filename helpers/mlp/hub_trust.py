@@ -1,18 +1,8 @@
 """The Hub kernel cache, checked against a record of its files before anything from it is imported.
 
-Offline, ``kernels`` imports a cached kernel without asking the Hub anything, and importing runs
-the kernel's code: a check made afterwards comes too late (the code it checks has already run, and
-may have replaced the check). So the files are checked first:
-
-- :func:`record_snapshot` writes, when the cache is filled while online (:func:`helpers.mlp.hub_pin.prefetch`,
-  the Space's build step), the SHA-256 of every file of the downloaded commit into
-  :data:`CACHE_RECORD`, outside the cache;
-- :func:`verify_snapshot` checks, before the import, every entry of that commit's snapshot against
-  the record: a file the record lacks (a ``__pycache__/*.pyc`` among them: compiled code Python
-  would run instead of the source), other content, a link that leads outside the cache's blobs, a
-  plain file where a link was, a link to a folder: each is refused with its path. Content is what
-  is compared, so a blob re-pointed to another self-consistent blob fails too;
-- :func:`no_bytecode` keeps the import from writing ``.pyc`` files into the cache.
+Importing runs the kernel's code, so a check made afterwards comes too late: :func:`verify_snapshot`
+compares every file of the pinned commit with the SHA-256 record :func:`record_snapshot` wrote when the
+cache was filled, and refuses extra files (``.pyc`` among them), other content and stray links.
 """
 
 from __future__ import annotations

@@ -190,13 +190,9 @@ def kernel_role(name: str) -> str:
 def infer_plan(kernel_names: Iterable[str]) -> str | None:
     """The plan one forward's kernels follow, read from what the trace shows (None when unclear).
 
-    Counted per forward: GEMM kernels, GeGLU kernels (one pass computing gelu * mul), and eager's
-    separate gelu and mul kernels. The course's gate+up kernel means ``gemm-epilogue``; a GEMM
-    template whose name lists gelu *with no separate GeGLU pass* means ``gemm-fused-geglu``; a
-    GeGLU pass after two GEMMs means ``concat-gemm``, after three ``pointwise-fused``; separate
-    gelu and mul kernels mean ``unfused``. (A template's name lists the ops Inductor traced into
-    it, which does not prove the GeGLU was computed there: under max-autotune the down GEMM's
-    name lists gelu and mul while a separate pointwise kernel computes them.)
+    Counted per forward: GEMM kernels, GeGLU passes and eager's separate gelu and mul kernels. A GEMM
+    template's name lists the ops Inductor traced into it, which does not prove it computed them, so it
+    means ``gemm-fused-geglu`` only when no separate GeGLU pass runs.
     """
     names = list(kernel_names)
     decoded = {n: decode_kernel(n) for n in set(names)}

@@ -1,9 +1,7 @@
 """The workloads the course profiles, defined once for notebooks, tests and the recording script.
 
-Each workload builds ``(fn, inputs)`` for a device. On a GPU it uses the blog's shapes in bf16;
-on a CPU it uses smaller float32 shapes so a 2-core laptop profiles it in well under a second.
-The reference traces in ``traces/`` were recorded from these same definitions
-(``scripts/record_reference_traces.py``), so a live profile and its reference are comparable.
+GPU: the blog's shapes in bf16; CPU: small float32 shapes. The reference traces were recorded from
+these same definitions, so a live profile and its reference are comparable.
 """
 
 from __future__ import annotations

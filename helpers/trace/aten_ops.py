@@ -1,18 +1,7 @@
 """What ATen operators do: one table used to read host ops (CPU traces) and Inductor kernel names.
 
-Classes of operators, by what they compute:
-
-* ``gemm``: matrix products (``mm``, ``addmm``, ``bmm`` ...);
-* ``attention``: scaled dot-product attention and its backends;
-* ``convolution``: ``convolution``, ``cudnn_convolution`` ...;
-* ``normalization``: layer/batch/group/RMS norms;
-* ``softmax``: softmax and log-softmax, forward and backward;
-* ``reduction``: sums, means, scans;
-* ``elementwise``: one output element from the same element of the inputs;
-* ``copy``: operators that always move data (``clone``, ``_to_copy``, ``copy_``, ``cat``);
-* ``view``: metadata only, nothing moves (``view``, ``t``, ``as_strided`` ...);
-* ``wrapper``: composite operators that compute nothing themselves and delegate, copying only
-  when needed (``to``, ``contiguous``, ``linear``, ``matmul``): their children are the work.
+Each operator has a class by what it computes (``gemm``, ``attention``, ``elementwise``, ``copy``,
+``view`` ...); ``wrapper`` ops (``linear``, ``matmul``, ``to``) compute nothing themselves: their children are the work.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Columns from slices of trace events: the typed decoding of one slice and the builder that joins them.
 
-:mod:`helpers.trace.events` drives it (whole documents or a file read in slices); the columns and
-their vocabulary are described there. The builder keeps no object per event: strings are shared
-through lookup tables, numbers go into numpy arrays slice by slice. What it leaves out or changes
-(events without times, absurd times, arguments past :data:`MAX_ARG_BYTES`) it counts for the notes;
-more than `max_events` entries it refuses.
+No object is kept per event: strings are shared through lookup tables, numbers go into numpy arrays.
+What it leaves out or changes it counts for the notes; more than `max_events` entries it refuses.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """What each trace event category means: one owner for the category sets every reader uses.
 
-Kineto writes a ``cat`` per event; which ones run on the device, which launch device work, and
-which are the profiler's own spans decide how a trace becomes lanes, trees and tables.
-
-Formats and devices read here:
-
-* torch 1.8-1.9 wrote the same events under other names (``Operator``, ``Kernel``, ``Runtime``,
-  ``Memcpy``, ``Memset``, ``Python``): :data:`CATEGORY_ALIASES` maps them to today's, and the
-  events table shows today's names (the trace's notes say when this happened).
-* NVIDIA and AMD GPUs (``kernel``, ``gpu_memcpy``, ``gpu_memset``, launched from ``cuda_runtime`` /
-  ``cuda_driver``, HIP calls included), Intel XPU and PrivateUse1 backends (the same device
-  categories, launched from ``xpu_runtime`` / ``privateuse1_runtime``), and Meta's MTIA
-  (``mtia_ccp_events`` on the device, launched from ``mtia_runtime``).
-* Device events that are not work: GPU-side annotations, synchronisation records (``cuda_sync``,
-  MTIA's ``event_wait`` / ``event_record``) and CUPTI range-profiler records
-  (``cuda_profiler_range``: kernels replayed to read hardware counters; their durations are replay
-  times, not kernel times).
+Which categories run on the device, which launch device work and which are the profiler's own spans
+decide how a trace becomes lanes, trees and tables. torch 1.8-1.9 names are mapped to today's
+(:data:`CATEGORY_ALIASES`); NVIDIA, AMD, XPU, PrivateUse1 and MTIA are read; device records that are
+not work (annotations, syncs, CUPTI range-profiler replays) are kept apart.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Collectives of a multi-rank trace, communication per step, ranks side by side (any torch.distributed run).
 
-* **NCCL on GPUs**: a collective is a device kernel; message sizes come from the kernel's own
-  ``In msg nelems`` / ``Out msg nelems`` / ``dtype`` arguments, read from the rank's file.
-* **gloo on CPUs**: a ``gloo:<collective>`` range on gloo's threads, sized by its ``Input Dims``;
-  compute is every operator of the rank's other threads.
-
-An event belongs to the profiler step during which it (or, for device work, its launch) started.
+NCCL collectives are device kernels sized by their ``In/Out msg nelems`` arguments; gloo collectives
+are ``gloo:<collective>`` ranges sized by ``Input Dims``. An event belongs to the step in which it (or
+its launch) started.
 """
 
 from __future__ import annotations

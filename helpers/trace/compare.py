@@ -1,15 +1,8 @@
 """Put traces side by side: eager vs compiled vs hand-tuned, which do not share kernel names.
 
-Kernel names change between versions of the same model (``vectorized_elementwise_kernel<...Gelu...>``
-in eager, ``triton_poi_fused__unsafe_view_gelu_mul_0`` under ``torch.compile``), so the comparison
-groups work by what it *is*: the kernel family that :func:`helpers.decode_kernel` reads from the
-name (gemm, elementwise, fused ...), the user annotation (``record_function``) or the operator
-that launched it, or the profiler step.
-
-What counts as a unit of work: :func:`helpers.trace.work.work_items`.
-
-Times are microseconds and, unless ``per_step=True``, means per profiler step, so a trace of 3
-steps and one of 10 compare fairly.
+Work is grouped by what it is (kernel family, annotation, launching operator, or step), not by name.
+Times are microseconds and, unless ``per_step=True``, means per profiler step, so traces of different
+lengths compare fairly.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """Match each device event to the host call that launched it: by correlation id, process by process.
 
-CUPTI (and its AMD and MTIA counterparts) gives a launch call and the device work it started the
-same ``correlation`` id. Within one process of one profiling session the ids are unique, so one
-lookup usually settles it. Two cases need more care:
-
-* **Several processes in one trace** (ranks merged into one file): each process numbers its
-  launches from its own counter, so ids repeat across ranks. A device's events are matched only
-  to the launches of the process that drives that device, found from the ids that occur in one
-  process only (a vote: normally every such id agrees).
-* **An id used by several launch calls of one process** (a counter restarted, two sessions joined
-  into one file): a device event is matched to the latest of those calls that started before it
-  (work starts after its launch call), and the trace's notes count such events and give an
-  example, so the table is never silently wrong.
-
-A graph launch (``cudaGraphLaunch``, ``hipGraphLaunch``) is one call that runs many kernels: all of
-them carry its id and match that one call.
+Ids repeat across processes merged into one file, so a device's events are matched only to the
+launches of the process that drives it. An id reused within a process matches the latest launch that
+started before the work, and the notes count such events. A graph launch matches all its kernels.
 """
 
 from __future__ import annotations

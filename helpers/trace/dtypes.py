@@ -1,10 +1,5 @@
-"""Element types, one table for every spelling a trace or a user gives them.
-
-A dtype reaches the helpers as a torch name (``"bfloat16"``), a short name (``"bf16"``), a token in
-a kernel name (``"f16"``, ``"e4m3"``), or a C++ type in an ATen kernel signature or in the
-profiler's recorded ``Input type`` (``"c10::BFloat16"``, ``"long int"``). :func:`lookup` maps any
-of them to one :class:`DType`. No torch needed (the measuring layer turns ``torch_name`` into a
-``torch.dtype``).
+"""Element types, one table for every spelling a trace or a user gives them (torch names, short names,
+kernel-name tokens, C++ types): :func:`lookup` maps any to one :class:`DType`. No torch needed.
 """
 
 from __future__ import annotations

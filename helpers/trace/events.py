@@ -1,29 +1,9 @@
 """Turn a Chrome/Kineto trace into tables: one row per event, plus the links between them.
 
-Everything here reads fields defensively: torch versions differ in which fields they write
-(torch 2.11 on the GPU machine, 2.13 here), ``pid``/``tid`` can be strings, ``dur`` can be
-missing, and CPU-only traces may still declare ``GPU 0..15`` processes in their metadata (lanes
-are made from events, never from metadata).
-
-Vocabulary used in the columns of :attr:`TraceTables.events`:
-
-* ``name``, ``cat``, ``ts`` (us), ``dur`` (us), ``pid``, ``tid`` (as text), ``external_id``,
-  ``correlation``, ``stream``, ``device`` (nullable integers), ``input_dims``, ``input_types``,
-  ``grid``, ``block`` (text, empty when not recorded).
-* ``on_device``: the event ran on a GPU stream.
-* ``lane``: where an event is drawn: ``"CPU <pid>/<tid>"`` for a host thread, ``"GPU <dev> stream <s>"``.
-* ``parent``: row index of the innermost host event that encloses this one on the same thread (-1 if none).
-* ``depth``: nesting depth on its thread (0 = outermost).
-* ``launch``: for a device event, the row index of the runtime/driver call that launched it
-  (matched through ``correlation``; ``cudaLaunchKernel`` and ``cuLaunchKernelEx`` alike).
-* ``launched_by``: for a device event, the row index of the innermost ``cpu_op`` around that launch.
-* ``annotation``: row index of the innermost ``user_annotation`` (``record_function``) around the
-  event, profiler steps excluded; for a device event, around its launch (-1 if none).
-* ``step``: the ``ProfilerStep#N`` number (-1 outside steps).
-
-Speed matters: a trace can hold a million events. Columns are built slice by slice with list
-comprehensions (no dict per row is kept), strings are shared through lookup tables, and the
-links above are computed with numpy over whole columns, not per event in Python.
+Fields are read defensively (torch versions differ, ``pid``/``tid`` can be strings, ``dur`` can be
+missing, lanes come from events, never from metadata). The derived columns (``lane``, ``parent``,
+``depth``, ``launch``, ``launched_by``, ``annotation``, ``step``) are described in
+:mod:`helpers.trace.links`. Columns are built slice by slice with numpy, as a trace can hold a million events.
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
 """Reading Chrome/Kineto trace files (``.json`` or ``.json.gz``) as text and as whole documents.
 
-This module only knows about files and JSON documents; turning events into tables is the job of
-:mod:`helpers.trace.events`. Two ways to read a trace:
-
-* :func:`read_document` parses the whole file into one dict (simple; what small traces use, and
-  needed when the document is kept to be saved again);
-* :func:`helpers.trace.stream.stream_events` parses the ``traceEvents`` array in slices, so a
-  200 MB trace never exists as a million Python dicts at once.
-
-Writing a trace is :mod:`helpers.trace.saving`. Files are untrusted input, and both ways of
-reading treat them alike (:class:`TraceText` here, the error wording in :mod:`helpers.trace.json_text`):
-
-* decompressed bytes are counted while reading, and reading stops past `max_bytes`
-  (:data:`MAX_TEXT_BYTES` by default): a 2 MB gzip bomb never becomes 2 GB in memory;
-* damaged JSON is reported with the byte offset where parsing stopped, as soon as the slice
-  holding it is read (a wrong cut fails only at the end of its slice; a parse error anywhere
-  before that is damage, not a wrong cut);
-* nesting deeper than :data:`MAX_DEPTH` levels is one clear error, and a UTF-8 byte-order mark
-  before the JSON is accepted.
+Files are untrusted input: decompressed bytes are counted and reading stops past `max_bytes` (a gzip
+bomb never fills memory), damaged JSON is reported with its byte offset, and nesting deeper than
+:data:`MAX_DEPTH` is one clear error. Large traces are read in slices by :mod:`helpers.trace.stream`.
 """
 
 from __future__ import annotations

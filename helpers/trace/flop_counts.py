@@ -1,9 +1,7 @@
 """How many floating-point operations an operator does, from its recorded input shapes (no torch).
 
-A multiply-add counts 2. :data:`FORMULAS` maps an ATen operator's base name to its family and a
-formula over the parsed ``Input Dims``; :data:`BASIS` says, per operator, what the count assumes,
-and the grouped GEMMs say it per layout (:func:`grouped_mm_flops`). :mod:`helpers.trace.flops`
-turns the counts into achieved rates.
+A multiply-add counts 2. :data:`FORMULAS` maps an ATen operator's base name to its family and formula;
+:data:`BASIS` says what each count assumes.
 """
 
 from __future__ import annotations

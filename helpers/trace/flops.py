@@ -1,30 +1,9 @@
 """Achieved TFLOP/s of matrix products, attention and convolutions, from the shapes a trace recorded.
 
-With ``record_shapes=True`` every operator event carries its inputs' shapes (``Input Dims``).
-For the operators below the number of floating-point operations follows from those shapes
-alone (a multiply-add counts 2), so dividing by the device time of the kernels the operator
-launched gives the rate it achieved, with no torch and no re-run:
-
-* matrix products: ``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``, ``addmv``,
-  ``mv``, ``dot``, ``_int_mm`` and FP8's ``_scaled_mm``: 2 x M x N x K (x batch);
-* grouped GEMMs (``_grouped_mm``, ``_scaled_grouped_mm``: a mixture of experts' products in one
-  launch): 2 x M x N x K summed over the groups, for each layout torch accepts (the ``basis``
-  column says which was read and what it assumes); a loop of ``mm`` per expert counts as GEMMs;
-* attention (``scaled_dot_product_attention`` and its flash / efficient / cuDNN forms, and
-  ``_flash_attention_forward`` / ``_efficient_attention_forward`` which take [batch, seq, heads,
-  dim]): 2 x batch x heads x L x S x (E + Ev) forward, 2.5 times that backward (five products
-  instead of two). A causal mask is not in the shapes: the count is the full one, and a causal
-  kernel does about half of it (said in ``note``);
-* convolutions: 2 x N x C_out x (output positions) x C_in/groups x kernel area. The backward
-  (``convolution_backward``) reads the output's size from the gradient's shape; the forward needs
-  stride, padding and dilation, read from the trace's ``Concrete Inputs`` when the trace's JSON
-  is kept (traces under 50 MB, live profiles); otherwise its row says the FLOPs are unknown.
-
-Each kernel is credited to the innermost such operator above the op that launched it (``aten::linear``
--> ``aten::addmm`` -> the GEMM kernel credits ``aten::addmm``), so nothing is counted twice.
-
-Each row says its inputs' dtype (from ``Input type``): given ceilings, an FP8 row is judged
-against the FP8 matmul rate (when one was measured) and every other row against the matmul rate.
+With ``record_shapes=True`` the FLOPs follow from the inputs' shapes alone
+(:mod:`helpers.trace.flop_counts`), so dividing by the device time of the kernels an operator launched
+gives its rate with no torch and no re-run. Each kernel is credited to the innermost such operator
+above its launcher, so nothing is counted twice; FP8 rows are judged against the FP8 matmul rate.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Kernels replayed from a CUDA/HIP graph, tied to the operators that captured them.
 
-A graph launch (``cudaGraphLaunch``) is one host call that runs every kernel of the graph; all of
-them carry its correlation id, and no operator encloses them, so by correlation alone a replayed
-kernel is tied only to the graph launch. When the same trace also holds the capture (the
-profiler ran while ``torch.cuda.graph`` recorded it, or the first call of a model compiled with
-``mode="reduce-overhead"``), the launch calls made during capture are there too, between
-``cudaStreamBeginCapture`` and ``cudaStreamEndCapture`` on one thread, each inside the operator
-that issued it; nothing ran then, so they have no device work of their own.
-
-A replay runs the captured work in capture order, so the k-th kernel of a replay (by start time)
-is the k-th launch of the capture. A graph launch is tied to the latest capture that ended before
-it and made exactly as many launches as the replay ran kernels; when no capture matches, its
-kernels keep the graph launch alone, and the notes say how many and why.
+A replay runs the captured work in capture order, so the k-th kernel of a replay is the k-th launch
+of the latest capture that ended before it and made as many launches; when none matches, its kernels
+keep the graph launch alone and the notes say why.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The derived columns of an events table: lanes, nesting, launches, annotations, steps.
-
-Computed with numpy over whole columns (a trace can hold a million events), once per trace:
-
-* ``on_device``, ``lane``: where an event is drawn (a host thread or a device stream);
-* ``parent``, ``depth``: the innermost host event enclosing this one on its thread;
-* ``launch``, ``launched_by``: for a device event, the launch call (matched by ``correlation``)
-  and the ``cpu_op`` around it;
-* ``annotation``: the innermost ``record_function`` around it; ``step``: its ``ProfilerStep#N``.
+"""The derived columns of an events table, computed with numpy over whole columns once per trace:
+``on_device``/``lane`` (host thread or device stream), ``parent``/``depth`` (nesting on a thread),
+``launch``/``launched_by`` (a device event's launch call and the ``cpu_op`` around it), ``annotation``
+(innermost ``record_function``) and ``step``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""The profiler's ``[memory]`` events, read while a trace loads: one row per allocation or free.
-
-A trace recorded with ``profile_memory=True`` holds an instant event (``ph: "i"``, name
-``[memory]``) for every allocation (``Bytes`` > 0) and free (``Bytes`` < 0) the profiler saw, with
-the block's address (``Addr``), the allocator's running totals (``Total Allocated``, ``Total
-Reserved``) and where it lives (``Device Type``, ``Device Id``). The loader (:mod:`helpers.trace.builder`)
-hands every slice's instant events to :class:`MemoryEvents`, which keeps them as numpy columns;
-the table is ``TraceTables.memory``. What the rows mean (memory over time, the peak by operator) is
-:mod:`helpers.trace.memory_view`.
+"""The profiler's ``[memory]`` events, read while a trace loads: one row per allocation or free, as
+numpy columns (``TraceTables.memory``); :mod:`helpers.trace.memory_view` says what they mean.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """A CUDA allocator snapshot (``torch.cuda.memory._dump_snapshot``) read safely, as tables. No torch.
 
-A snapshot is a pickle of plain data: a dict with ``segments`` (each a ``cudaMalloc``'d region
-with its ``blocks``) and ``device_traces`` (the allocator's recent actions per device). Loading a
-pickle with :func:`pickle.load` runs whatever code the file names, so a snapshot someone sends
-you would be a program. Here the unpickler refuses every class and function (``find_class``):
-dicts, lists, tuples, strings and numbers need none, and a file that asks for anything else is
-refused before anything in it runs. The file is also refused past a size limit.
-
-* :func:`read_snapshot`: the dict, read safely;
-* :func:`snapshot_segments`, :func:`snapshot_blocks`, :func:`snapshot_actions`: one row per
-  segment, block and recorded allocator action.
+A snapshot is a pickle, and ``pickle.load`` runs whatever code the file names: here the unpickler
+refuses every class and function (plain data needs none) and files past a size limit.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Memory from a saved trace alone: memory over time per device, and the peak by operator.
 
-What the deprecated TensorBoard plugin's memory view showed, read from the ``[memory]`` events of a
-trace recorded with ``profile_memory=True`` (:mod:`helpers.trace.memory_events`), with no torch:
-
-* :func:`memory_over_time`: the allocator's running totals per device (bounded to a number of
-  points for a huge trace, keeping each bucket's lowest and highest value, so peaks survive);
-  :func:`memory_over_time_figure` draws it;
-* :func:`memory_by_op`: each allocation with the operator running when it happened (the innermost
-  ``cpu_op`` around it on its thread, and the outermost);
-* :func:`peak_memory_by_op`: the allocations still live at a device's peak, grouped by operator.
-
+Read from the ``[memory]`` events of a trace recorded with ``profile_memory=True``, with no torch.
 Times are milliseconds from the trace's first event; sizes are MB (1e6 bytes).
 """
 

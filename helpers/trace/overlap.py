@@ -1,19 +1,8 @@
 """Where a GPU's time goes: computing, communicating, both at once, or idle, and why it was idle.
 
-For each GPU of each rank (a single trace, or a run from :func:`helpers.load_traces`):
-
-* **busy**: the union of all its device work (kernels, memcpys, memsets on any stream);
-* **compute**: the union of kernels that are not communication (NCCL ...) and not memcpy/memset;
-* **communication**: the union of communication kernels (family ``communication``);
-* **overlap**: time when compute and communication run at the same time; what is left of the
-  communication (``exposed_communication_us``) is the time the collectives cost the step;
-* **idle**: time between the first and the last device work with nothing running, split by cause
-  (:func:`idle_gaps`): for each gap, the next kernel's launch call tells whether the CPU had not yet
-  issued it (``cpu-bound``: the launch call ended after the GPU went idle) or it was already queued
-  and waited for something else (``waiting``: a dependency on another stream or event, a
-  synchronisation, a copy from the host, or the queue's own latency between kernels).
-
-Unions and intersections are computed on intervals (start, end) with numpy, never by sampling.
+Busy, compute, communication and their overlap are unions of intervals computed with numpy, never by
+sampling; exposed communication is what the collectives cost the step. An idle gap is ``cpu-bound``
+when the next kernel's launch call ended after the GPU went idle, else ``waiting`` (:func:`idle_gaps`).
 """
 
 from __future__ import annotations

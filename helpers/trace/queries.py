@@ -1,12 +1,4 @@
-"""Questions the lessons ask of a trace, answered as numbers or small tables (no torch needed).
-
-- :func:`trace_cards`: which trace is which (device, torch, date, what it holds);
-- :func:`kernel_table`, :func:`kernels_per_forward`, :func:`kernels_under`: the kernels of a call;
-- :func:`chain_tree` (in :mod:`helpers.trace.dispatch_tree`): the dispatch tree of an op, drawn as a tree;
-- :func:`op_costs`, :func:`op_call_times`, :func:`op_input`, :func:`mm_dims`: per-op costs and shapes;
-- :func:`launch_calls`: the CUDA runtime and driver calls of a step, and what each launched;
-- :func:`device_properties`: the GPU's properties as the profiler recorded them.
-"""
+"""Questions the lessons ask of a trace, answered as numbers or small tables (no torch needed)."""
 
 from __future__ import annotations
 
@@ -356,6 +348,3 @@ def op_input(trace: Trace, op: str) -> OpInput:
                 raise ValueError(f"{op}: unknown element type {types[i]!r} of input {i}")
             return OpInput(op, tuple(int(v) for v in d), found.torch_name, found.itemsize)
     raise ValueError(f"{op} has no tensor input with a recorded shape in {trace.info.describe()}")
-
-
-# ---------------------------------------------------------------------------------------------

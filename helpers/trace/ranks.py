@@ -1,28 +1,9 @@
 """Several ranks in one object: one trace file per rank, a folder of them, or ranks merged into one file.
 
-:func:`load_traces` gives a :class:`MultiRankTrace`: a :class:`~helpers.trace.model.Trace` whose
-events carry a ``rank`` column and whose lanes are named ``rank <r> · <lane>``, so every Trace method
-works on the whole run (``kernels()`` gains a ``rank`` column, ``timeline()`` groups lanes by rank,
-``helpers.compare`` sums over ranks) and :mod:`helpers.trace.overlap` compares ranks.
-
-Which rank an event belongs to (:func:`event_ranks`):
-
-* a file recorded by one process: the rank in its ``distributedInfo`` (else its position in the list);
-* a file holding several processes that launch device work (ranks merged into one file): each such
-  process is a rank, numbered by the lowest device it drives (a DDP rank drives the GPU of its local
-  rank); a device's events take the rank of the process that launched them; host processes that
-  launch nothing (data-loader workers) get rank -1, and the trace's notes say so.
-
-Clocks: Kineto writes times in microseconds, relative to the file's ``baseTimeNanoseconds`` when it
-has one; files are put on one clock through it. Ranks on different hosts keep their hosts' clock
-offsets (NTP-level, usually well under a millisecond): compare step times, not exact instants. A
-file without that field among files with it cannot be put on their clock: its first event is placed
-at the run's first event, and a note says so.
-
-What a run's table rests on is checked: one file per rank (two files, or two traces, claiming one
-rank are refused, naming both), ranks that agree with what the caller knows (a file name's rank
-against ``distributedInfo``), and ranks missing from 0..max said in the label and the notes. The
-files together are read up to ``max_bytes`` of JSON text (:data:`MAX_RUN_BYTES` by default).
+:func:`load_traces` gives a :class:`MultiRankTrace`, a Trace whose events carry a ``rank`` column, so
+every Trace method works on the whole run. Files are put on one clock through ``baseTimeNanoseconds``
+(hosts keep their clock offsets: compare step times, not instants); two files claiming one rank are
+refused, and missing ranks are said in the label and the notes.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Writing a trace file: gzipped, atomically, never over another file unless asked to, with plain errors.
 
-:func:`write_gzip_atomic` writes the compressed bytes to a temporary file beside the target,
-flushes it to disk, then gives it the target's name in one step, so a crash never leaves a
-half-written trace under that name:
-
-* with ``overwrite=True`` by a rename over the target;
-* with ``overwrite=False`` by a hard link, which the file system refuses when the name exists:
-  two processes saving to the same new name cannot both succeed (a check-then-write could);
-* the temporary file is named ``.<target>.incomplete-<pid>-<random>.tmp``: anyone listing the
-  folder can tell what it is, and the next save into that folder deletes those whose process is
-  gone (a save killed with ``kill -9`` cannot clean up after itself);
-* errors say which target could not be written and why (a folder in the way, no permission, a
-  full disk), never only the name of the temporary file.
+:func:`write_gzip_atomic` writes a temporary file beside the target and gives it the name in one step
+(a rename, or a hard link that fails when the name exists, so two racing saves cannot both win);
+temporary files of dead processes are cleaned by the next save into the folder.
 """
 
 from __future__ import annotations

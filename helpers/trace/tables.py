@@ -1,11 +1,5 @@
-"""The tables of one trace, and the notes on what could not be read cleanly.
-
-:class:`TraceTables` is what :mod:`helpers.trace.events` builds: the events (one row each, with the
-derived columns of :mod:`helpers.trace.links`), process and thread names, flow-arrow counts, the
-GPUs' properties, and counts of what was left out or changed, which :attr:`TraceTables.notes`
-says in words, each with an example. Nothing is dropped or changed without a note: events without a
-duration or a phase, with a negative duration, with an empty name (kept as "(no name)"), entries
-that are not events, kernels that could not be linked to their op.
+"""The tables of one trace, and the notes on what could not be read cleanly: nothing is dropped or
+changed without a note saying so, with an example.
 """
 
 from __future__ import annotations

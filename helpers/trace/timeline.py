@@ -1,17 +1,8 @@
 """An inline timeline of a trace: one lane per CPU thread and per GPU stream, drawn with plotly.
 
-Replaces uploading a trace to an external viewer for the course's purposes: bars for host events
-(nested calls stacked inside their thread's lane) and device kernels, profiler steps shaded,
-and a hover that shows name, duration, shapes and, for a kernel, the op that launched it.
-
-Big traces: a notebook cell must stay responsive and its saved output small. By default the
-figure draws at most `max_events` bars, chosen as whole profiler steps from the first one (a
-contiguous window reads better than a sample), and its title says what was left out and how to
-see it (``steps=``, ``time_range_us=``, ``max_events=``). Above 2,000 bars it draws WebGL line
-segments instead of SVG bars, and each bar's hover text is stored once (on a marker at the
-bar's middle), not once per vertex. With the defaults a figure's JSON stays under ~3 MB.
-Lanes come from events only: a CPU-only trace that declares ``GPU 0..15`` processes in its
-metadata gets no empty GPU lanes.
+A cell must stay responsive and its output small: by default at most `max_events` bars, whole
+profiler steps from the first (the title says what was left out), WebGL segments above 2,000 bars and
+one hover text per bar. Lanes come from events only.
 """
 
 from __future__ import annotations

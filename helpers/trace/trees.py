@@ -1,9 +1,8 @@
 """The tables that follow the nesting of host events: operators with self and total times, dispatch chains.
 
-Both read the ``parent`` and ``depth`` columns of :mod:`helpers.trace.links` and cost time linear in
-the events, however deep the nesting (a damaged or hostile trace can nest 100,000 levels). A
-dispatch chain is walked without recursion; the table it returns holds each path's names, so a
-tree deeper than :data:`MAX_CHAIN_DEPTH` levels is refused unless cut with ``max_depth``.
+Both cost time linear in the events however deep the nesting (a hostile trace can nest 100,000
+levels): chains are walked without recursion, and one deeper than :data:`MAX_CHAIN_DEPTH` is refused
+unless cut with ``max_depth``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Units of work in a trace: the rows that comparisons and breakdowns count.
 
-What counts as a unit of work:
-
-* a trace with device kernels: every kernel, memset and memcpy on a GPU stream;
-* a CPU-only trace (no device kernels): the C++ kernels torch.compile generated (listed when
-  ``torch._inductor.config.cpp.enable_kernel_profile`` is on), plus the ATen operators that do
-  the computation on the host. Those are the outermost ops of a known family (``aten::mm`` is a
-  GEMM, its ``aten::resolve_conj`` children are not separate work), or else the innermost
-  ATen ops that are not views or allocations. Composite wrappers (``aten::linear``,
-  ``aten::matmul``) are represented by the ops they call, as on a GPU they are by their kernels.
+With device kernels, every kernel, memset and memcpy; on a CPU-only trace the generated C++ kernels
+plus the ATen ops that compute (the outermost of a known family, else the innermost that is no view
+or allocation), so wrappers are represented by what they call, as on a GPU.
 """
 
 from __future__ import annotations

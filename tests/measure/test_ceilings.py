@@ -31,7 +31,7 @@ from support import H200_REFERENCE
 
 import helpers
 from benchmarks.ceilings import main as ceilings_main
-from helpers.measure.ceilings import CEILINGS_SCHEMA, ceilings_for, load_reference_ceilings
+from helpers.measure.ceilings import CEILINGS_SCHEMA, ceilings_for, ceilings_from_dict
 from helpers.measure.kernel_floors import kernel_floors
 from helpers.mlp.model import MLPShape
 from helpers.mlp.plans import geglu_bytes, geglu_mlp_flops, min_mlp_bytes, plan_floor_us
@@ -121,20 +121,12 @@ def test_recorded_spread_is_small():
     assert spread["matmul_tflops"] < 10.0, f"repeated matmul measurements differ by {spread['matmul_tflops']:.2f}%"
 
 
-def test_load_reference_ceilings_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="benchmarks/ceilings.py"):
-        load_reference_ceilings(tmp_path / "missing.json")
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"schema": "something-else"}))
-    with pytest.raises(ValueError, match=CEILINGS_SCHEMA):
-        load_reference_ceilings(bad)
-
-
 def test_the_ceilings_script_cpu_path_writes_a_loadable_file(tmp_path, capsys):
     out = tmp_path / "cpu_ceilings.json"
     assert ceilings_main(["--device", "cpu", "--quick", "--out", str(out)]) == 0
-    loaded = load_reference_ceilings(out)
     data = json.loads(out.read_text())
+    assert data["schema"] == CEILINGS_SCHEMA
+    loaded = ceilings_from_dict({**data["ceilings"], "source": "reference"})
     assert loaded.source == "reference" and loaded.device_type == "cpu"
     assert data["provenance"]["device"].startswith("CPU") and data["provenance"]["torch"]
     assert len(data["repeats"]) == 1 and "copy TB/s" in capsys.readouterr().out

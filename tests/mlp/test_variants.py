@@ -89,22 +89,6 @@ def test_liger_is_unavailable_or_carries_the_same_weights() -> None:
         assert torch.equal(model.state_dict()[key], value)
 
 
-def test_build_variants_reports_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    mlp, _ = tiny_mlp()
-
-    def unavailable(_mlp):
-        raise variants.VariantUnavailable("not here")
-
-    spec = variants.VARIANTS["liger"]
-    monkeypatch.setitem(
-        variants.VARIANTS,
-        "liger",
-        variants.VariantSpec(spec.name, spec.label, spec.plan, spec.description, unavailable),
-    )
-    built, missing = variants.build_variants(mlp, ["eager", "liger"])
-    assert list(built) == ["eager"] and missing == {"liger": "not here"}
-
-
 # ------------------------------------------------------------------------------------- plans
 
 
