@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import os
 import platform
+import shutil
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -183,3 +186,53 @@ def reference_trace(name: str, missing_ok: bool = False) -> Trace | None:
         if missing_ok:
             return None
         raise
+
+
+def static_figures(enable: bool | None = None) -> str:
+    """Give every plotly figure a PNG beside its interactive view, so an executed
+    notebook still shows its figures on a page that runs no JavaScript (GitHub, nbviewer).
+
+    ``enable=None`` turns it on when a Jupyter kernel runs this, kaleido (>= 1) is installed and a
+    Chrome or Chromium is found (kaleido draws with it), unless ``COURSE_STATIC_FIGURES=0``. Returns
+    the plotly renderer now in use.
+    """
+    import plotly.io as pio
+
+    base = os.environ.get("PLOTLY_RENDERER") or "plotly_mimetype"
+    if enable is None:
+        enable = os.environ.get("COURSE_STATIC_FIGURES", "auto") != "0" and _in_kernel() and _can_draw_png()
+    if enable and not _start_png_server():
+        enable = False
+    pio.renderers.default = base + ("+png" if enable and "png" not in base else "")
+    return pio.renderers.default
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def _can_draw_png() -> bool:
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return False
+    return any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome", "chrome")) or bool(
+        os.environ.get("BROWSER_PATH")
+    )
+
+
+def _start_png_server() -> bool:
+    """One browser for every figure of the kernel (a browser started per figure costs seconds each)."""
+    import kaleido
+
+    try:
+        kaleido.start_sync_server(silence_warnings=True)
+    except Exception:  # noqa: BLE001  (any failure to start a browser means: no PNG, the figure stays interactive)
+        return False
+    warnings.filterwarnings("ignore", message="The kopts argument is ignored if using a server")
+    return True

@@ -279,8 +279,12 @@ class Exercises:
         return table
 
     def reset(self) -> None:
-        """Forget the checks run so far (a lesson's first cell calls it)."""
+        """Forget the checks run so far (a lesson's first cell calls it), and give plotly figures a PNG beside
+        their interactive view where one can be drawn, so the executed lesson reads without JavaScript."""
         self.results.clear()
+        from .display import static_figures  # here, not at import: it loads plotly
+
+        static_figures()
 
 
 # -- Transition: the notebook-wide functions of the old interface, until every lesson has its book.
