@@ -80,7 +80,7 @@ EXERCISES = Exercises(
     ),
     decode_per_token=Exercise(
         "decode more than 10x slower per token than prefill",
-        explain="{ratio:,.0f}x here: a prefill shares each weight read and each operator launch among "
+        explain="{ratio:,.0f}x {where}: a prefill shares each weight read and each operator launch among "
         "{prefill_tokens} tokens, a decode step among {decode_tokens}.",
         hint="a decode step runs every operator of the model and reads every weight, for one token per sequence",
     ),

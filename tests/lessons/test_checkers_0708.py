@@ -159,8 +159,14 @@ def test_08_gpu_busy_and_decode_per_token(h200):
     got = statuses(nb08, "gpu_busy", bool(busy > 0.5), {"taught": False, "tempting": True, "text": "no"}, details)
     assert got == {"taught": RIGHT, "tempting": WRONG, "text": WRONG}
     assert "without it the step takes" in nb08.check("gpu_busy", False, False, details=details).message
-    details = {"ratio": 16.0, "prefill_tokens": 128, "decode_tokens": 1}
-    assert statuses(nb08, "decode_per_token", True, {"taught": True, "tempting": False}, details) == {"taught": RIGHT, "tempting": WRONG}  # fmt: skip
+    # judged on the H200 run: the small CPU model's ratio swings around 10 with the machine's load
+    eager_row = h200["results"].table("configurations").set_index("configuration").loc["eager"]
+    setup = h200["results"].table("setup").iloc[0]
+    ratio = eager_row["prefill_tokens_per_s"] / eager_row["decode_tokens_per_s"]
+    assert ratio > 100  # far from the question's 10: no noise can flip it
+    details = {"ratio": ratio, "where": "on the H200", "prefill_tokens": setup["prefill_batch"] * setup["prompt_len"], "decode_tokens": 1}  # fmt: skip
+    assert statuses(nb08, "decode_per_token", bool(ratio > 10), {"taught": True, "tempting": False}, details) == {"taught": RIGHT, "tempting": WRONG}  # fmt: skip
+    assert "on the H200" in nb08.check("decode_per_token", True, True, details=details).message
 
 
 def test_08_counts_parts_layouts_optimizer_and_memory():
