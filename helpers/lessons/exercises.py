@@ -150,8 +150,8 @@ def _same(answer: Any, expected: Any, rel_tol: float) -> tuple[bool, str]:
         parts = []
         if want - got:
             parts.append(f"{len(want - got)} missing")
-        if got - want:
-            parts.append(f"unexpected: {sorted(map(str, got - want))}")
+        if got - want:  # named as the learner wrote them, not as normalised for the comparison
+            parts.append(f"unexpected: {sorted({str(a) for a in answer if norm(a) in got - want})}")
         return False, "; ".join(parts)
     if isinstance(expected, (tuple, list)):
         if not isinstance(answer, (tuple, list)) or len(answer) != len(expected):

@@ -34,7 +34,7 @@ from ..programs import run_program
 from ..trace.kernel_names import decode_kernels
 from ..trace.memory_view import memory_over_time_figure, peak_memory_by_op
 from ..trace.model import Trace, check_trace
-from .display import reference_trace
+from .display import reference_trace, static_figures
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
@@ -59,6 +59,7 @@ __all__ = [  # the model's names this lesson uses, beside its own
     "queue_latency_us",
     "random_tokens",
     "reference_trace",
+    "static_figures",
     "swap_layers",
     "weight_read_floor_us",
     "workloads",
@@ -79,7 +80,7 @@ EXERCISES = Exercises(
     ),
     decode_per_token=Exercise(
         "decode more than 10x slower per token than prefill",
-        explain="{ratio:,.0f}x here: a prefill shares each weight read and each operator launch among "
+        explain="{ratio:,.0f}x {where}: a prefill shares each weight read and each operator launch among "
         "{prefill_tokens} tokens, a decode step among {decode_tokens}.",
         hint="a decode step runs every operator of the model and reads every weight, for one token per sequence",
     ),
@@ -93,12 +94,14 @@ EXERCISES = Exercises(
     ),
     graph_step=Exercise(
         "decode step replayed from a CUDA graph (us)",
-        explain="the model gives {predicted_us:,.0f} us. Measured without the profiler, {source}, a replayed step "
-        "takes {measured}: the kernels stay, the CPU-bound gaps go. Inside a graph the GPU moves from one kernel "
-        "to the next faster than between launches from a stream, so the model is an upper bound.",
-        hint="kernel time alone forgets the gaps: between two consecutive kernels the GPU waits at least the "
-        "queue latency, even when nothing else holds it back",
+        explain="kernel time plus one queue latency per gap, from the traces. Measured without the profiler, "
+        "{source}, a replayed step takes {measured}: the kernels stay, the CPU-bound gaps go. Inside a graph the GPU "
+        "moves from one kernel to the next faster than between launches from a stream, so the formula is an upper "
+        "bound.",
+        hint="kernel time alone forgets the gaps: between two consecutive kernels the GPU needs some time to start "
+        "the next, even when nothing else holds it back; count one queue latency per gap",
         rel_tol=0.05,
+        source="computed",
     ),
     backward_layouts=Exercise(
         "layouts of the backward's GEMMs",

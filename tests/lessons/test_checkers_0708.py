@@ -130,6 +130,7 @@ def test_08_graph_step_tells_the_taught_model_from_kernel_time_only(h200):
     assert got == {n: RIGHT if n == "taught" else WRONG for n in probes}
     fb = nb08.check_graph_step(probes["taught"], h200["decode"], h200["prefill"], measured, "H200")
     assert f"{measured:,.0f} us" in fb.message and "upper bound" in fb.message
+    assert fb.message.startswith("the computation agrees")  # a formula on the traces, not a measurement
     wrong = nb08.check_graph_step(probes["naive: kernel time only"], h200["decode"], h200["prefill"], measured, "H200")
     assert "Hint:" in wrong.message and f"{model['predicted_us']:,.0f}" not in wrong.message  # no answer in a wrong one
     assert nb08.check_graph_step(None, h200["decode"], h200["prefill"]).status == "not answered yet"
@@ -158,8 +159,14 @@ def test_08_gpu_busy_and_decode_per_token(h200):
     got = statuses(nb08, "gpu_busy", bool(busy > 0.5), {"taught": False, "tempting": True, "text": "no"}, details)
     assert got == {"taught": RIGHT, "tempting": WRONG, "text": WRONG}
     assert "without it the step takes" in nb08.check("gpu_busy", False, False, details=details).message
-    details = {"ratio": 16.0, "prefill_tokens": 128, "decode_tokens": 1}
-    assert statuses(nb08, "decode_per_token", True, {"taught": True, "tempting": False}, details) == {"taught": RIGHT, "tempting": WRONG}  # fmt: skip
+    # judged on the H200 run: the small CPU model's ratio swings around 10 with the machine's load
+    eager_row = h200["results"].table("configurations").set_index("configuration").loc["eager"]
+    setup = h200["results"].table("setup").iloc[0]
+    ratio = eager_row["prefill_tokens_per_s"] / eager_row["decode_tokens_per_s"]
+    assert ratio > 100  # far from the question's 10: no noise can flip it
+    details = {"ratio": ratio, "where": "on the H200", "prefill_tokens": setup["prefill_batch"] * setup["prompt_len"], "decode_tokens": 1}  # fmt: skip
+    assert statuses(nb08, "decode_per_token", bool(ratio > 10), {"taught": True, "tempting": False}, details) == {"taught": RIGHT, "tempting": WRONG}  # fmt: skip
+    assert "on the H200" in nb08.check("decode_per_token", True, True, details=details).message
 
 
 def test_08_counts_parts_layouts_optimizer_and_memory():
@@ -179,6 +186,8 @@ def test_08_counts_parts_layouts_optimizer_and_memory():
     }
     assert statuses(nb08, "backward_layouts", {"NN", "NT"}, probes) == {
         "taught": RIGHT, "lower": RIGHT, "naive": WRONG, "tempting": WRONG, "text": WRONG}  # fmt: skip
+    # a wrong item is named as the learner wrote it, not as normalised for the comparison
+    assert "unexpected: ['TN']" in nb08.check("backward_layouts", {"NN", "TN"}, {"NN", "NT"}).message
     details = {"tensors": 38, "launches": {"for-loop": 380, "foreach": 89, "fused": 2}}
     assert statuses(nb08, "optimizer", "fused", {"taught": "fused", "naive": "for-loop", "tempting": "foreach"}, details) == {
         "taught": RIGHT, "naive": WRONG, "tempting": WRONG}  # fmt: skip

@@ -65,3 +65,16 @@ def test_lesson_06_arithmetic_and_kernel_checks_do_not_say_measured():
     finally:
         nb06.reset()
     assert "reference" in message and "measured" not in message and "profile" not in message
+
+
+def test_lessons_07_and_08_call_their_computed_answers_computed():
+    from helpers.lessons import nb07, nb08
+
+    # the causal share is counted from the mask, the replayed step from a formula on the traces: no measurement
+    assert nb07.EXERCISES.book["causal_fraction"].source == "computed"
+    assert nb08.EXERCISES.book["graph_step"].source == "computed"
+    try:
+        message = nb07.check("causal_fraction", 0.502, 0.502).message
+    finally:
+        nb07.reset()
+    assert message.startswith("the computation agrees") and "measure" not in message
