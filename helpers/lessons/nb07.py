@@ -34,14 +34,14 @@ from ..programs import run_program
 from ..trace.model import Trace
 from ..trace.queries import kernels_per_forward, op_input
 from ..triton_env import ensure_interpreter_ready, triton_mode
-from .display import reference_trace, static_figures
+from .display import reference_trace
 from .exercises import MISSING, RIGHT, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
 from .results import Results, load_results, reference_ceilings
 
 __all__ = [
     "AttentionShape", "SDPA_OPS", "attention_flops", "attention_reference", "backend_in_trace", "flash_attention",
     "flex_block_mask", "flex_fn", "manual_attention", "manual_attention_plan", "peak_memory", "reference_ceilings",
-    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "static_figures", "triton_mode",
+    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "triton_mode",
     "visible_pairs", "workloads",
 ]  # fmt: skip
 

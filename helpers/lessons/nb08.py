@@ -34,7 +34,7 @@ from ..programs import run_program
 from ..trace.kernel_names import decode_kernels
 from ..trace.memory_view import memory_over_time_figure, peak_memory_by_op
 from ..trace.model import Trace, check_trace
-from .display import reference_trace, static_figures
+from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
@@ -59,7 +59,6 @@ __all__ = [  # the model's names this lesson uses, beside its own
     "queue_latency_us",
     "random_tokens",
     "reference_trace",
-    "static_figures",
     "swap_layers",
     "weight_read_floor_us",
     "workloads",

@@ -29,7 +29,6 @@ from ..trace.collectives import collectives, communication_per_step, rank_table,
 from ..trace.compare import kernel_breakdown
 from ..trace.overlap import overlap
 from ..trace.ranks import MultiRankTrace
-from .display import static_figures
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
@@ -39,7 +38,7 @@ __all__ = [
     "launch_command", "launch_run", "load_run", "measured_change", "nccl_log_lines", "overlap", "per_rank",
     "predict_bucket_change", "prediction_table", "rank_table", "reference_run", "run_summary", "runs_folder",
     "runs_table", "script_source", "timed_steps", "Tie", "allreduce_model", "one_bucket_terms",
-    "check_one_bucket", "check_straggler_cost", "param_comms", "static_figures",
+    "check_one_bucket", "check_straggler_cost", "param_comms",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
