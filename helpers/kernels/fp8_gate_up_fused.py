@@ -94,14 +94,14 @@ def _fp8_quantize_rows_kernel(x_ptr, q_ptr, s_ptr, M, K, stride_xm, ROWS: tl.con
         mask = row_ok[:, None] & (cols[None, :] < K)
         v = tl.load(base + cols[None, :], mask=mask, other=0.0).to(tl.float32)
         amax = tl.maximum(amax, tl.max(tl.abs(v), axis=1))
-    scale = tl.maximum(amax, 1e-12) / _E4M3_MAX
+    scale = tl.div_rn(tl.maximum(amax, 1e-12), _E4M3_MAX)  # IEEE division, as torch: bit-equal scales
     tl.store(s_ptr + rows, scale, mask=row_ok)
     out = q_ptr + rows.to(tl.int64)[:, None] * K
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
         mask = row_ok[:, None] & (cols[None, :] < K)
         v = tl.load(base + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        q = _round_to_e4m3(tl.minimum(tl.maximum(v / scale[:, None], -_E4M3_MAX), _E4M3_MAX))
+        q = _round_to_e4m3(tl.minimum(tl.maximum(tl.div_rn(v, scale[:, None]), -_E4M3_MAX), _E4M3_MAX))
         tl.store(out + cols[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
 
 

@@ -1,4 +1,5 @@
-"""The FP8 gate+up path: rowwise e4m3 quantization, and the MLP's error against bf16 and float32 on awkward shapes."""
+"""The FP8 gate+up paths: rowwise e4m3 quantization (torch and one-pass Triton), the unfused (cuBLAS) and fused
+(the gate+up kernels with row scales) paths, and their error against bf16 and float32 on awkward shapes."""
 
 from __future__ import annotations
 
