@@ -1,19 +1,12 @@
-"""The FP8 gate+up GEMM with the GeGLU in its epilogue: row quantization and the fused launcher.
+"""The FP8 gate+up GEMM with the GeGLU in its epilogue: one-pass row quantization and the fused launcher.
 
-``fp8_gate_up.fp8_gate_up_geglu`` multiplies in e4m3 with cuBLAS, writes the bf16 ``[M, 2*hidden]``
-product, then reads it back for the GeGLU: that round trip costs about as much memory traffic as
-the 8-bit GEMM saves. Here the course's fused gate+up kernels (``gate_up_kernels.py``, with
-``HAS_SCALES``) take e4m3 ``x`` and the e4m3 packed weight, accumulate in fp32, multiply each tile
-by the row scales of ``x`` and of ``W_packed`` in the epilogue, apply the GeGLU and write only the
-bf16 ``h``. Layers, as for the bf16 kernel:
-
-1. Kernels: ``_fp8_quantize_rows_kernel`` (here: one pass over ``x``) and the gate+up kernels;
-2. Launchers (here): :func:`quantize_rows_fp8` and :func:`fp8_gate_up_geglu_fused` (checks, path:
-   TMA on Hopper, pointers elsewhere; tiles: :data:`FP8_CONFIGS` ranked per shape, or ``config=``);
-3. Module: ``fp8_gate_up.Fp8GeGLUMLP`` takes this path on a GPU.
-
-Quantizing ``x`` per row is one extra read of ``x`` (and a write of half its bytes) before the GEMM:
-a per-row scale needs the whole row's largest magnitude before any of its values can be scaled.
+``fp8_gate_up.fp8_gate_up_geglu`` writes the bf16 ``[M, 2*hidden]`` product of cuBLAS's e4m3 GEMM and
+reads it back for the GeGLU. Here the course's gate+up kernels (``HAS_SCALES``) take e4m3 ``x`` and
+the e4m3 packed weight, accumulate in fp32, apply both row scales and the GeGLU in the epilogue and
+write only ``h``. Layers: kernels (``_fp8_quantize_rows_kernel`` here, the gate+up kernels), launchers
+(:func:`quantize_rows_fp8`, :func:`fp8_gate_up_geglu_fused`: TMA on Hopper, pointers elsewhere, tiles
+from :data:`FP8_CONFIGS` or ``config=``), module (``fp8_gate_up.Fp8GeGLUMLP``). Quantizing ``x`` per
+row costs one extra read of ``x``: a row's scale needs its largest magnitude before any value is scaled.
 """
 
 from __future__ import annotations
