@@ -8,10 +8,17 @@ from __future__ import annotations
 COURSE_KERNELS: dict[str, tuple[str, str]] = {
     "_geglu_kernel": ("fused", "GeGLU forward, gelu_tanh(gate) * up in one pass (helpers/kernels/geglu_pointwise.py)"),
     "_geglu_backward_kernel": ("fused", "GeGLU backward in one pass (helpers/kernels/geglu_pointwise.py)"),
-    "_gate_up_geglu_kernel": ("gemm", "gate+up GEMM with a GeGLU epilogue, pointer path (helpers/kernels/gate_up.py)"),
+    "_gate_up_geglu_kernel": (
+        "gemm",
+        "gate+up GEMM with a GeGLU epilogue (bf16/fp16/fp32, or e4m3 with row scales), pointer path (helpers/kernels/gate_up.py)",
+    ),
     "_gate_up_geglu_tma_kernel": (
         "gemm",
-        "gate+up GEMM with a GeGLU epilogue, Hopper TMA path (helpers/kernels/gate_up.py)",
+        "gate+up GEMM with a GeGLU epilogue (bf16/fp16/fp32, or e4m3 with row scales), Hopper TMA path (helpers/kernels/gate_up.py)",
+    ),
+    "_fp8_quantize_rows_kernel": (
+        "quantize",
+        "rows of x to e4m3 with one float32 scale per row, FP8 gate+up path (helpers/kernels/fp8_gate_up_fused.py)",
     ),
     "_geglu_backward_gemm_kernel": (
         "gemm",

@@ -7,11 +7,13 @@ values times a scale per row, chosen so that each row's largest magnitude maps t
 - :func:`quantize_rows`: a tensor as e4m3 values and one float32 scale per row;
 - :func:`fp8_gate_up_geglu`: ``gelu_tanh(x @ W_gate.T) * (x @ W_up.T)`` with the GEMM in e4m3
   (``torch._scaled_mm``, rowwise scales, bf16 out) and the GeGLU in the course's Triton kernel;
-- :class:`Fp8GeGLUMLP`: a GeGLU MLP whose gate+up GEMM takes that path (weights quantized once),
-  the down projection in bf16.
+- :class:`Fp8GeGLUMLP`: a GeGLU MLP whose gate+up GEMM runs in e4m3 (weights packed and quantized
+  once), the down projection in bf16. On a GPU it takes the fused path of ``fp8_gate_up_fused.py``
+  (the course's gate+up kernel on e4m3 inputs, the GeGLU in its epilogue); on a CPU this module's
+  unfused path.
 
-The GEMM itself is cuBLAS's (the GeGLU is not fused into it): the point is the rate of the 8-bit
-product, and the error it costs, measured against bf16 and float32 in tests and notebook 06.
+In :func:`fp8_gate_up_geglu` the GEMM is cuBLAS's and the GeGLU a second kernel: the ``[M, 2*hidden]``
+bf16 product goes to memory and back, which is what the fused path avoids.
 """
 
 from __future__ import annotations
@@ -72,27 +74,44 @@ def fp8_gate_up_geglu(
 
 
 class Fp8GeGLUMLP(nn.Module):
-    """A GeGLU MLP with its gate+up GEMM in e4m3 (weights quantized once, per row), the down GEMM as given."""
+    """A GeGLU MLP with its gate+up GEMM in e4m3 (weights packed as ``pack_gate_up`` and quantized once,
+    per row), the down GEMM as given.
 
-    def __init__(self, gate: nn.Linear, up: nn.Linear, down: nn.Linear) -> None:
+    ``fused``: True runs ``fp8_gate_up_fused.fp8_gate_up_geglu_fused`` (one Triton kernel; on a CPU in
+    Triton's interpreter, slowly); False the unfused :func:`fp8_gate_up_geglu`; None (default) fused
+    on a GPU, unfused on a CPU.
+    """
+
+    def __init__(self, gate: nn.Linear, up: nn.Linear, down: nn.Linear, fused: bool | None = None) -> None:
         super().__init__()
         if gate.bias is not None or up.bias is not None:
             raise ValueError("the FP8 gate+up path takes bias-free gate and up projections")
-        weight = torch.cat([gate.weight.detach(), up.weight.detach()])
-        values, scales = quantize_rows(weight)
-        self.register_buffer("w_values", values)
-        self.register_buffer("w_scales", scales)
+        from .gate_up import pack_gate_up  # (imports Triton: only when a module is built)
+
+        values, scales = quantize_rows(pack_gate_up(gate.weight.detach(), up.weight.detach()))
+        self.register_buffer("w_values", values)  # [2*hidden, dim] e4m3, rows interleaved gate, up
+        self.register_buffer("w_scales", scales)  # [2*hidden, 1] float32
         self.down = down
+        self.fused = fused
         self.out_dtype = gate.weight.dtype if gate.weight.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
 
     @classmethod
-    def from_module(cls, mlp: nn.Module) -> Fp8GeGLUMLP:
+    def from_module(cls, mlp: nn.Module, fused: bool | None = None) -> Fp8GeGLUMLP:
         """From any module with ``gate_proj``, ``up_proj`` and ``down_proj`` linears (the course's MLPs, Llama's)."""
         try:
-            return cls(mlp.gate_proj, mlp.up_proj, mlp.down_proj)
+            return cls(mlp.gate_proj, mlp.up_proj, mlp.down_proj, fused=fused)
         except AttributeError as err:
             raise TypeError(f"{type(mlp).__name__} has no gate_proj/up_proj/down_proj linears") from err
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = fp8_gate_up_geglu(x, self.w_values, self.w_scales, self.out_dtype)
+        fused = self.fused if self.fused is not None else x.device.type == "cuda"
+        if fused:
+            from .fp8_gate_up_fused import fp8_gate_up_geglu_fused
+
+            h = fp8_gate_up_geglu_fused(x, self.w_values, self.w_scales, out_dtype=self.out_dtype)
+        else:  # the unfused path takes gate rows, then up rows: undo the interleaving
+            n2, dim = self.w_values.shape
+            values = self.w_values.reshape(n2 // 2, 2, dim).transpose(0, 1).reshape(n2, dim)
+            scales = self.w_scales.reshape(n2 // 2, 2, 1).transpose(0, 1).reshape(n2, 1)
+            h = fp8_gate_up_geglu(x, values, scales, self.out_dtype)
         return self.down(h.to(self.down.weight.dtype))

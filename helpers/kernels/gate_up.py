@@ -174,7 +174,7 @@ def gate_up_forward(
 def _forward_outputs(shape: dict, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``h`` (and ``gu``) for a plan: new tensors, with a padded row stride where the plan says so."""
     M, H, cols = x2.shape[0], shape["hidden"], shape["out_cols"]
-    out = torch.empty((M, cols), dtype=x2.dtype, device=x2.device)
+    out = torch.empty((M, cols), dtype=shape.get("out_dtype", x2.dtype), device=x2.device)
     if cols != H:
         out = out[:, :H]
     gu = None
@@ -185,13 +185,19 @@ def _forward_outputs(shape: dict, x2: torch.Tensor) -> tuple[torch.Tensor, torch
     return out, gu
 
 
-def _forward_plan(x2, w, b, store_gu, kernel, config):
-    """What :func:`launch_first` needs for a forward plan: ``(build, configs, source, shape)``."""
+def _forward_plan(x2, w, b, store_gu, kernel, config, fp8=None):
+    """What :func:`launch_first` needs for a forward plan: ``(build, configs, source, shape)``.
+
+    ``fp8``: None, or ``(out_dtype, configs_fn)`` for e4m3 ``x2``/``w`` with row scales (the kernels'
+    ``HAS_SCALES``; the plan then takes ``sx`` and ``sw`` after ``bias``), where
+    ``configs_fn(path, M, N2, device, config)`` returns ``(configs, source)``.
+    """
     M, K = x2.shape
     N2 = w.shape[0]
     H = N2 // 2
     path = choose_path(kernel, (x2, w), x2)
-    size = x2.element_size()
+    out_dtype = x2.dtype if fp8 is None else fp8[0]
+    size = torch.empty((), dtype=out_dtype).element_size()
     shape = {
         "m": M,
         "n": N2,
@@ -202,10 +208,16 @@ def _forward_plan(x2, w, b, store_gu, kernel, config):
         "out_cols": padded_cols(H, size) if path == "tma" else H,
         "gu_cols": padded_cols(N2, size) if path == "tma" else N2,
     }
-    kind = "forward_gu" if store_gu else "forward"
-    configs, source = configs_for(kind, path, M, N2, K, x2.dtype, x2.device, config)
+    if fp8 is None:
+        kind = "forward_gu" if store_gu else "forward"
+        configs, source = configs_for(kind, path, M, N2, K, x2.dtype, x2.device, config)
+    else:
+        shape["out_dtype"] = out_dtype
+        configs, source = fp8[1](path, M, N2, x2.device, config)
     precision = "ieee" if x2.dtype == torch.float32 else "tf32"
     common = {"M": M, "N2": N2, "K": K, "HAS_BIAS": b is not None, "DOT_PRECISION": precision, "STORE_GU": store_gu}
+    common["HAS_SCALES"] = fp8 is not None
+    scale_slots = [] if fp8 is None else ["sx_ptr", "sw_ptr"]
 
     def build(cfg: triton.Config, src: str) -> LaunchPlan:
         bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
@@ -218,7 +230,7 @@ def _forward_plan(x2, w, b, store_gu, kernel, config):
                 "w_desc": TensorDescriptor.from_tensor(w, [bn, bk]),
                 "out_desc": TensorDescriptor(out, [M, H], [shape["out_cols"], 1], [bm, bn // 2]),
             }
-            runtime = ["x_desc", "w_desc", "out_desc", "bias_ptr"]
+            runtime = ["x_desc", "w_desc", "out_desc", "bias_ptr", *scale_slots]
             values = {**common, "FLATTEN": True}
             if store_gu:
                 templates["gu_desc"] = TensorDescriptor(gu, [M, N2], [shape["gu_cols"], 1], [bm, bn])
@@ -236,7 +248,7 @@ def _forward_plan(x2, w, b, store_gu, kernel, config):
             "stride_gm": shape["gu_cols"],
             "EVEN_K": K % bk == 0,
         }
-        runtime = ["x_ptr", "w_ptr", "out_ptr", "bias_ptr"]
+        runtime = ["x_ptr", "w_ptr", "out_ptr", "bias_ptr", *scale_slots]
         if store_gu:
             runtime.append("gu_ptr")
         else:

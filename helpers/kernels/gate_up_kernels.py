@@ -4,6 +4,8 @@ Each kernel has a Hopper TMA path (persistent, flattened loops) and a portable p
 forward writes ``h`` (and in ``save`` mode the interleaved pre-activations ``gu``); the backward's
 ``dh = dy @ W_down`` GEMM applies the GeGLU backward in its epilogue and writes ``dgu`` in the packed
 weight's layout. ``dgu`` may be ``gu`` itself: each program reads its tile before writing it.
+With ``HAS_SCALES`` the forward kernels take e4m3 ``x`` and ``W_packed`` with one float32 scale per
+row of each (the FP8 path, ``fp8_gate_up_fused.py``) and dequantize in the epilogue.
 """
 
 from __future__ import annotations
@@ -69,6 +71,21 @@ def _add_bias(acc, bias_ptr, off_n, N2, BLOCK_N: tl.constexpr, HAS_BIAS: tl.cons
 
 
 @triton.jit
+def _apply_scales(
+    acc, sx_ptr, sw_ptr, off_m, off_n, M, N2, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_SCALES: tl.constexpr
+):
+    """FP8 inputs: ``acc * sx[rows, None] * sw[None, cols]``, the per-row scales of x and of W_packed
+    (a row of W_packed is a column of the product), so the fp32 tile is in real units again."""
+    if HAS_SCALES:
+        rows = off_m + tl.arange(0, BLOCK_M)
+        cols = off_n + tl.arange(0, BLOCK_N)
+        sx = tl.load(sx_ptr + rows, mask=rows < M, other=0.0)
+        sw = tl.load(sw_ptr + cols, mask=cols < N2, other=0.0)
+        acc = acc * sx[:, None] * sw[None, :]
+    return acc
+
+
+@triton.jit
 def _geglu_of_tile(acc, BLOCK_N: tl.constexpr, GROUP_ROWS: tl.constexpr):
     """[BM, BN] interleaved (gate, up) fp32 tile -> [BM, BN/2] gelu_tanh(gate) * up in fp32.
 
@@ -106,11 +123,16 @@ def _gate_up_geglu_tma_kernel(
     GROUP_ROWS: tl.constexpr = 1,
     WARP_SPECIALIZE: tl.constexpr = False,
     STORE_GU: tl.constexpr = False,
+    HAS_SCALES: tl.constexpr = False,
+    sx_ptr=None,
+    sw_ptr=None,
 ):
     """Persistent: program p of P computes tiles p, p + P, p + 2P, ... of out = geglu(x @ W_packed.T).
 
     x_desc: [M, K] blocks [BM, BK]; w_desc: [2H, K] blocks [BN, BK]; out_desc: [M, H] blocks [BM, BN/2];
-    gu_desc (STORE_GU only, else None): [M, 2H] blocks [BM, BN].
+    gu_desc (STORE_GU only, else None): [M, 2H] blocks [BM, BN]. HAS_SCALES: x and W_packed are e4m3
+    (W blocks loaded [BN, BK] and transposed in the dot: Hopper's fp8 wgmma wants B K-major),
+    sx_ptr [M] and sw_ptr [2H] their float32 row scales.
     Out-of-range rows/columns of a tile are zero-filled by the TMA loads and clipped by its stores.
     """
     start = tl.program_id(0)
@@ -133,6 +155,7 @@ def _gate_up_geglu_tma_kernel(
             acc = tl.dot(a, b.T, acc, input_precision=DOT_PRECISION)
         tile_id_c += num_programs
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        acc = _apply_scales(acc, sx_ptr, sw_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N2, BLOCK_M, BLOCK_N, HAS_SCALES)
         acc = _add_bias(acc, bias_ptr, pid_n * BLOCK_N, N2, BLOCK_N, HAS_BIAS)
         if STORE_GU:
             gu_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(gu_desc.dtype))
@@ -163,10 +186,14 @@ def _gate_up_geglu_kernel(
     DOT_PRECISION: tl.constexpr,
     GROUP_ROWS: tl.constexpr = 1,
     STORE_GU: tl.constexpr = False,
+    HAS_SCALES: tl.constexpr = False,
+    sx_ptr=None,
+    sw_ptr=None,
 ):
     """One tile per program, plain pointer loads (x and W_packed contiguous along K).
 
     gu_ptr (STORE_GU only, else None): the [M, 2H] pre-activations, row stride stride_gm.
+    HAS_SCALES: e4m3 inputs with float32 row scales sx_ptr [M] and sw_ptr [2H] (see the TMA kernel).
     """
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N2, BLOCK_N)
@@ -181,6 +208,7 @@ def _gate_up_geglu_kernel(
     a_ptrs = x_ptr + rm_load[:, None] * stride_xm + rk[None, :]
     b_ptrs = w_ptr + rn_load[None, :] * stride_wn + rk[:, None]  # [BK, BN] view of W_packed.T
     acc = _pointer_k_loop(a_ptrs, b_ptrs, K, BLOCK_K, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, DOT_PRECISION)
+    acc = _apply_scales(acc, sx_ptr, sw_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N2, BLOCK_M, BLOCK_N, HAS_SCALES)
     acc = _add_bias(acc, bias_ptr, pid_n * BLOCK_N, N2, BLOCK_N, HAS_BIAS)
     row_ok = rm[:, None] < M
     if STORE_GU:
