@@ -119,26 +119,46 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "convolution words (conv, conv2d, grouped_conv, winograd, im2col)",
     ),
     (
+        "copy",
+        None,
+        _w(rf"(?:reshape|concat|quant)_?and_?cache{T}*|append_?paged_?kv_?cache{T}*|appendpagedkvcache{T}*"),
+        None,
+        "a KV-cache write (reshape_and_cache, concat_and_cache_mla, AppendPagedKVCache): data movement, even "
+        "beside an attention word",
+    ),
+    (
         "attention",
         None,
         _w(
-            rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|mla)"
+            rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
             r"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
         ),
         None,
-        "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, prefill/decode with a paged KV cache)",
+        "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
+        "prefill/decode with a paged KV cache)",
+    ),
+    (
+        "moe-routing",
+        None,
+        _w(
+            rf"compute_?strides{T}*|seg_?indptr"
+            r"|(?:ep|deep_?ep|deepep|moe|experts?)(?=_(?:(?!all_)[a-z0-9]+_)?(?:scatter|gather)_)"
+        ),
+        None,
+        "the layout of an expert (grouped) GEMM: its strides (TensorRT-LLM's computeStrides...), the token "
+        "segments per expert (seg_indptr), an expert-parallel scatter/gather of tokens",
     ),
     (
         "gemm",
         None,
         _w(
-            rf"(?!fbgemm){T}*gemm(?!a){T}*|gemv{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
+            rf"(?!fbgemm)(?<!deep_){T}*gemm(?!a){T}*|gemv{T}*|mat_?vec{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
             rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
             rf"|machete{T}*"
         ),
         None,
-        "matrix-product words (gemm, gemv, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
-        "instructions, fused_moe expert GEMMs)",
+        "matrix-product words (gemm, gemv, MatVec, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
+        "instructions, fused_moe expert GEMMs); not the project name deep_gemm",
     ),
     (
         "gemm",
@@ -164,12 +184,12 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             r"all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|all_?to_?all|alltoall"
             rf"|all_?2_?all|send_?recv|sendrecv|nccl{T}*|rccl{T}*|nvshmem{T}*|multimem{T}*|deep_?ep|pplx{T}*"
-            r"|symmetric_?memory|symm_?mem"
+            r"|symmetric_?memory|symm_?mem|lamport[a-z0-9]*|ar_?fusion|allreduce_?fusion|cross_?device_?reduce"
             rf"|(?:dispatch|combine)(?=_(?:\w+_)?(?:{_CONTEXT_EP})_)|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:dispatch|combine)_)"
         ),
         None,
-        "collectives (all_reduce, all_gather, reduce_scatter, all_to_all, send/recv, NVSHMEM) and MoE "
-        "expert-parallel dispatch/combine",
+        "collectives (all_reduce, all_gather, reduce_scatter, all_to_all, send/recv, NVSHMEM, Lamport-flag "
+        "all-reduce buffers) and MoE expert-parallel dispatch/combine",
     ),
     ("reduction", "l2_norm", _w(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
     (
@@ -182,9 +202,12 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "fused",
         None,
-        _w(r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_and_mul|swiglu\w*?|geglu|reglu"),
+        _w(
+            r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_(?:and_)?mul|swiglu\w*?|geglu|reglu"
+            r"|glu|glu_?adaptor"
+        ),
         None,
-        "a gated activation (act(x) * y: silu_and_mul, gelu_and_mul, swiglu, geglu)",
+        "a gated activation (act(x) * y: silu_and_mul, silu_mul, gelu_and_mul, swiglu, geglu, a GLU adaptor)",
     ),
     (
         "quantize",
@@ -192,9 +215,10 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"
             r"|(?:into|to)_u?e8m0|(?:fp|f)_?[468]_to_(?:bf_?16|fp_?16|f16|fp_?32|f32|half|float)"
+            rf"|(?:mean|amax|absmax)_?scale{T}*|scale_?from_?amax"
         ),
         None,
-        "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8)",
+        "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8, a scale from a mean or amax)",
     ),
     (
         "moe-routing",
@@ -255,12 +279,20 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         _w(
             rf"copy|memcpy|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
-            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks"
+            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
         ),
         None,
         "data movement (copy, transpose, permute, kv-cache writes, gather/scatter, concat)",
     ),
 )
+# An activation kernel of a mixture of experts (TensorRT-LLM's doActivationKernel, FlashInfer's
+# moe::dev::activation): experts' activations are gated (SwiGLU and relatives), so act(gate) * up
+_ACTIVATION = _w(r"activation|do_?activation|act")
+_MOE_WORDS = _w(rf"moe{T}*|{T}*moe|experts?")
+# Triton attention kernels keep the name of the Triton tutorial's fused attention, `_fwd_kernel`
+# (vLLM's prefix prefill, SGLang's and LightLLM's decode stages, xFormers' split-K): a name made of
+# nothing but these words is attention by that convention; any other word decides first
+CONVENTION_ATTENTION = re.compile(r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+))*", re.IGNORECASE)
 _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd)(?=_)")
 _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|gelu_?tanh)")
 
@@ -268,6 +300,8 @@ _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|
 def infer_family(text: str) -> tuple[str, str | None, str] | None:
     """(family, op, what the words meant) from a name's words, or None when no rule matches."""
     own, rest = name_words(text)
+    if _ACTIVATION.search(function_words(text)) and _MOE_WORDS.search(own + rest):
+        return "fused", None, "an activation kernel of mixture-of-experts layers (gated: act(gate) * up)"
     for words in (function_words(text), own, rest):
         for family, op, pattern, unless, what in FAMILY_RULES:
             if pattern.search(words) and not (unless is not None and unless.search(words)):
