@@ -147,6 +147,10 @@ def test_held_out_scores(capsys) -> None:
         ("void mylib::ar_fusion::lamport_initialize_kernel(float*, int)", "communication", {}),
         ("void mylib::all_gather_moe_kernel<float>(float*)", "communication", {}),
         ("void MeanScaleKernel<64u, __half>(__half*, signed char*)", "quantize", {}),
+        # FlashInfer's "...WithKVCache" is attention over the cache; a renorm of probabilities is sampling
+        ("void mylib::BatchFooWithKVCacheKernel<128u>(float*)", "attention", {}),
+        ("void mylib::store_kv_cache_kernel<float>(float*)", "copy", {}),
+        ("void mylib::sampling::TopPRenormProbKernel<1024u>(float*)", "other", {}),
     ],
 )
 def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:

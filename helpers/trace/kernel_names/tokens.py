@@ -10,6 +10,7 @@ Precedence (first rule wins), and why:
 
 1. convolution before attention and GEMM: convolutions are implicit GEMMs and say so
    (``GridwiseGemm`` inside a Composable Kernel grouped convolution).
+   KV-cache writes (``concat_and_cache_mla``, ``set_kv_buffer``) before attention: they move data.
 2. attention before GEMM, quantize and softmax: attention kernels are built from GEMM pieces,
    softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
 3. GEMM before communication, quantize and MoE routing: an ``fp8_gemm``, a ``w8a8`` quantized
@@ -27,6 +28,12 @@ Precedence (first rule wins), and why:
 9. optimizer steps (Adam, SGD, LAMB ...) are ``elementwise`` with ``op`` naming the optimizer,
    as the ATen and Apex fused optimizers already are: what bounds them is memory traffic.
 10. reduction, elementwise, copy: the plainest words last.
+
+Two conventions stand before and after the table: an activation kernel in a mixture of experts is
+gated (``fused``), and a Triton name made only of ``_fwd_kernel`` / ``_bwd_kernel`` and stage or
+split-K suffixes is attention; both are inferred like every other reading here. Expert-GEMM layout
+words (``computeStrides``, ``seg_indptr``, an EP ``scatter``/``gather``) are MoE routing before any
+GEMM word in the template arguments, and ``deep_gemm`` names a project, not a product.
 
 Sources for the words (names only, read in the public repositories): PyTorch ATen and Inductor;
 CUTLASS (``GemmUniversal``, ``GroupProblemShape``, ``blockscaled``, ``bstensorop``, ``ue4m3``,
@@ -121,21 +128,25 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "copy",
         None,
-        _w(rf"(?:reshape|concat|quant)_?and_?cache{T}*|append_?paged_?kv_?cache{T}*|appendpagedkvcache{T}*"),
+        _w(
+            rf"(?:reshape|concat|quant)_?and_?cache{T}*|append_?paged_?kv_?cache{T}*|appendpagedkvcache{T}*"
+            r"|(?:set|store|write|save)(?=_(?:[a-z0-9]+_)?kv_?(?:buffer|cache)_)"
+        ),
         None,
-        "a KV-cache write (reshape_and_cache, concat_and_cache_mla, AppendPagedKVCache): data movement, even "
-        "beside an attention word",
+        "a KV-cache write (reshape_and_cache, concat_and_cache_mla, AppendPagedKVCache, set/store a KV "
+        "buffer): data movement, even beside an attention word",
     ),
     (
         "attention",
         None,
         _w(
             rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
+            r"|with_(?:paged_|ragged_)?kv_?cache"
             r"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
         ),
         None,
         "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
-        "prefill/decode with a paged KV cache)",
+        "prefill/decode with a paged KV cache, FlashInfer's ...WithKVCache)",
     ),
     (
         "moe-routing",
@@ -196,8 +207,8 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "normalization",
         None,
         _w(rf"{T}*norm(?!al(?!i))[a-z0-9]*"),
-        None,
-        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm)",
+        _w(rf"renorm{T}*"),
+        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm); not a renorm of probabilities",
     ),
     (
         "fused",
@@ -238,7 +249,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(r"rotary|rope|pos|position|positional"),
         "embedding-table lookups (embedding, embedding_bag, TBE); rotary 'embeddings' are elementwise",
     ),
-    ("other", "sampling", _w(rf"{T}*sampling{T}*|sampler|top_?p|min_?p"), None, "sampling from a distribution"),
+    (
+        "other",
+        "sampling",
+        _w(rf"{T}*sampling{T}*|sampler|top_?p|min_?p|renorm_?probs?{T}*"),
+        None,
+        "sampling from a distribution",
+    ),
     (
         "sort",
         None,
