@@ -6,23 +6,31 @@ Apex, Transformer Engine, Liger, torchao, bitsandbytes, xFormers ...), each with
 where two readings are both right), the dtype and architecture the name carries, and its source.
 A fixed hash of the name puts a third of them in the held-out part, decided before any rule changed;
 the rest is the training part the rules were improved on. tests/data/kernel_names_fresh.tsv was
-written later and never used to change a rule: it is held out whole.
+written later and never used to change a rule: it is held out whole; so is
+tests/data/kernel_names_fresh2.tsv (Blackwell, TensorRT-LLM, vLLM/SGLang, FlashInfer, Transformer
+Engine, ROCm, FBGEMM, CUB/Thrust, NCCL and Inductor names), written before the rules it scores.
+The last test weighs by time: every kernel of the third-party and reference traces gets a family.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
+import io
+from pathlib import Path
 
 import pytest
 from support import DATA
 
+import helpers
 from helpers.trace.kernel_names import FAMILIES, decode_kernel
 
 # the keys a reading may add from words; each must be listed in `inferred`
 WORD_KEYS = ("family", "op", "fused_ops", "dtype", "arch", "scale_dtype", "scale_layout")
-# names whose job is not in their words at all (a Triton `_fwd_kernel`): no rule can read them
-NOT_IN_THE_WORDS = frozenset({"_fwd_kernel"})
+TRACES = Path(helpers.__file__).resolve().parents[1] / "traces"
+# the second fresh file is scored, not studied: a floor under its blind score, not the 95 % target
+FRESH2_FLOOR = 0.89
 
 
 def _rows(file: str) -> list[dict]:
@@ -38,6 +46,7 @@ ALL = _rows("kernel_names_heldout.tsv")
 TRAIN = [r for r in ALL if not held_out(r["name"])]
 HELD = [r for r in ALL if held_out(r["name"])]
 FRESH = _rows("kernel_names_fresh.tsv")
+FRESH2 = _rows("kernel_names_fresh2.tsv")
 
 
 def _right(row: dict) -> bool:
@@ -45,11 +54,11 @@ def _right(row: dict) -> bool:
 
 
 def test_the_files_are_well_formed() -> None:
-    assert len(ALL) >= 150 and len(HELD) >= 50 and len(FRESH) >= 40
-    for row in ALL + FRESH:
+    assert len(ALL) >= 150 and len(HELD) >= 50 and len(FRESH) >= 40 and len(FRESH2) >= 80
+    for row in ALL + FRESH + FRESH2:
         assert all(f in FAMILIES and f != "unknown" for f in row["family"].split("|")), row
         assert row["source"].strip(), row["name"]
-    names = [r["name"] for r in ALL + FRESH]
+    names = [r["name"] for r in ALL + FRESH + FRESH2]
     assert len(set(names)) == len(names)
     public = {
         r["name"] for r in csv.DictReader((DATA / "kernel_names_public.tsv").open(encoding="utf-8"), delimiter="\t")
@@ -57,7 +66,7 @@ def test_the_files_are_well_formed() -> None:
     assert not public & set(names)  # no name of the older training file is scored here
 
 
-@pytest.mark.parametrize("row", [r for r in TRAIN if r["name"] not in NOT_IN_THE_WORDS], ids=lambda r: r["name"][:60])
+@pytest.mark.parametrize("row", TRAIN, ids=lambda r: r["name"][:60])
 def test_every_training_name_gets_its_family_dtype_and_arch(row: dict) -> None:
     d = decode_kernel(row["name"])
     assert d["family"] in row["family"].split("|"), (d["family"], d["summary"])
@@ -69,7 +78,7 @@ def test_every_training_name_gets_its_family_dtype_and_arch(row: dict) -> None:
 
 def test_no_inferred_reading_is_shown_as_fact() -> None:
     """A reading from words is in `inferred`; only a library reader's own fields are facts."""
-    for row in ALL + FRESH:
+    for row in ALL + FRESH + FRESH2:
         d = decode_kernel(row["name"])
         assert set(d["inferred"]) <= set(d)
         if d["source"] == "unknown" and d["family"] != "unknown":
@@ -80,15 +89,16 @@ def test_no_inferred_reading_is_shown_as_fact() -> None:
 
 
 def test_held_out_scores(capsys) -> None:
-    """Scored, not studied: the hash-split part and the fresh file, by count of names."""
+    """Scored, not studied: the hash-split part and the fresh files, by count of names."""
     held = sum(map(_right, HELD)) / len(HELD)
     fresh = sum(map(_right, FRESH)) / len(FRESH)
+    fresh2 = sum(map(_right, FRESH2)) / len(FRESH2)
     train = sum(map(_right, TRAIN)) / len(TRAIN)
     with capsys.disabled():
         print(f"\n  kernel families right: training {train:.1%} of {len(TRAIN)}, held-out {held:.1%} of {len(HELD)},")
-        print(f"  fresh held-out {fresh:.1%} of {len(FRESH)}")
-    assert fresh >= 0.95
-    assert held >= 0.85  # below the 95 % target: see the report of the change that added this test
+        print(f"  fresh held-out {fresh:.1%} of {len(FRESH)}, second fresh held-out {fresh2:.1%} of {len(FRESH2)}")
+    assert fresh >= 0.95 and held >= 0.95
+    assert fresh2 >= FRESH2_FLOOR  # below the 95 % target: see the report of the change that added fresh2
 
 
 @pytest.mark.parametrize(
@@ -120,6 +130,27 @@ def test_held_out_scores(capsys) -> None:
         ("void c10d::symmetric_memory::barrier_kernel(unsigned int**)", "communication", {}),
         ("void kOptimizer32bit2State<float, 0>(float*)", "elementwise", {}),
         ("void mylib::marlin_kernel<256>(int4 const*)", "gemm", {}),
+        # a KV-cache write beside an attention word is a copy; flash_decode and ALiBi are attention
+        ("void mylib::concat_and_cache_mla_kernel<float>(float*)", "copy", {}),
+        ("_fwd_kernel_flash_decode_stage2", "attention", {}),
+        # `_fwd_kernel` by Triton's convention, only when no other word speaks
+        ("_fwd_kernel_stage1", "attention", {}),
+        ("_bwd_kernel", "attention", {}),
+        ("_fwd_kernel_ep_scatter_2", "moe-routing", {}),
+        ("_fwd_kernel_my_helper", "unknown", {}),
+        # deep_gemm names a project; a gated activation beside it is not a GEMM
+        ("_gelu_mul_fp8_quant_deep_gemm", "fused", {}),
+        ("void mylib::Code2x8MatVec(int4 const*)", "gemm", {}),
+        # an activation is gated only inside a mixture of experts
+        ("void moe::dev::activation::activationKernel<float>(float*)", "fused", {}),
+        ("void mylib::doActivationKernel<float, Identity<GELU> >(float*)", "elementwise", {}),
+        ("void mylib::ar_fusion::lamport_initialize_kernel(float*, int)", "communication", {}),
+        ("void mylib::all_gather_moe_kernel<float>(float*)", "communication", {}),
+        ("void MeanScaleKernel<64u, __half>(__half*, signed char*)", "quantize", {}),
+        # FlashInfer's "...WithKVCache" is attention over the cache; a renorm of probabilities is sampling
+        ("void mylib::BatchFooWithKVCacheKernel<128u>(float*)", "attention", {}),
+        ("void mylib::store_kv_cache_kernel<float>(float*)", "copy", {}),
+        ("void mylib::sampling::TopPRenormProbKernel<1024u>(float*)", "other", {}),
     ],
 )
 def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:
@@ -132,3 +163,31 @@ def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:
     elif d["source"] == "unknown":
         assert "family" in d["inferred"]
     assert "arch" not in d or name != "void mylib::asm90x_attn_kernel(int)"
+
+
+def _kernel_time_by_trace() -> dict[str, dict[str, float]]:
+    """Kernel time per name for each third-party trace (tests/data) and each reference trace (traces/)."""
+    out: dict[str, dict[str, float]] = {}
+    text = gzip.decompress((DATA / "thirdparty_kernel_time.tsv.gz").read_bytes()).decode()
+    for row in csv.DictReader(io.StringIO(text), delimiter="\t"):
+        times = out.setdefault(row["trace"], {})
+        times[row["name"]] = times.get(row["name"], 0.0) + float(row["total_us"])
+    for path in sorted(TRACES.rglob("*.json.gz")):
+        k = helpers.load_trace(path).kernels(allow_empty=True)
+        if not k.empty:
+            out[str(path.relative_to(TRACES))] = k.groupby("name")["duration_us"].sum().astype(float).to_dict()
+    return out
+
+
+def test_every_kernel_of_the_third_party_and_reference_traces_gets_a_family(capsys) -> None:
+    """Weighed by time: a word rule that breaks a family on a real trace shows here, not only in a count."""
+    per_trace = _kernel_time_by_trace()
+    assert len(per_trace) >= 30
+    low = {}
+    for trace, times in per_trace.items():
+        missing = {n: us for n, us in times.items() if decode_kernel(n)["family"] == "unknown"}
+        if missing:
+            low[trace] = (1 - sum(missing.values()) / sum(times.values()), max(missing, key=missing.get)[:80])
+    with capsys.disabled():
+        print(f"\n  {len(per_trace) - len(low)} of {len(per_trace)} traces: every kernel has a family")
+    assert not low, low

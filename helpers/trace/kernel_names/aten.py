@@ -60,6 +60,7 @@ NAMED_KERNELS = (
     (r"conv_depthwise|depthwise_conv|slow_conv|im2col|col2im|vol2col|col2vol", "convolution", "convolution"),
     (r"upsample|interpolat|grid_sampler", "other", "upsample"),
     (r"CatArrayBatchedCopy", "copy", "cat"),
+    (r"^compute_cuda_kernel$", "copy", "repeat_interleave"),  # Repeat.cu
     (r"kernelPointwiseApply|pointwiseApply", "elementwise", None),
 )
 _NAMED_PATTERNS = [(re.compile(p), f, o) for p, f, o in NAMED_KERNELS]

@@ -12,7 +12,7 @@ from typing import Any
 
 from .common import namespaces
 from .dtypes import read_arch, read_scale_layout, read_types
-from .tokens import gated_ops, infer_family, name_words
+from .tokens import CONVENTION_ATTENTION, gated_ops, infer_family, name_words
 
 # Namespaces that name a project (a fact, unlike the family read from words)
 _ANONYMOUS = (
@@ -48,6 +48,8 @@ def parse_by_tokens(text: str) -> dict[str, Any] | None:
     if re.fullmatch(r"\w+::\w+(?:\.\w+)?", text):
         return None  # a dispatcher op (aten::matmul): the op tables read those, not kernel names
     found = infer_family(text)
+    if found is None and CONVENTION_ATTENTION.fullmatch(text):
+        found = ("attention", None, "no word says its job; `_fwd_kernel` is the Triton attention kernels' name")
     if found is None:
         return None
     family, op, what = found

@@ -105,7 +105,8 @@ def parse_nvjet(text: str) -> dict[str, Any] | None:
 
 
 def parse_cutlass(text: str) -> dict[str, Any] | None:
-    m = re.search(r"\bcutlass(?:3x)?_[A-Za-z0-9_]+", text)
+    # a procedural kernel name, not a namespace (TensorRT-LLM's `cutlass_kernels::` MoE helpers)
+    m = re.search(r"\bcutlass(?:3x)?_[A-Za-z0-9_]+(?![\w:])", text)
     if not m:
         return None
     kname = m.group(0)

@@ -10,6 +10,7 @@ Precedence (first rule wins), and why:
 
 1. convolution before attention and GEMM: convolutions are implicit GEMMs and say so
    (``GridwiseGemm`` inside a Composable Kernel grouped convolution).
+   KV-cache writes (``concat_and_cache_mla``, ``set_kv_buffer``) before attention: they move data.
 2. attention before GEMM, quantize and softmax: attention kernels are built from GEMM pieces,
    softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
 3. GEMM before communication, quantize and MoE routing: an ``fp8_gemm``, a ``w8a8`` quantized
@@ -27,6 +28,12 @@ Precedence (first rule wins), and why:
 9. optimizer steps (Adam, SGD, LAMB ...) are ``elementwise`` with ``op`` naming the optimizer,
    as the ATen and Apex fused optimizers already are: what bounds them is memory traffic.
 10. reduction, elementwise, copy: the plainest words last.
+
+Two conventions stand before and after the table: an activation kernel in a mixture of experts is
+gated (``fused``), and a Triton name made only of ``_fwd_kernel`` / ``_bwd_kernel`` and stage or
+split-K suffixes is attention; both are inferred like every other reading here. Expert-GEMM layout
+words (``computeStrides``, ``seg_indptr``, an EP ``scatter``/``gather``) are MoE routing before any
+GEMM word in the template arguments, and ``deep_gemm`` names a project, not a product.
 
 Sources for the words (names only, read in the public repositories): PyTorch ATen and Inductor;
 CUTLASS (``GemmUniversal``, ``GroupProblemShape``, ``blockscaled``, ``bstensorop``, ``ue4m3``,
@@ -119,26 +126,50 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "convolution words (conv, conv2d, grouped_conv, winograd, im2col)",
     ),
     (
+        "copy",
+        None,
+        _w(
+            rf"(?:reshape|concat|quant)_?and_?cache{T}*|append_?paged_?kv_?cache{T}*|appendpagedkvcache{T}*"
+            r"|(?:set|store|write|save)(?=_(?:[a-z0-9]+_)?kv_?(?:buffer|cache)_)"
+        ),
+        None,
+        "a KV-cache write (reshape_and_cache, concat_and_cache_mla, AppendPagedKVCache, set/store a KV "
+        "buffer): data movement, even beside an attention word",
+    ),
+    (
         "attention",
         None,
         _w(
-            rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|mla)"
+            rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
+            r"|with_(?:paged_|ragged_)?kv_?cache"
             r"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
         ),
         None,
-        "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, prefill/decode with a paged KV cache)",
+        "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
+        "prefill/decode with a paged KV cache, FlashInfer's ...WithKVCache)",
+    ),
+    (
+        "moe-routing",
+        None,
+        _w(
+            rf"compute_?strides{T}*|seg_?indptr"
+            r"|(?:ep|deep_?ep|deepep|moe|experts?)(?=_(?:(?!all_)[a-z0-9]+_)?(?:scatter|gather)_)"
+        ),
+        None,
+        "the layout of an expert (grouped) GEMM: its strides (TensorRT-LLM's computeStrides...), the token "
+        "segments per expert (seg_indptr), an expert-parallel scatter/gather of tokens",
     ),
     (
         "gemm",
         None,
         _w(
-            rf"(?!fbgemm){T}*gemm(?!a){T}*|gemv{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
+            rf"(?!fbgemm)(?<!deep_){T}*gemm(?!a){T}*|gemv{T}*|mat_?vec{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
             rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
             rf"|machete{T}*"
         ),
         None,
-        "matrix-product words (gemm, gemv, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
-        "instructions, fused_moe expert GEMMs)",
+        "matrix-product words (gemm, gemv, MatVec, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
+        "instructions, fused_moe expert GEMMs); not the project name deep_gemm",
     ),
     (
         "gemm",
@@ -164,27 +195,30 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             r"all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|all_?to_?all|alltoall"
             rf"|all_?2_?all|send_?recv|sendrecv|nccl{T}*|rccl{T}*|nvshmem{T}*|multimem{T}*|deep_?ep|pplx{T}*"
-            r"|symmetric_?memory|symm_?mem"
+            r"|symmetric_?memory|symm_?mem|lamport[a-z0-9]*|ar_?fusion|allreduce_?fusion|cross_?device_?reduce"
             rf"|(?:dispatch|combine)(?=_(?:\w+_)?(?:{_CONTEXT_EP})_)|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:dispatch|combine)_)"
         ),
         None,
-        "collectives (all_reduce, all_gather, reduce_scatter, all_to_all, send/recv, NVSHMEM) and MoE "
-        "expert-parallel dispatch/combine",
+        "collectives (all_reduce, all_gather, reduce_scatter, all_to_all, send/recv, NVSHMEM, Lamport-flag "
+        "all-reduce buffers) and MoE expert-parallel dispatch/combine",
     ),
     ("reduction", "l2_norm", _w(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
     (
         "normalization",
         None,
         _w(rf"{T}*norm(?!al(?!i))[a-z0-9]*"),
-        None,
-        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm)",
+        _w(rf"renorm{T}*"),
+        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm); not a renorm of probabilities",
     ),
     (
         "fused",
         None,
-        _w(r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_and_mul|swiglu\w*?|geglu|reglu"),
+        _w(
+            r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_(?:and_)?mul|swiglu\w*?|geglu|reglu"
+            r"|glu|glu_?adaptor"
+        ),
         None,
-        "a gated activation (act(x) * y: silu_and_mul, gelu_and_mul, swiglu, geglu)",
+        "a gated activation (act(x) * y: silu_and_mul, silu_mul, gelu_and_mul, swiglu, geglu, a GLU adaptor)",
     ),
     (
         "quantize",
@@ -192,9 +226,10 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"
             r"|(?:into|to)_u?e8m0|(?:fp|f)_?[468]_to_(?:bf_?16|fp_?16|f16|fp_?32|f32|half|float)"
+            rf"|(?:mean|amax|absmax)_?scale{T}*|scale_?from_?amax"
         ),
         None,
-        "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8)",
+        "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8, a scale from a mean or amax)",
     ),
     (
         "moe-routing",
@@ -214,7 +249,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(r"rotary|rope|pos|position|positional"),
         "embedding-table lookups (embedding, embedding_bag, TBE); rotary 'embeddings' are elementwise",
     ),
-    ("other", "sampling", _w(rf"{T}*sampling{T}*|sampler|top_?p|min_?p"), None, "sampling from a distribution"),
+    (
+        "other",
+        "sampling",
+        _w(rf"{T}*sampling{T}*|sampler|top_?p|min_?p|renorm_?probs?{T}*"),
+        None,
+        "sampling from a distribution",
+    ),
     (
         "sort",
         None,
@@ -255,12 +296,20 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         _w(
             rf"copy|memcpy|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
-            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks"
+            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
         ),
         None,
         "data movement (copy, transpose, permute, kv-cache writes, gather/scatter, concat)",
     ),
 )
+# An activation kernel of a mixture of experts (TensorRT-LLM's doActivationKernel, FlashInfer's
+# moe::dev::activation): experts' activations are gated (SwiGLU and relatives), so act(gate) * up
+_ACTIVATION = _w(r"activation|do_?activation|act")
+_MOE_WORDS = _w(rf"moe{T}*|{T}*moe|experts?")
+# Triton attention kernels keep the name of the Triton tutorial's fused attention, `_fwd_kernel`
+# (vLLM's prefix prefill, SGLang's and LightLLM's decode stages, xFormers' split-K): a name made of
+# nothing but these words is attention by that convention; any other word decides first
+CONVENTION_ATTENTION = re.compile(r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+))*", re.IGNORECASE)
 _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd)(?=_)")
 _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|gelu_?tanh)")
 
@@ -268,6 +317,8 @@ _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|
 def infer_family(text: str) -> tuple[str, str | None, str] | None:
     """(family, op, what the words meant) from a name's words, or None when no rule matches."""
     own, rest = name_words(text)
+    if _ACTIVATION.search(function_words(text)) and _MOE_WORDS.search(own + rest):
+        return "fused", None, "an activation kernel of mixture-of-experts layers (gated: act(gate) * up)"
     for words in (function_words(text), own, rest):
         for family, op, pattern, unless, what in FAMILY_RULES:
             if pattern.search(words) and not (unless is not None and unless.search(words)):
