@@ -302,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the summary (with provenance) here")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--quick", action="store_true", help="small shapes (the CPU path tests use)")
+    parser.add_argument("--only", default="", help="comma-separated cases to record (default: all)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -332,6 +333,11 @@ def main(argv: list[str] | None = None) -> int:
         "flex_attention",
         "graph_capture_profiled",
     }
+    if args.only:
+        unknown = set(args.only.split(",")) - set(cases) - {"ddp"}
+        if unknown:
+            parser.error(f"unknown cases {sorted(unknown)}; choose from {', '.join(cases)}, ddp")
+        cases = {k: v for k, v in cases.items() if k in args.only.split(",")}
     results: dict[str, Any] = {}
     for name, case in cases.items():
         if device.type != "cuda" and name in gpu_only:
@@ -346,7 +352,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         path = trace.save(args.out / f"{name}.json.gz")
         results[name] = {"file": str(path), "seconds": round(time.perf_counter() - start, 1), **analyse(trace)}
-    if device.type == "cuda" and torch.cuda.device_count() >= 2:
+    if args.only and "ddp" not in args.only.split(","):
+        pass
+    elif device.type == "cuda" and torch.cuda.device_count() >= 2:
         print("ddp (2 ranks) ...", flush=True)
         try:
             files = case_ddp(device, dtype, args.quick, args.out)
