@@ -105,7 +105,7 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
         return []
     dur = ev["dur"].to_numpy()
     ts = ev["ts"].to_numpy() - ctx.t0
-    saving, moved, t = 0.0, 0, 0.0
+    saving, moved, t, inside = 0.0, 0, 0.0, 0.0
     for chain in chains:
         under = np.flatnonzero(np.isin(root, chain))  # the operators and everything they called
         # the Python between the chain's operators goes with them
@@ -115,7 +115,17 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
         keep = np.median(dur[chain]) / max(dur[chain].sum(), 1e-9)
         saving += (ctx.path_time(under, ("cpu",)) + between) * (1 - keep)
         t += float(dur[chain].sum()) / ctx.per_step + between
+        inside += between
         moved += len(chain)
+    # the step's host time outside every operator (Python, freeing tensors and autograd nodes) grows with the
+    # number of operators: the chains' operators take their share of it with them
+    ops = (ev["cat"] == "cpu_op").to_numpy() & ctx.in_steps
+    share = ctx.operators_under(np.concatenate(chains)) / max(int(ops.sum()), 1)
+    p = ctx.path
+    gaps = float(p.loc[p["kind"] == "cpu gap", "duration_us"].sum()) / max(ctx.path_steps, 1) - inside
+    extra = max(gaps, 0.0) * share
+    saving += extra * saving / max(t, 1e-9)
+    t += extra
     if saving < MIN_SHARE * ctx.step_us:
         return []  # a few short chains (a residual add and its backward): nothing worth a fused operator
     all_rows = np.concatenate(chains)

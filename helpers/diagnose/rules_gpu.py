@@ -295,7 +295,9 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     if not len(w):  # a CPU-only run: the operators are the work, and their host time its cost
         rows = np.flatnonzero(inside & (ev["cat"] == "cpu_op").to_numpy())
         t = float(ev["dur"].to_numpy()[steps].sum()) / ctx.per_step
-        saving -= _fused_cost(ctx, rows)
+        # a fused step still runs the Python around the operators (it gathers the parameters and their state):
+        # the range's own time stays, and one pass over the parameters
+        saving -= ctx.path_time(steps, ("cpu",)) + _fused_cost(ctx, rows)
     return [
         ctx.finding(
             "unfused_optimizer",
