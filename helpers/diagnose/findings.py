@@ -35,6 +35,7 @@ COLUMNS = [
     "example",
     "example_ts_us",
     "saving_bytes",
+    "ops_per_step",
 ]
 CONFIDENCE = ("high", "medium", "low")
 # Above this many events the critical path is walked over the last few steps only.
@@ -50,7 +51,8 @@ class Findings(pd.DataFrame):
     ``lesson`` (the notebook that teaches it), ``fix``, ``rule`` (the rule's name), ``events``,
     ``time_us`` (the evidence's own time, per step), ``pct_of_step``, ``example``,
     ``example_ts_us`` (from the trace's start), ``saving_bytes`` (memory findings: the most the fix
-    could take off the peak; 0 for the others). A memory finding saves no time
+    could take off the peak; 0 for the others), ``ops_per_step`` (host operators the evidence holds, nested
+    ones included: what the profiler's per-operator cost inflates). A memory finding saves no time
     (``saving_upper_bound_us`` 0), so it ranks after every finding with a time saving. ``attrs``: ``step_us``, ``steps``, ``trace``,
     ``path_length_us``, ``skipped`` (rules that could not run, and why).
     """
@@ -243,7 +245,29 @@ class Context:
             "example": example,
             "example_ts_us": example_ts,
             "saving_bytes": float(max(saving_bytes, 0.0)),
+            "ops_per_step": self.operators_under(rows) / self.per_step,
         }
+
+    def under(self, rows: np.ndarray | list) -> np.ndarray:
+        """Per event: it is one of `rows` or nested inside one of them (on the host)."""
+        ev = self.ev
+        mark = np.zeros(len(ev), dtype=bool)
+        mark[np.asarray(rows, dtype=np.int64)] = True
+        if not mark.any():
+            return mark
+        parent = ev["parent"].to_numpy()
+        hit, cur = mark.copy(), parent.copy()
+        while (cur >= 0).any():  # climb all rows one level at a time
+            live = cur >= 0
+            hit |= live & mark[np.maximum(cur, 0)]
+            cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+        return hit
+
+    def operators_under(self, rows: np.ndarray) -> int:
+        """How many host operators (``cpu_op``) the given rows are or hold (nested ones included)."""
+        if not len(rows):
+            return 0
+        return int((self.under(rows) & (self.ev["cat"] == "cpu_op").to_numpy()).sum())
 
     @property
     def per_step(self) -> float:

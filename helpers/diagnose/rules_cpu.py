@@ -13,6 +13,7 @@ from .findings import Context
 
 OPTIMIZER_STEP = ("Optimizer.step#", "Optimizer.zero_grad#")
 MIN_CHAIN = 3
+MIN_SHARE = 0.01  # of the step: below it a chain finding is noise, not a fix
 
 
 AUTOGRAD_NODE = "autograd::engine::evaluate_function:"
@@ -103,16 +104,33 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
     if not chains:
         return []
     dur = ev["dur"].to_numpy()
-    saving, moved = 0.0, 0
+    ts = ev["ts"].to_numpy() - ctx.t0
+    saving, moved, t, inside = 0.0, 0, 0.0, 0.0
     for chain in chains:
         under = np.flatnonzero(np.isin(root, chain))  # the operators and everything they called
-        # a fused operator still reads the chain's inputs and writes its output: it costs about its longest member
-        saving += ctx.path_time(under, ("cpu",)) * (1 - dur[chain].max() / max(dur[chain].sum(), 1e-9))
+        # the Python between the chain's operators goes with them
+        between = ctx.path_time_in(ts[chain[:1]], ts[chain[-1:]] + dur[chain[-1:]], ("cpu gap",))
+        # a fused operator still reads the chain's inputs and writes its output: it costs about one typical
+        # member (the median: one member slowed by the machine must not shrink the bound)
+        keep = np.median(dur[chain]) / max(dur[chain].sum(), 1e-9)
+        saving += (ctx.path_time(under, ("cpu",)) + between) * (1 - keep)
+        t += float(dur[chain].sum()) / ctx.per_step + between
+        inside += between
         moved += len(chain)
+    # the step's host time outside every operator (Python, freeing tensors and autograd nodes) grows with the
+    # number of operators: the chains' operators take their share of it with them
+    ops = (ev["cat"] == "cpu_op").to_numpy() & ctx.in_steps
+    share = ctx.operators_under(np.concatenate(chains)) / max(int(ops.sum()), 1)
+    p = ctx.path
+    gaps = float(p.loc[p["kind"] == "cpu gap", "duration_us"].sum()) / max(ctx.path_steps, 1) - inside
+    extra = max(gaps, 0.0) * share
+    saving += extra * saving / max(t, 1e-9)
+    t += extra
+    if saving < MIN_SHARE * ctx.step_us:
+        return []  # a few short chains (a residual add and its backward): nothing worth a fused operator
     all_rows = np.concatenate(chains)
     longest = max(chains, key=len)
     ops = " -> ".join(str(names[r]).removeprefix("aten::").removeprefix(AUTOGRAD_NODE).strip() for r in longest[:6])
-    t = float(dur[all_rows].sum()) / ctx.per_step
     detail = (
         f"{len(chains) / ctx.per_step:,.0f} chains per step, the longest {len(longest)} operators ({ops}); "
         f"{moved / ctx.per_step:,.0f} elementwise operators per step, each a pass over memory and a dispatch"

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from helpers.trace.aten_ops import aten_family
 from helpers.trace.dtypes import lookup
 from helpers.trace.flops import parse_shapes
 
@@ -183,6 +184,8 @@ def manual_attention(ctx: Context) -> list[dict]:
         fix = "Call torch.nn.functional.scaled_dot_product_attention (flash attention never writes [seq, seq])"
     else:
         return []
+    if not len(ctx.work):
+        return [_manual_attention_on_host(ctx, rows, what, fix)]
     # device work launched under these ops, or between the two matrix products around the softmax
     lb = ev["launched_by"].to_numpy()
     parent = ev["parent"].to_numpy()
@@ -212,6 +215,44 @@ def manual_attention(ctx: Context) -> list[dict]:
             f"{len(rows)} calls; {len(inside)} device kernels outside the matrix products",
         )  # fmt: skip
     ]
+
+
+def _fused_cost(ctx: Context, rows: np.ndarray) -> float:
+    """What a fused optimizer step still costs on the host, per step: one pass over each parameter, about one
+    typical per-parameter operator each (parameters counted by the rarest per-parameter operator)."""
+    ev = ctx.ev
+    names = pd.Series(ev["name"].to_numpy(dtype=object)[rows], dtype=object)
+    per_param = names.isin(PER_PARAM_OPTIM).to_numpy()
+    if not per_param.any():
+        return 0.0
+    params = float(names[per_param].value_counts().min()) / ctx.per_step
+    return params * float(np.median(ev["dur"].to_numpy()[rows[per_param]]))
+
+
+def _manual_attention_on_host(ctx: Context, rows: np.ndarray, what: str, fix: str) -> dict:
+    """On a CPU-only trace: the host time of the softmax, the elementwise operator just before it (the scale or
+    mask) and their backward nodes: what a fused attention would not spend (it still does both products)."""
+    ev = ctx.ev
+    names = ev["name"].to_numpy(dtype=object)
+    ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
+    top = ctx.host_rows(prefix=("aten::",))
+    top = top[ev["parent"].to_numpy()[top] < 0] if len(top) else top
+    before = []
+    for r in rows:  # the operator that ended last before the softmax started, if it is elementwise
+        prior = top[(end[top] <= ts[r]) & (end[top] >= ts[r] - 50.0)]
+        if len(prior):
+            p = int(prior[np.argmax(end[prior])])
+            if aten_family(str(names[p])) == "elementwise":
+                before.append(p)
+    back = ctx.host_rows(prefix=("autograd::engine::evaluate_function: SoftmaxBackward",
+                                 "autograd::engine::evaluate_function: _SoftmaxBackward"))  # fmt: skip
+    own = np.concatenate([rows, np.asarray(before, dtype=np.int64), back])
+    inside = np.flatnonzero(ctx.under(own))
+    t = float(ev["dur"].to_numpy()[own].sum()) / ctx.per_step
+    return ctx.finding(
+        "manual_attention", what, own, t, ctx.path_time(inside, ("cpu",)), "high", "07", fix,
+        f"{len(rows)} calls; {len(own)} operators around the matrix products (softmax, scale, their backward)",
+    )  # fmt: skip
 
 
 def unfused_optimizer(ctx: Context) -> list[dict]:
@@ -254,6 +295,9 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     if not len(w):  # a CPU-only run: the operators are the work, and their host time its cost
         rows = np.flatnonzero(inside & (ev["cat"] == "cpu_op").to_numpy())
         t = float(ev["dur"].to_numpy()[steps].sum()) / ctx.per_step
+        # a fused step still runs the Python around the operators (it gathers the parameters and their state):
+        # the range's own time stays, and one pass over the parameters
+        saving -= ctx.path_time(steps, ("cpu",)) + _fused_cost(ctx, rows)
     return [
         ctx.finding(
             "unfused_optimizer",

@@ -143,3 +143,9 @@ def test_every_explanation_formats_with_its_details():
     for key, ex in nb10.EXERCISES.book.items():
         ex.explain.format(**details)
         assert ex.hint, key
+
+
+def test_no_finding_predicts_no_saving():
+    """Once every problem the diagnosis sees is fixed its table is empty, and the prediction is 0, not an error."""
+    empty = pd.DataFrame(columns=["rule", "saving_upper_bound_us"])
+    assert nb10.predicted_saving(empty, "item", 0.4) == 0.0
