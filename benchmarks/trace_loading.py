@@ -47,40 +47,44 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 HTA_VERSION = "0.5.0"
-DEFAULT_SOURCE = ROOT / "tests" / "data" / "h200_mlp_eager.json.gz"
+DEFAULT_SOURCE = ROOT / "traces" / "h200_mlp_eager.json.gz"
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "course-trace-bench"
 DEFAULT_HTA_VENV = Path(tempfile.gettempdir()) / "course-hta-venv"
 
 # Child programs: each prints one JSON line with its own timings (the parent measures memory).
 HELPERS_CHILD = r"""
-import json, sys, time
+import json, resource, sys, time
 t0 = time.perf_counter()
 import helpers
 import helpers.trace.events
+import pandas  # the baseline below: interpreter, helpers and pandas, before any trace is read
+import_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 if sys.argv[2] == "orjson":  # measure the fallback used when msgspec is not installed
     helpers.trace.events.decode_slice = None
 parser = "msgspec" if helpers.trace.events.decode_slice is not None else "orjson"
 t1 = time.perf_counter()
 trace = helpers.load_trace(sys.argv[1])
 t2 = time.perf_counter()
-kernels = trace.kernels()
+kernels = trace.kernels(allow_empty=True)
 ops = trace.ops()
 t3 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "tables_s": t3 - t2, "events": len(trace.events),
+print(json.dumps({"import_s": t1 - t0, "import_rss_mb": import_rss_mb, "load_s": t2 - t1, "tables_s": t3 - t2, "events": len(trace.events),
                   "kernels": len(kernels), "ops": len(ops), "steps": len(trace.steps),
                   "torch_imported": "torch" in sys.modules, "parser": parser}))
 """
 HTA_CHILD = r"""
-import json, logging, sys, time
+import json, logging, resource, sys, time
 logging.disable(logging.WARNING)
 t0 = time.perf_counter()
 from hta.trace_analysis import TraceAnalysis
+import_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t1 = time.perf_counter()
 analysis = TraceAnalysis(trace_dir=sys.argv[1])
 t2 = time.perf_counter()
 frames = analysis.t.traces
 rows = sum(len(df) for df in frames.values())
-print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "tables_s": 0.0, "events": rows}))
+print(json.dumps({"import_s": t1 - t0, "import_rss_mb": import_rss_mb, "load_s": t2 - t1, "tables_s": 0.0,
+                  "events": rows}))
 """
 
 
