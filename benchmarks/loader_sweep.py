@@ -75,6 +75,7 @@ def measure(label: str, python: str, code: str, args: list[str], repeat: int, en
         "events": runs[0]["events"],
         "all_peak_rss_mb": [round(r["peak_rss_mb"], 1) for r in runs],
         "all_cpu_s": [round(r["cpu_s"], 2) for r in runs],
+        "all_ru_maxrss_mb": [round(r["ru_maxrss_mb"], 1) for r in runs],
     }
     if "torch_imported" in runs[0]:
         out["torch_imported"] = runs[0]["torch_imported"]
