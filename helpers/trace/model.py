@@ -25,7 +25,6 @@ from .correlation import graph_launched
 from .events import MAX_EVENTS, check_count, events_from_document, events_from_file
 from .saving import SAVING, write_gzip_atomic
 from .tables import TraceTables
-from .timeline import timeline_figure
 from .trees import chain_table, op_table
 
 # Kernels that torch.compile generates as C++ on the CPU show up as host events with these names
@@ -251,6 +250,8 @@ class Trace:
     # ----------------------------------------------------------------- output
     def timeline(self, **kwargs: Any):
         """A plotly timeline of this trace; see :func:`helpers.trace.timeline.timeline_figure` for options."""
+        from .timeline import timeline_figure  # plotly only when a timeline is drawn, not to read a trace
+
         return timeline_figure(self, **kwargs)
 
     def save(
