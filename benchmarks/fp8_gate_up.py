@@ -129,11 +129,12 @@ def measure_shape(m: int, dim: int, hidden: int, device: str = "cuda") -> dict[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the JSON to write")
+    parser.add_argument("--shapes", type=int, default=len(SHAPES), help="measure only the first N shapes")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
         parser.error("the FP8 path needs an NVIDIA GPU of compute capability 8.9 or newer")
     rows = []
-    for m, dim, hidden in SHAPES:
+    for m, dim, hidden in SHAPES[: args.shapes]:
         log(f"M={m} {dim}->{hidden} ...")
         rows.append(measure_shape(m, dim, hidden))
         log(str(rows[-1]))
@@ -142,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  fp8_fused {r['fp8_fused_us']} us ({r['fp8_fused_config']}): {r['fp8_fused_over_bf16_fused']}x "
             f"bf16_fused (target {TARGET}x), error {r['fp8_fused_error']:.3g}; quantize pass {r['fp8_quantize_us']} us"
         )
-    write_json(
-        args.out, {"provenance": provenance(torch.device("cuda"), "python -m benchmarks fp8-gate-up"), "rows": rows}
-    )
+        # written after every shape: a run cut short keeps what it measured
+        write_json(
+            args.out, {"provenance": provenance(torch.device("cuda"), "python -m benchmarks fp8-gate-up"), "rows": rows}
+        )
     log(f"wrote {args.out}")
     return 0
