@@ -130,6 +130,18 @@ def test_the_planted_loop_and_its_diagnosis():
         nb10.build_loop({"batch"}, device="cpu")
 
 
+def test_the_quietest_profile_keeps_the_shortest_steps(monkeypatch):
+    lengths = {"a": [3000.0, 9000.0], "b": [3000.0, 3100.0], "c": [5000.0, 5000.0]}  # steps of three profiles
+    traces = iter(lengths)
+    monkeypatch.setattr(nb10, "profile", lambda fn, **kw: next(traces))
+    monkeypatch.setattr(nb10, "profiled_step_us", lengths.get)
+    assert nb10.quietest_profile(lambda: None, tries=3, steps=2) == "b"  # by the mean step, not the shortest one
+    with pytest.raises(TypeError, match="Loop or a function"):
+        nb10.quietest_profile("step")
+    with pytest.raises(ValueError, match="tries"):
+        nb10.quietest_profile(lambda: None, tries=0)
+
+
 def test_fixed_loops_compute_the_same_thing():
     planted, fixed = nb10.build_loop(device="cpu"), nb10.build_loop(set(nb10.PROBLEMS), device="cpu")
     planted.step(), fixed.step()
