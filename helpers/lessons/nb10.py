@@ -219,6 +219,8 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
     `ratio` (unprofiled over profiled step time) is only shown, as the profiler's cost.
     """
     ex = EXERCISES._exercise(key)
+    if problem is not None and problem not in PROBLEMS:
+        raise ValueError(f"problem must be one of {', '.join(PROBLEMS)} (the ratio is a keyword: ratio=...), got {problem!r}")  # fmt: skip
     if predicted_us is None or predicted_us is Ellipsis:
         return _record(key, MISSING, "write your prediction in the cell above, run it, then run this cell again")
     if isinstance(predicted_us, bool) or not isinstance(predicted_us, (int, float)):

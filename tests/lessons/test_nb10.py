@@ -42,6 +42,8 @@ def test_a_predicted_saving_is_checked_against_the_bound_and_the_measurement_rep
     assert tempting.status == "wrong" and "unprofiled_ratio" in tempting.message
     assert nb10.check_saving("first_saving", None, BEFORE, AFTER, FINDINGS).status == "not answered yet"
     assert nb10.check_saving("first_saving", "600", BEFORE, AFTER, FINDINGS).status == "wrong"
+    with pytest.raises(ValueError, match="ratio is a keyword"):
+        nb10.check_saving("first_saving", 700.0, BEFORE, AFTER, FINDINGS, RATIO)
 
 
 def test_an_answer_inside_the_measured_noise_is_a_tie():
