@@ -67,12 +67,11 @@ lab: install learner
 # ones in notebooks/learner: those are a learner's work) under nbmake, in parallel; then
 # the course in JupyterLab in headless Chromium (tests/browser), on its own: one server and one
 # browser at a time, not competing with nbmake for the CPU. All always run; the target fails if any
-# failed. Screenshots go to test-output/. Notebooks under test draw no PNG beside their figures
-# (COURSE_STATIC_FIGURES=0: a browser per kernel costs seconds each); tests/lessons/test_static_figures.py checks that path.
+# failed. Screenshots go to test-output/.
 test: install learner-test
 	status=0; \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pre-commit run --all-files --show-diff-on-failure || status=1; \
-	COURSE_STATIC_FIGURES=0 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" $(RANDOM_ORDER) --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" $(RANDOM_ORDER) --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
 		--ignore=notebooks/learner tests notebooks $(LEARNER_TEST_DIR) || status=1; \
 	$(BIN)/python -m pytest -m browser tests/browser || status=1; \
 	exit $$status
@@ -85,7 +84,7 @@ test-gpu: $(if $(filter $(BIN)/python,$(GPU_PY)),install)
 	$(GPU_PY) scripts/make_learner_copies.py --dest $(LEARNER_TEST_DIR) --fresh
 	status=0; \
 	$(GPU_PY) -m pytest -n $(GPU_WORKERS) -m "not browser" $(RANDOM_ORDER) tests || status=1; \
-	COURSE_STATIC_FIGURES=0 $(GPU_PY) -m pytest -n $(GPU_NOTEBOOK_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) --ignore=notebooks/learner \
+	$(GPU_PY) -m pytest -n $(GPU_NOTEBOOK_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) --ignore=notebooks/learner \
 		notebooks $(LEARNER_TEST_DIR) || status=1; \
 	exit $$status
 
@@ -105,7 +104,7 @@ learner-test: install
 	$(BIN)/python scripts/make_learner_copies.py --dest $(LEARNER_TEST_DIR) --fresh
 
 notebooks: install learner-test
-	COURSE_STATIC_FIGURES=0 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) --ignore=notebooks/learner \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --nbmake --nbmake-timeout=$(NB_TIMEOUT) --ignore=notebooks/learner \
 		notebooks $(LEARNER_TEST_DIR)
 
 unit: install

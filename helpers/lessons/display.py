@@ -189,18 +189,19 @@ def reference_trace(name: str, missing_ok: bool = False) -> Trace | None:
 
 
 def static_figures(enable: bool | None = None) -> str:
-    """Give every plotly figure a PNG beside its interactive view, so an executed
-    notebook still shows its figures on a page that runs no JavaScript (GitHub, nbviewer).
+    """Give every plotly figure a PNG beside its interactive view, for an executed notebook that is read on a page
+    running no JavaScript (GitHub, nbviewer): run it with ``COURSE_STATIC_FIGURES=1`` (e.g. before
+    ``jupyter nbconvert --execute``).
 
-    ``enable=None`` turns it on when a Jupyter kernel runs this, kaleido (>= 1) is installed and a
-    Chrome or Chromium is found (kaleido draws with it), unless ``COURSE_STATIC_FIGURES=0``. Returns
-    the plotly renderer now in use.
+    Off by default: JupyterLab shows one view per output and prefers the PNG, so a learner would lose the
+    interactive figure. ``enable=None`` follows the variable, and needs a Jupyter kernel, kaleido (>= 1) and a
+    Chrome or Chromium (kaleido draws with it). Returns the plotly renderer now in use.
     """
     import plotly.io as pio
 
     base = os.environ.get("PLOTLY_RENDERER") or "plotly_mimetype"
     if enable is None:
-        enable = os.environ.get("COURSE_STATIC_FIGURES", "auto") != "0" and _in_kernel() and _can_draw_png()
+        enable = os.environ.get("COURSE_STATIC_FIGURES") == "1" and _in_kernel() and _can_draw_png()
     if enable and not _start_png_server():
         enable = False
     pio.renderers.default = base + ("+png" if enable and "png" not in base else "")

@@ -280,7 +280,7 @@ class Exercises:
 
     def reset(self) -> None:
         """Forget the checks run so far (a lesson's first cell calls it), and give plotly figures a PNG beside
-        their interactive view where one can be drawn, so the executed lesson reads without JavaScript."""
+        their interactive view when asked (``COURSE_STATIC_FIGURES=1``: an executed copy read without JavaScript)."""
         self.results.clear()
         from .display import static_figures  # here, not at import: it loads plotly
 

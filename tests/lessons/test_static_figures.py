@@ -46,3 +46,17 @@ def test_a_lessons_first_cell_turns_it_on(monkeypatch):
     monkeypatch.setattr(display, "static_figures", lambda: calls.append(1) or "plotly_mimetype")
     Exercises("00").reset()  # what `nbNN.reset()` in every lesson's first cell runs
     assert calls == [1]
+
+
+def test_off_by_default_even_in_a_kernel(restore_renderer, monkeypatch):
+    # JupyterLab shows one view per output and prefers the PNG: a learner would lose the interactive figure
+    import helpers.lessons.display as display
+
+    monkeypatch.delenv("PLOTLY_RENDERER", raising=False)
+    monkeypatch.delenv("COURSE_STATIC_FIGURES", raising=False)
+    monkeypatch.setattr(display, "_in_kernel", lambda: True)
+    monkeypatch.setattr(display, "_can_draw_png", lambda: True)
+    monkeypatch.setattr(display, "_start_png_server", lambda: True)
+    assert static_figures() == "plotly_mimetype"
+    monkeypatch.setenv("COURSE_STATIC_FIGURES", "1")
+    assert static_figures() == "plotly_mimetype+png"
