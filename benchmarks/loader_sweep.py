@@ -183,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
             },
             "commit": commit + (" (with uncommitted changes)" if dirty else ""),
             "command": "python benchmarks/loader_sweep.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "method": "os.wait4 per child: ru_maxrss and user+system CPU; max peak and min CPU over the repeats. "
+            "method": "each child reports its own peak resident memory (VmHWM in /proc/self/status; ru_maxrss "
+            "from os.wait4 would also count the parent's memory at fork, kept as all_ru_maxrss_mb) and its "
+            "user+system CPU; max peak and min CPU over the repeats. "
             "import_rss_mb: the child's peak RSS after its imports, before reading the trace.",
             "repeat": args.repeat,
             "peak_target_met": met,
