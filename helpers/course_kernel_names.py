@@ -1,8 +1,8 @@
-"""The course's kernel names for the engine's registry (transition: moves beside the kernels)."""
+"""The course's kernel names, registered with the engine so its traces name the course's kernels."""
 
 from __future__ import annotations
 
-# The course's own Triton kernels (helpers/fused, notebook 06), by the name Triton gives them: the
+# The course's own Triton kernels (helpers/kernels, notebook 06), by the name Triton gives them: the
 # @triton.jit function's name. A learner's kernel could share a name, so the source is an
 # attribution by name, as for Liger.
 COURSE_KERNELS: dict[str, tuple[str, str]] = {

@@ -1,8 +1,6 @@
 """PyTorch's scaled-dot-product-attention backends: force one, ask which run here and why not.
 
-``F.scaled_dot_product_attention`` picks one implementation per call: ``math`` (ATen ops, the score
-matrix in memory), ``flash`` (FlashAttention-2 on CUDA; ATen's tiled kernel on a CPU), ``efficient``
-and ``cudnn`` (CUDA). ``sdpa_kernel(backend)`` restricts the choice to one.
+SDPA picks one implementation per call; forcing each in turn is how the lesson compares them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """What attention must compute and move: shapes, visible pairs, FLOPs, the score matrix, each plan's bytes.
 
-Causal masking keeps ``seq * (seq + 1) / 2`` of the ``seq**2`` (query, key) pairs; the two products
-cost ``4 * batch * heads * head_dim`` FLOPs per pair. A fused kernel moves q, k, v and o once; the
-hand-written plan (:func:`manual_attention_plan`) moves the score matrix several times.
+Counted from shapes alone, so a profiled kernel's TFLOP/s and bytes can be judged against them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """FlexAttention (``torch.nn.attention.flex_attention``): a mask written in Python, a kernel generated.
 
-A *mask_mod* ``(b, h, q_idx, kv_idx) -> bool`` says which key each query may see; its
-``BlockMask`` classes each ``128 x 128`` tile as empty (skipped), full or partial, and the compiled
-kernel applies the mask on partial tiles only.
+The generated kernel skips the mask's empty tiles and masks only partial ones.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The causal self-attention block the course profiles (notebook 07), reused by the decoder (08).
 
-:class:`CausalSelfAttention` is the Llama-style block (QKV projections, heads, RoPE, attention,
-output projection) with a choice of attention (``"sdpa"``, the hand-written ``"manual"``, or the
-course's Triton kernel ``"course"``, imported only when asked for), separate or fused QKV,
-grouped-query attention and a :class:`KVCache` for decoding one token at a time.
+One Llama-style block with interchangeable attention (SDPA, hand-written, the course's kernel),
+so each choice can be profiled in the same model.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The attention workloads notebook 07, the benchmark and the recording script profile, defined once.
 
-A bf16 shape of a 1B-class model on a GPU, a small float32 shape on a CPU. Each builder returns a
-:class:`helpers.measure.workload.Built`: the attention-only ones take ``(q, k, v)``
-``[batch, heads, seq, head_dim]``, the block takes ``x`` ``[batch, seq, hidden]``.
+Defined in one place so that a lesson, a recorded run and a reference trace measure the same thing.
 """
 
 from __future__ import annotations

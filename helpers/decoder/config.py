@@ -1,9 +1,6 @@
 """The sizes of the course's decoder, named as in Hugging Face ``transformers`` configs, and its presets.
 
-One :class:`DecoderConfig` feeds every layer unchanged (``CausalSelfAttention(config)`` reads the
-attention sizes, the MLPs ``hidden_size`` and ``intermediate_size``). Presets
-(:data:`DECODER_CONFIGS`), smallest first: ``tiny`` (the tests), ``small`` (notebook 08 on a CPU),
-``8x2048`` (notebook 09's data-parallel model), ``1b`` (16 layers, hidden 2048: notebook 08 on a GPU).
+One config feeds every layer unchanged, so a preset sizes the whole model, from the tests' to a 1B one.
 """
 
 from __future__ import annotations

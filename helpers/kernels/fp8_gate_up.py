@@ -1,19 +1,7 @@
 """An FP8 path for the MLP's gate+up GEMM: e4m3 inputs with per-row scales, bf16 out, then the course's GeGLU.
 
-What the hardware offers next after bf16: Hopper's tensor cores multiply e4m3 (8-bit float: 4 exponent
-bits, 3 mantissa bits, largest value 448) at about twice the bf16 rate. A tensor is stored as e4m3
-values times a scale per row, chosen so that each row's largest magnitude maps to 448.
-
-- :func:`quantize_rows`: a tensor as e4m3 values and one float32 scale per row;
-- :func:`fp8_gate_up_geglu`: ``gelu_tanh(x @ W_gate.T) * (x @ W_up.T)`` with the GEMM in e4m3
-  (``torch._scaled_mm``, rowwise scales, bf16 out) and the GeGLU in the course's Triton kernel;
-- :class:`Fp8GeGLUMLP`: a GeGLU MLP whose gate+up GEMM runs in e4m3 (weights packed and quantized
-  once), the down projection in bf16. On a GPU it takes the fused path of ``fp8_gate_up_fused.py``
-  (the course's gate+up kernel on e4m3 inputs, the GeGLU in its epilogue); on a CPU this module's
-  unfused path.
-
-In :func:`fp8_gate_up_geglu` the GEMM is cuBLAS's and the GeGLU a second kernel: the ``[M, 2*hidden]``
-bf16 product goes to memory and back, which is what the fused path avoids.
+Hopper multiplies e4m3 at about twice the bf16 rate. This unfused path (cuBLAS's GEMM, then the GeGLU)
+is the CPU route and the baseline that ``fp8_gate_up_fused.py`` improves on.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The FP8 gate+up GEMM with the GeGLU in its epilogue: one-pass row quantization and the fused launcher.
 
-``fp8_gate_up.fp8_gate_up_geglu`` writes the bf16 ``[M, 2*hidden]`` product of cuBLAS's e4m3 GEMM and
-reads it back for the GeGLU. Here the course's gate+up kernels (``HAS_SCALES``) take e4m3 ``x`` and
-the e4m3 packed weight, accumulate in fp32, apply both row scales and the GeGLU in the epilogue and
-write only ``h``. Layers: kernels (``_fp8_quantize_rows_kernel`` here, the gate+up kernels), launchers
-(:func:`quantize_rows_fp8`, :func:`fp8_gate_up_geglu_fused`: TMA on Hopper, pointers elsewhere, tiles
-from :data:`FP8_CONFIGS` or ``config=``), module (``fp8_gate_up.Fp8GeGLUMLP``). Quantizing ``x`` per
-row costs one extra read of ``x``: a row's scale needs its largest magnitude before any value is scaled.
+Fusing the GeGLU into the e4m3 GEMM keeps the bf16 ``[M, 2*hidden]`` product out of memory.
 """
 
 from __future__ import annotations

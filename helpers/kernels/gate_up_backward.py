@@ -1,9 +1,7 @@
 """Launcher of the backward GEMM with a GeGLU-backward epilogue (kernels: ``gate_up_kernels.py``).
 
-:func:`geglu_backward_gemm` computes, for the MLP ``y = h @ W_down.T`` with ``h = gelu_tanh(gate) * up``,
-the gradient of the pre-activations ``gu`` (gate and up interleaved) in one kernel: the
-``dh = dy @ W_down`` GEMM with the GeGLU backward in its epilogue. Same launch plans, path choice
-and configurations as the forward (``gate_up_choice.py``).
+The gradient of the pre-activations comes out of the ``dh = dy @ W_down`` GEMM's epilogue, so ``dh``
+never reaches memory; launch plans and tile choices are the forward's.
 """
 
 from __future__ import annotations

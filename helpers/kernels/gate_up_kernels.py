@@ -1,11 +1,7 @@
 """The Triton kernels of the gate+up GEMM with a GeGLU epilogue, forward and backward (layer 1 of ``gate_up``).
 
-Each kernel has a Hopper TMA path (persistent, flattened loops) and a portable pointer path. The
-forward writes ``h`` (and in ``save`` mode the interleaved pre-activations ``gu``); the backward's
-``dh = dy @ W_down`` GEMM applies the GeGLU backward in its epilogue and writes ``dgu`` in the packed
-weight's layout. ``dgu`` may be ``gu`` itself: each program reads its tile before writing it.
-With ``HAS_SCALES`` the forward kernels take e4m3 ``x`` and ``W_packed`` with one float32 scale per
-row of each (the FP8 path, ``fp8_gate_up_fused.py``) and dequantize in the epilogue.
+Each has a Hopper TMA path and a portable pointer path; ``HAS_SCALES`` selects the FP8 variant.
+``dgu`` may alias ``gu``: each program reads its tile before writing it.
 """
 
 from __future__ import annotations

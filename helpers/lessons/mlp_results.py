@@ -1,8 +1,6 @@
-"""Used by notebooks 04, 06: the MLP benchmark's stored tables (``python -m benchmarks mlp``) as the lessons show them.
+"""The MLP benchmark's stored tables (``python -m benchmarks mlp``) as notebooks 04 and 06 show them.
 
-Nothing here derives a number: every value comes from a table the benchmark stored beside its
-measurements (``helpers.load_results``); these functions only draw them, or run the benchmark
-live on a GPU as a program and read its file back.
+Nothing here derives a number: it draws stored tables, or runs the benchmark live on a GPU.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Lesson 04, `torch.compile`: what this notebook alone uses.
 
-Its exercises (explanations and hints, keyed by exercise name), the compile measurements only it
-shows (``nb04.time_first_call``, ``nb04.shape_sweep`` ...), and its timing rounds: every comparison
-of two times is measured several times, and a difference inside the spread is called a tie.
+Its exercises, compile measurements and timing rounds; a difference inside the spread is a tie.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Lesson 05, hand-tuned kernels with the `kernels` library: what this notebook alone uses.
 
-Its exercises (explanations and hints, keyed by exercise name), the Hub loader and what it reports
-(``nb05.load_geglu_mlp``, ``nb05.kernel_pin`` ...), and the spread of the GeGLU kernels' times over
-the profiled steps, so that a ranking is only stated where it is beyond the noise.
+Its exercises, the Hub loader's report, and the spread of kernel times, so a ranking is only
+stated where it is beyond the noise.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Lesson 06, writing your own fused kernels: what this notebook alone uses.
 
-Its exercises (explanations and hints, keyed by exercise name; the learner's kernel is checked by
-:func:`check_geglu_kernel` and recorded here), the course's kernels and plans as the lesson reads
-them (``nb06.geglu``, ``nb06.FusedGeGLUMLP``, ``nb06.plan_floor_us`` ...), and the sentences it
-writes over recorded times and training steps.
+Its exercises and checkers, the course's kernels and plans as the lesson reads them, and the
+sentences it writes over recorded results.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The one reader of recorded benchmark results (``benchmarks/results/*.json``): what the file stores, as tables.
 
-A benchmark (``python -m benchmarks ...``) writes its measurements and, beside them, the tables a
-lesson shows, already judged against the course's ceilings. This reader derives nothing: a table
-here is the table in the file. When the ceilings change, ``python -m benchmarks rejudge`` rewrites
-the stored tables.
+It derives nothing: a table here is the table the benchmark stored, so a lesson shows what was judged.
 """
 
 from __future__ import annotations

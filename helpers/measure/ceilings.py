@@ -1,9 +1,7 @@
 """The ceilings of a device (memory roof, matmul rate), measured one way, with provenance.
 
-Dividing a kernel's bytes and FLOPs by these gives its floor (:mod:`helpers.measure.roofline`).
-:func:`measure_ceilings` measures them here (medians of timed runs after warm-ups); a reference set
-recorded on another machine lets a CPU-only learner judge a recorded trace. A kernel faster than its
-floor means the ceiling is wrong.
+A kernel's floor is its bytes and FLOPs divided by these; a reference set recorded elsewhere lets a
+CPU-only learner judge a recorded trace. A kernel faster than its floor means the ceiling is wrong.
 """
 
 from __future__ import annotations
@@ -201,10 +199,8 @@ def gemm_flops_cube(n: int) -> int:
 
 
 def _measure_cpu() -> Ceilings:
-    # 128 MiB float32 buffers (256 MiB moved per copy): larger than a laptop's caches, so the copy
-    # runs from DRAM; and a 1024^3 float32 matmul: ~2 GFLOP, tens of ms on two cores. Medians of
-    # ten timed runs after two warm-ups (as on a GPU: a median of three measured scheduler stalls on
-    # a shared machine) keep the whole measurement under a second on a 2-core CI runner.
+    # Buffers larger than a laptop's caches, so the copy runs from DRAM; enough runs that the median
+    # outvotes scheduler stalls on a shared machine, while the whole measurement stays short on CI.
     numel = 32 * 1024 * 1024
     src = torch.ones(numel, dtype=torch.float32)  # written, so reads do not hit the zero page
     dst = torch.empty_like(src)

@@ -1,7 +1,6 @@
 """How many graphs ``torch.compile`` compiles, and why: count them, with torch's own counter inside.
 
-:func:`shape_sweep` counts the graphs compiled at each call with Dynamo's reason for each recompile,
-checked against Dynamo's own counter. Private torch internals are read behind guards (torch 2.5-2.13).
+Private torch internals are read behind guards, so a release that changes them gives a clear error.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Where things run: device resolution, synchronisation, names, and the provenance of a measurement.
 
-One owner for each: every timing, profile and benchmark in the course resolves its device, waits
-for it and labels its results through these functions.
+One owner for each, so every timing, profile and benchmark labels its results the same way.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Each kernel of a trace against its floor: the bytes and FLOPs it must move and do, from recorded shapes.
 
-What a kernel must do is read, by its family, from the shapes recorded for the operator that
-launched it (GEMMs, copies, elementwise and fused GeGLU kernels). Anything else gets no floor and
-the ``basis`` column says why: a floor is never guessed.
+A kernel whose family has no known floor gets none, and the ``basis`` column says why: a floor is never guessed.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Where memory goes during a step: by category over time, the CUDA allocator's history, and the peak of one call.
 
-:func:`memory_timeline` and :func:`allocator_history` read private torch APIs, so each is behind a
-version check that raises a clear error if a release changes them. Sizes are bytes; times are
-microseconds from the first event.
+Private torch APIs are read behind version checks that raise a clear error if a release changes them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""`profile()`: record a few steps of a function or module with the right settings for the device.
-
-Also :func:`key_averages_frame`: any ``torch.profiler.profile`` a learner ran themselves, as a table.
-"""
+"""`profile()`: record a few steps of a function or module with the right settings for the device."""
 
 from __future__ import annotations
 
@@ -24,9 +21,8 @@ from ..trace import files as tracefile
 from ..trace.model import Trace, TraceInfo
 from .device import device_name, synchronize
 
-# Bounds on profile()'s loops. The profiler keeps every event of every profiled step in memory
-# (a big model's step holds tens of thousands of events), and warm-up calls only need to reach a
-# steady state; the course profiles 2 to 10 steps after 1 to 3 warm-up calls.
+# Bounds on profile()'s loops: the profiler keeps every event of every profiled step in memory,
+# and warm-up calls only need to reach a steady state.
 MAX_STEPS = 100
 MAX_WARMUP = 1000
 _WHY_BOUNDED = {

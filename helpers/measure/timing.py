@@ -1,7 +1,6 @@
 """How the course times code: one way, used by every notebook, benchmark and ceiling.
 
-Medians, not means, so one call paused by another process does not move the number. Kernel time and
-end-to-end time differ by the host's work (Python, dispatch, launches, guards): the lessons show both.
+Medians, not means, so one call paused by another process does not move the number.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """A workload ready to profile or time: a callable, its inputs, and what they are.
 
-Each subject (``helpers.mlp.workloads``, ``helpers.attention.workloads``) builds its workloads as
-:class:`Built` objects, so notebooks, benchmarks and ``scripts/record_reference_traces.py`` handle
-them alike: ``helpers.profile(built.fn, *built.inputs)``.
+One shape for every subject's workloads, so notebooks, benchmarks and the recording script handle them alike.
 """
 
 from __future__ import annotations

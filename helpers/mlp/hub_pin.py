@@ -1,8 +1,7 @@
 """What pins the hand-tuned kernel, and the checks every loading route makes before trusting it.
 
-A ``version=`` follows a moving branch; an exact pin is a commit (``revision=``) or the course's
-``kernels`` lock file (:func:`kernel_pin` says which applies). Offline, ``kernels`` skips its trust
-check, so the publisher and every cached file are checked here before anything is imported.
+Offline, ``kernels`` skips its trust check, so the publisher and cached files are checked here
+before anything is imported.
 """
 
 from __future__ import annotations

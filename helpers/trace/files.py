@@ -18,12 +18,11 @@ from typing import Any, BinaryIO
 
 from .json_text import BOM, NON_SPACE, check_start, parse_document
 
-# Default limit on a trace's JSON text after decompression. The biggest traces the course reads
-# (a million events) are about 200 MB; a file past this limit is a gzip bomb, a damaged file, or
-# a trace worth loading on purpose with a larger `max_bytes`.
+# Default limit on a trace's JSON text after decompression, well above the course's biggest traces:
+# a file past it is a gzip bomb, a damaged file, or one to load on purpose with a larger `max_bytes`.
 MAX_TEXT_BYTES = 512 << 20
 # A gzip file whose text grows past this many times the compressed bytes read so far is refused
-# (once past _RATIO_GRACE bytes of text): real traces compress 5 to 30 times, deflate at most ~1000.
+# (once past _RATIO_GRACE bytes of text): real traces compress far less, deflate can reach ~1000.
 MAX_RATIO = 100
 _RATIO_GRACE = 32 << 20
 

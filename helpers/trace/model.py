@@ -353,9 +353,8 @@ def load_trace(
     if not isinstance(p, Path):
         raise TypeError(f"expected a file path (str or pathlib.Path), got {type(path).__name__}")
     if keep_document is None:
-        # Streamed by default, whatever the size: a whole parsed document costs ~8x its JSON text in
-        # Python objects, while the streamed columns cost a fraction (and load faster). A file that
-        # is not a regular file is read whole, so its errors come from one place.
+        # Streamed by default: a whole parsed document costs several times its JSON text in Python
+        # objects. A file that is not a regular file is read whole, so its errors come from one place.
         keep_document = not p.is_file()
     tables = None
     if keep_document:

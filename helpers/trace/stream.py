@@ -1,15 +1,8 @@
 """Reading the events of a trace file in slices, and remembering where they lie for saving a copy.
 
-:func:`stream_events` parses the ``traceEvents`` array in slices of a few MB, so a 200 MB trace
-never exists as a million Python dicts at once: peak memory stays near one slice plus the tables
-built from it. Slices are cut at candidate event boundaries (``},``) and each cut is checked by
-parsing: a cut inside a string or a nested object never parses, so a wrong cut only makes the
-slice longer, never the result different. And since a wrong cut can only fail at the very end of
-its slice, a parse error anywhere before that is damage: it is reported at once, with its byte
-offset, never retried. The end of the list is found by one linear scan of strings and brackets.
-
-The limits of :mod:`helpers.trace.files` apply (bytes counted while decompressing, nesting depth,
-a byte-order mark accepted); whole-file reading lives there too.
+A large trace never exists as a million Python dicts at once. A slice is cut at a candidate
+``},`` and checked by parsing: a wrong cut only makes the slice longer, never the result different.
+The limits of :mod:`helpers.trace.files` apply.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from .timeline_window import select_events
 
 # Above this many bars, plotly's SVG bars get slow in a browser: switch to WebGL line segments.
 WEBGL_THRESHOLD = 2000
-# Default cap on drawn bars: about 1-2 MB of figure JSON (hover text is most of it).
+# Default cap on drawn bars, so a cell's figure JSON stays small (hover text is most of it).
 DEFAULT_MAX_EVENTS = 10_000
 # Shaded step bands are layout shapes (drawn as SVG even in WebGL figures): keep them few.
 MAX_STEP_BANDS = 60
