@@ -189,6 +189,7 @@ OP_CLASSES: dict[str, frozenset[str]] = {
             "index_add",
             "index_put",
             "_index_put_impl",
+            "_index_put_impl_",  # the in-place form: names starting with "_" keep their trailing "_"
             "index_copy",
             "index_fill",
             "masked_scatter",
