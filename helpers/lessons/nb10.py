@@ -41,16 +41,17 @@ EXERCISES = Exercises(
     ),
     profiled_slower=Exercise(
         "the profiler slows the step",
-        explain="Every operator the profiler records costs it a few microseconds of bookkeeping: a step made of "
-        "{ops:,.0f} small operators takes {ratio:.1f} times as long profiled as unprofiled.",
+        explain="Every operator the profiler records costs it a few microseconds of bookkeeping, and this step runs "
+        "{ops:,.0f} of them. Profiled over unprofiled here: {ratio:.1f}. The profiler never makes a step faster: a "
+        "ratio below 1 means other work on the machine slowed the unprofiled rounds more.",
         hint="What does the profiler do at the start and end of every operator?",
     ),
     first_saving=Exercise(
         "saving of the first fix",
         explain="The prediction is the finding's bound as it stands: the critical-path time the fix removes, as the "
-        "trace shows it. The profiler inflates that time too, but less than the step as a whole: it costs about the "
-        "same for every operator it records, so it inflates many tiny operators much more than the bigger ones a "
-        "fix removes, and one ratio for the whole step would shrink the bound too much.",
+        "trace shows it. The profiler inflates that time too, but less than the step as a whole. One ratio for the "
+        "whole step shrinks the bound too much: on a quiet CPU it under-predicted by about a third "
+        "(benchmarks/results/cpu_diagnose_savings.log).",
         hint="Take the top finding's saving_upper_bound_us as it stands (not its time_us, which counts only its own "
         "events, and not scaled by unprofiled_ratio).",
     ),
@@ -64,12 +65,14 @@ EXERCISES = Exercises(
         "the finding that claims more than its events took",
         explain="Its bound is {ratio:.0f} times the time of its own events: the rule counts the host time of the "
         "operators around the work, which a fused version would still partly spend.",
+        source="computed",
         hint="Divide saving_upper_bound_us by time_us for the top findings.",
     ),
     my_model=Exercise(
         "the top finding on your model",
         explain="{why}",
         hint="The rule names are in the 'rule' column of any findings table above (or 'none').",
+        source="computed",
     ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
@@ -147,13 +150,14 @@ def operators_per_step(trace: Trace) -> float:
 
 
 def rounds_frame(rounds: Mapping[str, Sequence[float]]) -> pd.DataFrame:
-    """One row per variant: median, fastest and slowest round (us), and how many rounds."""
+    """One row per variant: median, fastest and slowest round (whole us), and how many rounds."""
     rows = []
     for name, values in rounds.items():
         v = [float(x) for x in values]
         if not v:
             raise ValueError(f"{name}: no rounds measured")
-        rows.append({"variant": name, "median_us": statistics.median(v), "min_us": min(v), "max_us": max(v), "rounds": len(v)})  # fmt: skip
+        # whole microseconds: the rounds of a shared machine move by far more than one
+        rows.append({"variant": name, "median_us": round(statistics.median(v)), "min_us": round(min(v)), "max_us": round(max(v)), "rounds": len(v)})  # fmt: skip
     return pd.DataFrame(rows)
 
 
