@@ -12,6 +12,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from taught_geglu import launcher, taught_kernel
 
 import helpers
 import helpers.lessons.exercises
@@ -45,16 +46,6 @@ def _probe(key, expected, taught, *wrong, **kw):
 
 
 @triton.jit
-def taught_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n_elements
-    g = tl.load(gate_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    u = tl.load(up_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    h = g * tl.sigmoid(1.5957691216057308 * (g + 0.044715 * g * g * g)) * u
-    tl.store(out_ptr + offsets, h.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
 def no_cubic_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     # the tempting shortcut: drop the cubic term of the tanh approximation
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -69,19 +60,11 @@ def empty_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     pass
 
 
-def _launcher(kernel):
-    def launch(gate, up, out, BLOCK=1024):
-        n = gate.numel()
-        kernel[(triton.cdiv(n, BLOCK),)](gate, up, out, n, BLOCK=BLOCK)
-
-    return launch
-
-
 def test_the_learners_kernel_is_recorded_in_the_book():
-    assert nb06.check_geglu_kernel(_launcher(empty_kernel)).status == MISSING
-    assert nb06.check_geglu_kernel(_launcher(no_cubic_kernel)).status == WRONG
+    assert nb06.check_geglu_kernel(launcher(empty_kernel)).status == MISSING
+    assert nb06.check_geglu_kernel(launcher(no_cubic_kernel)).status == WRONG
     assert nb06.summary().set_index("exercise").loc["kernel 1: GeGLU in Triton", "status"] == WRONG
-    assert nb06.check_geglu_kernel(_launcher(taught_kernel)).status == RIGHT
+    assert nb06.check_geglu_kernel(launcher(taught_kernel)).status == RIGHT
     assert nb06.summary().set_index("exercise").loc["kernel 1: GeGLU in Triton", "status"] == RIGHT
 
 

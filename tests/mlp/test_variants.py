@@ -12,6 +12,7 @@ import torch
 import triton
 import triton.language as tl
 from support import H200_REFERENCE, data_file
+from taught_geglu import launcher, taught_kernel
 
 import helpers
 import helpers.kernels.modules
@@ -168,16 +169,6 @@ def test_infer_plan_from_kernel_names() -> None:
 
 
 @triton.jit
-def _right_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n_elements
-    g = tl.load(gate_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    u = tl.load(up_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    h = g * tl.sigmoid(1.5957691216057308 * (g + 0.044715 * g * g * g)) * u
-    tl.store(out_ptr + offsets, h.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
 def _skeleton_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n_elements  # noqa: F841 - the learner's copy stops here
@@ -193,21 +184,13 @@ def _product_kernel(gate_ptr, up_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, (g * u).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _launcher(kernel, grid_blocks=None):
-    def launch(gate, up, out, BLOCK=1024):
-        n = gate.numel()
-        kernel[(grid_blocks(n, BLOCK) if grid_blocks else triton.cdiv(n, BLOCK),)](gate, up, out, n, BLOCK=BLOCK)
-
-    return launch
-
-
 def test_check_geglu_kernel_feedback() -> None:
-    assert ke.check_geglu_kernel(_launcher(_right_kernel)).status == RIGHT
+    assert ke.check_geglu_kernel(launcher(taught_kernel)).status == RIGHT
     assert ke.check_geglu_kernel(None).status == MISSING
-    assert ke.check_geglu_kernel(_launcher(_skeleton_kernel)).status == MISSING  # wrote nothing yet
-    wrong = ke.check_geglu_kernel(_launcher(_product_kernel))
+    assert ke.check_geglu_kernel(launcher(_skeleton_kernel)).status == MISSING  # wrote nothing yet
+    wrong = ke.check_geglu_kernel(launcher(_product_kernel))
     assert wrong.status == WRONG and "relative error" in wrong.message
-    short = ke.check_geglu_kernel(_launcher(_right_kernel, grid_blocks=lambda n, b: n // b))  # drops the tail
+    short = ke.check_geglu_kernel(launcher(taught_kernel, grid_blocks=lambda n, b: n // b))  # drops the tail
     assert short.status == WRONG and "unwritten" in short.message
 
     def raises(gate, up, out):
@@ -221,11 +204,11 @@ def test_check_geglu_kernel_feedback() -> None:
 
 def test_time_geglu_kernel_needs_a_gpu() -> None:
     if ke.kernel_device().type == "cuda":
-        table = ke.time_geglu_kernel({"right": _launcher(_right_kernel)}, 1024, 1024)
+        table = ke.time_geglu_kernel({"right": launcher(taught_kernel)}, 1024, 1024)
         assert table["us"].iloc[0] > 0
     else:
         with pytest.raises(ValueError, match="CUDA GPU"):
-            ke.time_geglu_kernel({"right": _launcher(_right_kernel)}, 64, 64)
+            ke.time_geglu_kernel({"right": launcher(taught_kernel)}, 64, 64)
 
 
 # ------------------------------------------------------------------------------------- the GPU path, on H200 traces
