@@ -133,9 +133,9 @@ def run_child(
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(helpers_root), os.environ.get("PYTHONPATH", "")) if p)
-    )
+    from helpers.paths import env_with_first_on_path
+
+    env = env_with_first_on_path(helpers_root)
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", script, str(path), mode],

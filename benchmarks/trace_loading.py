@@ -319,7 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     info_bytes = big.stat().st_size
     hta_python = None if args.skip_hta else ensure_hta(args.hta_venv)
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    from helpers.paths import env_with_first_on_path  # here: the parent imports no helpers until a child runs
+
+    env = env_with_first_on_path(ROOT)
     results = []
     for i in range(args.repeat):
         log(f"run {i + 1}/{args.repeat}: helpers ...")

@@ -18,6 +18,13 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 LOCAL_TRACES_ENV = "COURSE_LOCAL_TRACES"
 
 
+def env_with_first_on_path(folder: str | os.PathLike = REPO_ROOT) -> dict[str, str]:
+    """This process's environment with `folder` first on ``PYTHONPATH`` (a child process imports that checkout's
+    ``helpers`` and still finds what the machine's own ``PYTHONPATH`` holds)."""
+    paths = (str(folder), os.environ.get("PYTHONPATH", ""))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
 def local_traces_dir(value: str | None = None) -> Path:
     """Where traces a learner (or a run) saves go: ``$COURSE_LOCAL_TRACES`` when set, else ``traces/local/``.
 

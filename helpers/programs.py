@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .paths import REPO_ROOT
+from .paths import REPO_ROOT, env_with_first_on_path
 
 
 class ProgramError(RuntimeError):
@@ -73,7 +73,7 @@ def run_program(
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
     cmd = [sys.executable, *map(str, args)]
     full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}  # its lines arrive as it prints them
-    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    full_env["PYTHONPATH"] = env_with_first_on_path(REPO_ROOT)["PYTHONPATH"]
     lines: list[str] = []
     log = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
     if log is not None and log_header:

@@ -25,6 +25,7 @@ from support import data_file, load_benchmark
 
 import helpers
 import helpers.trace.compare
+from helpers.paths import env_with_first_on_path
 from helpers.trace import events as events_mod
 from helpers.trace import files as tracefile
 from helpers.trace import json_text
@@ -283,7 +284,7 @@ helpers.load_trace(sys.argv[1]).save(sys.argv[2])
 
 def test_killed_save_leaves_a_named_temporary_file_that_the_next_save_removes(tmp_path, trace):
     target = tmp_path / "killed.json.gz"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    env = env_with_first_on_path(ROOT)
     child = subprocess.Popen(
         [sys.executable, "-c", KILLED_SAVE, str(data_file("h200_mlp_eager.json.gz")), str(target)],
         stdout=subprocess.PIPE,
@@ -499,3 +500,11 @@ def test_a_document_tail_with_nested_keys_streams_like_the_whole_file(tmp_path):
         tables, rest = events.events_from_file(path, block_bytes=block)
         assert len(tables.events) == len(events.events_from_document(doc).events)
         assert rest["course_provenance"]["more"] == {"x": [1]}
+
+
+def test_a_child_keeps_the_machines_python_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", "/opt/site")
+    env = env_with_first_on_path(tmp_path)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path), "/opt/site"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert env_with_first_on_path(tmp_path)["PYTHONPATH"] == str(tmp_path)
