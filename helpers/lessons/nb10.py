@@ -257,7 +257,8 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
     shown = " or ".join(f"{t:,.0f}" for t in sorted(taught))
     if s["q1"] <= p <= s["q3"]:
         return _record(key, TIE, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} Yours is inside the rounds' middle half: too close to call on this machine. {explain}", p, shown)  # fmt: skip
-    return _record(key, WRONG, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured}", p, shown)
+    graded = "This exercise grades the figure the evidence gives, not closeness to one noisy measurement."
+    return _record(key, WRONG, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} {graded}", p, shown)  # fmt: skip
 
 
 def predicted_saving(findings: pd.DataFrame, problem: str) -> float:
