@@ -235,7 +235,7 @@ def build_model(
     dtype: torch.dtype | None = None,
     seed: int = 0,
 ) -> Decoder:
-    """A :class:`Decoder` with random weights (the same for the same `seed`) on `device` in `dtype`.
+    """A :class:`Decoder` with random weights (the same for the same `seed` on the same kind of device) on `device` in `dtype`.
 
     Defaults: CUDA when present, else CPU; bf16 on a GPU, float32 on a CPU.
     """
