@@ -74,7 +74,10 @@ def profiler_notices_dropped() -> Iterator[None]:
 
 
 def infer_device(fn: Callable, inputs: tuple, kwargs: dict | None = None) -> torch.device:
-    """The one device the inputs (and a module's parameters) live on; ValueError if they are mixed."""
+    """The one device the inputs (and a module's parameters) live on; ValueError if they are mixed.
+
+    A function that takes no tensors (a closure over its model and data) gets the GPU when there is one:
+    its kernels would otherwise go unrecorded."""
     found: list[tuple[str, torch.Tensor]] = []
     _tensors_in(list(inputs), found, "inputs")
     _tensors_in(kwargs or {}, found, "kwargs")
@@ -90,7 +93,9 @@ def infer_device(fn: Callable, inputs: tuple, kwargs: dict | None = None) -> tor
             f"inputs live on mixed devices: {detail}. Move the model and every input to one device, "
             "e.g. model.to('cuda') and x.to('cuda'), before profiling."
         )
-    return torch.device(next(iter(kinds)) if kinds else "cpu")
+    if not kinds:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(next(iter(kinds)))
 
 
 def key_averages_frame(prof: Any, group_by_input_shape: bool = False) -> pd.DataFrame:

@@ -194,3 +194,11 @@ def test_profile_drops_the_profilers_own_notices_and_keeps_other_stderr():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert "profiler_start" not in out.stderr and "USDT" not in out.stderr, out.stderr
     assert out.stderr.count("a line of my own") == 4, out.stderr  # 1 warm-up, 1 profiler warm-up step, 2 steps
+
+
+def test_a_function_without_tensors_is_profiled_on_the_gpu_when_there_is_one(monkeypatch):
+    closure = lambda: None  # noqa: E731 - a closure over its model and data, as a training step is
+    assert helpers.measure.profile.infer_device(closure, ()) == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert helpers.measure.profile.infer_device(closure, ()) == torch.device("cuda")
+    assert helpers.measure.profile.infer_device(closure, (torch.ones(1),)) == torch.device("cpu")

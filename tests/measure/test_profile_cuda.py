@@ -61,3 +61,9 @@ def test_views_launch_no_kernel_but_contiguous_does():
     k = trace.kernels()
     assert k.groupby("step").size().to_dict() == {1: 1, 2: 1}
     assert (k["launched_by"] == "aten::copy_").all()
+
+
+def test_a_closure_without_tensor_arguments_records_its_kernels():
+    a = torch.randn(256, 256, device="cuda")
+    trace = helpers.profile(lambda: a @ a, steps=2)
+    assert len(trace.kernels()) >= 2, "the closure's GEMM kernels must be in the trace"
