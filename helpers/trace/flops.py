@@ -18,6 +18,7 @@ import pandas as pd
 from . import files as tracefile
 from .aten_ops import op_base
 from .categories import device_work_mask
+from .correlation import graph_launched
 from .dtypes import from_cpp
 from .flop_counts import (
     CONVOLUTION_BASIS,
@@ -133,7 +134,7 @@ def achieved_flops(trace: Trace, ceilings: Any = None) -> pd.DataFrame:
 
     One row per (operator, input shapes): ``op``, ``family`` (gemm / attention / convolution),
     ``dtype`` (of the first input, from ``Input type``: ``fp8_e4m3`` for an FP8 GEMM),
-    ``input_shapes``, ``calls``, ``gflop_per_call`` (NaN when the shapes do not give it),
+    ``input_shapes``, ``calls`` (a captured operator counts once per graph replay of its kernels), ``gflop_per_call`` (NaN when the shapes do not give it),
     ``device_us`` (time of all the device work the calls launched: kernels, and memsets such as
     cuBLAS's workspace zeroing; see the module docstring),
     ``us_per_call``, ``tflops`` (achieved rate), ``kernels`` (distinct kernel names), ``basis``
@@ -157,8 +158,20 @@ def achieved_flops(trace: Trace, ceilings: Any = None) -> pd.DataFrame:
     kernels = np.flatnonzero(anchor >= 0)
     if not len(kernels):
         return pd.DataFrame(columns=cols)
-    per_call = pd.DataFrame({"call": anchor[kernels], "dur": ev["dur"].to_numpy()[kernels], "kernel": names[kernels]})
-    calls = per_call.groupby("call").agg(device_us=("dur", "sum"), kernels=("kernel", lambda s: sorted(set(s))))
+    per_call = pd.DataFrame(
+        {
+            "call": anchor[kernels],
+            "dur": ev["dur"].to_numpy()[kernels],
+            "kernel": names[kernels],
+            # a captured operator's kernels run once per graph replay: each replay is one more run of the call
+            "replay": np.where(graph_launched(ev, kernels), ev["launch"].to_numpy()[kernels], -1),
+        }
+    )
+    calls = per_call.groupby("call").agg(
+        device_us=("dur", "sum"),
+        kernels=("kernel", lambda s: sorted(set(s))),
+        runs=("replay", lambda r: max(1, int(r[r >= 0].nunique()))),
+    )
     call_rows = calls.index.to_numpy()
     dims = ev["input_dims"].to_numpy(dtype=object)[call_rows]
     types = ev["input_types"].to_numpy(dtype=object)[call_rows]
@@ -202,6 +215,7 @@ def achieved_flops(trace: Trace, ceilings: Any = None) -> pd.DataFrame:
             "input_shapes": dims,
             "flops": flops,
             "device_us": calls["device_us"].to_numpy(),
+            "runs": calls["runs"].to_numpy(),
             "kernels": ["; ".join(k) for k in calls["kernels"]],
             "basis": bases,
             "note": notes,
@@ -209,7 +223,7 @@ def achieved_flops(trace: Trace, ceilings: Any = None) -> pd.DataFrame:
     )
     keys = ["op", "family", "dtype", "input_shapes", "kernels", "basis", "note"]
     grouped = table.groupby(keys, sort=False, dropna=False).agg(
-        calls=("flops", "size"), flops=("flops", "first"), device_us=("device_us", "sum")
+        calls=("runs", "sum"), flops=("flops", "first"), device_us=("device_us", "sum")
     )
     out = grouped.reset_index()
     out["gflop_per_call"] = out["flops"] / 1e9
