@@ -111,6 +111,23 @@ def step_rounds(steps: Mapping[str, Callable[[], object] | Loop], rounds: int = 
     return out
 
 
+def profiler_rounds(step: Callable[[], object] | Loop, rounds: int = 5, steps: int = 3) -> dict[str, list[float]]:
+    """Microseconds per step without and with the profiler, in turns round by round (a slow spell of the machine
+    hits both): each round times ``steps`` unprofiled steps (their median), then profiles ``steps`` steps (the
+    median of their ``ProfilerStep`` lengths)."""
+    fn = step.step if isinstance(step, Loop) else step
+    if not callable(fn):
+        raise TypeError(f"step must be a Loop or a function of no arguments, got {type(step).__name__}")
+    rounds = bounded_int("rounds", rounds, 3, 50, "at least 3 rounds are needed to know the spread")
+    steps = bounded_int("steps", steps, 2, 50)
+    out: dict[str, list[float]] = {"unprofiled": [], "profiled": []}
+    for _ in range(rounds):
+        out["unprofiled"].append(time_per_call(fn, repeats=steps, warmup=1, grad=True) * 1e6)
+        trace = profile(fn, steps=steps, warmup=1, grad=True, label="profiler_rounds")
+        out["profiled"].append(statistics.median(profiled_step_us(trace)))
+    return out
+
+
 def profiled_step_us(trace: Trace) -> list[float]:
     """The length of every profiler step of a trace, in microseconds (the step as the profiler saw it)."""
     check_trace(trace)

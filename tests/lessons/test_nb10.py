@@ -197,3 +197,14 @@ def test_no_finding_predicts_no_saving():
     """Once every problem the diagnosis sees is fixed its table is empty, and the prediction is 0, not an error."""
     empty = pd.DataFrame(columns=["rule", "saving_upper_bound_us"])
     assert nb10.predicted_saving(empty, "item") == 0.0
+
+
+def test_profiler_rounds_time_both_in_turns():
+    x = torch.randn(64, 64)
+    timed = nb10.profiler_rounds(lambda: (x @ x).relu().sum(), rounds=3, steps=2)
+    assert set(timed) == {"unprofiled", "profiled"}
+    assert all(len(v) == 3 and all(t > 0 for t in v) for v in timed.values())
+    with pytest.raises(ValueError, match="at least 3 rounds"):
+        nb10.profiler_rounds(lambda: None, rounds=2)
+    with pytest.raises(TypeError, match="function of no arguments"):
+        nb10.profiler_rounds("step")
