@@ -7,6 +7,9 @@ decoder``) are defined below.
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
 from numbers import Number
 from pathlib import Path
 
@@ -323,23 +326,37 @@ def run_benchmark(
 
 
 def check_variant(
-    trace: Trace, part: str | None, fix: str | None, speedup: float | None, measured_speedup: float | None
+    trace: Trace,
+    part: str | None,
+    fix: str | None,
+    speedup: float | None,
+    measured_speedup: float | Sequence[float] | None,
 ) -> list[Feedback]:
     """The transfer exercise's three answers, checked against the variant's trace and its measured fix.
 
     `part`: the bottleneck, as :func:`part_breakdown` names it; `fix`: a name of :func:`fixes`;
-    `speedup`: the prefill's predicted speedup with the fix, within 25% of `measured_speedup`
-    (measured without a profiler; when None, any number is accepted).
+    `speedup`: the prefill's predicted speedup with the fix, within 10% of `measured_speedup` (measured
+    without a profiler; when None, any number is accepted). Given the speedup of several rounds, the check
+    is against their median, and a prediction inside the rounds' own range (widened by the 10%) counts too:
+    the machine's noise is not the learner's error.
     """
     b = part_breakdown(check_trace(trace))
     top = bottleneck(b)
     share = float(b.set_index("part").loc[top, "share"])
+    accept = None
     if measured_speedup is None:
-        expected = Tie("the fix was not measured here, so no speedup can be checked", kind=Number)
+        expected: object = Tie("the fix was not measured here, so no speedup can be checked", kind=Number)
     else:
-        expected = round(float(measured_speedup), 2)
+        rounds = [
+            float(v) for v in (measured_speedup if isinstance(measured_speedup, Sequence) else [measured_speedup])
+        ]
+        if not rounds or not all(math.isfinite(v) and v > 0 for v in rounds):
+            raise ValueError(f"measured_speedup must be a positive number or a list of them, got {measured_speedup!r}")
+        expected = round(statistics.median(rounds), 2)
+        low, high = 0.9 * min(rounds), 1.1 * max(rounds)
+        accept = lambda a: isinstance(a, Number) and not isinstance(a, bool) and low <= float(a) <= high  # noqa: E731
     return [
         check("variant_part", part, top, details={"part": top, "share": share}),
         check("variant_fix", fix, VARIANT_FIX),
-        check("variant_speedup", speedup, expected),
+        check("variant_speedup", speedup, expected, accept=accept),
     ]

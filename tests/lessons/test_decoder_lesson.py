@@ -105,3 +105,15 @@ def test_the_lesson_runs_the_decoder_benchmark_as_a_program(monkeypatch, tmp_pat
     ((args, timeout_s),) = calls
     assert args[:3] == ["-m", "benchmarks", "decoder"] and "eager,recompute" in args and timeout_s < 300
     assert results.tables == []
+
+
+def test_the_variant_speedup_is_judged_against_the_spread_of_its_rounds(cpu_variant):
+    """Rounds measured in turns: their median is the answer, and a prediction inside their range counts too."""
+    rounds = [1.30, 1.36, 1.45]
+    statuses = {
+        p: nb08.check_variant(cpu_variant, "lm_head", "last logits", p, measured_speedup=rounds)[2].status
+        for p in (1.36, 1.20, 1.58, 1.10, 1.70)
+    }
+    assert statuses == {1.36: "right", 1.20: "right", 1.58: "right", 1.10: "wrong", 1.70: "wrong"}
+    with pytest.raises(ValueError, match="positive number"):
+        nb08.check_variant(cpu_variant, "lm_head", "last logits", 1.3, measured_speedup=[1.2, float("nan")])
