@@ -87,7 +87,7 @@ _EXPERT_GEMM = re.compile(
 )
 _ROUTER = _w(rf"{T}*router{T}*|routing|gating|moe{T}*|{T}*moe|experts?")
 # Low-precision element and scale types as kernel names spell them (Triton writes fp8e4nv)
-_NARROW = _w(r"fp_?8{T}*|fp_?4|e4m3|e5m2|e2m1|e4nv|mxfp_?\d|nvfp_?4|ue8m0|e8m0|float8{T}*|int_?[48]")
+_NARROW = _w(rf"fp_?8{T}*|fp_?4|e4m3|e5m2|e2m1|e4nv|mxfp_?\d|nvfp_?4|ue8m0|e8m0|float8{T}*|int_?[48]")
 _SCALE_OR_CAST = _w(r"scales?|scaling|cast|convert")
 _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|gelu_?tanh)")
 
@@ -122,7 +122,7 @@ def _weigh(
         return "gemm", None, "an expert GEMM of a mixture of experts (a tile shape or a weight/activation precision)"
     if family in ("sort", "softmax") and _ROUTER.search(own):
         return "moe-routing", None, "a top-k or softmax in a router's or experts' namespace (token routing)"
-    if family in (None, "elementwise", "reduction", "copy") and (
+    if family in (None, "elementwise") and (
         _NARROW.search(fn) or (family == "elementwise" and _SCALE_OR_CAST.search(fn) and _NARROW.search(rest))
     ):
         return "quantize", None, "a conversion to or from a low-precision type (FP8, FP4, MX, int8/int4)"

@@ -4,9 +4,15 @@ Precedence (first rule wins), and why:
 
 1. convolution before attention and GEMM: convolutions are implicit GEMMs and say so
    (``GridwiseGemm`` inside a Composable Kernel grouped convolution).
-   KV-cache writes (``concat_and_cache_mla``, ``set_kv_buffer``) before attention: they move data.
+   KV-cache writes and reads (``concat_and_cache_mla``, ``set_kv_buffer``, a gather out of a
+   cache) before attention: they move data.
 2. attention before GEMM, quantize and softmax: attention kernels are built from GEMM pieces,
    softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
+   State-space and linear-recurrence layers (Mamba's selective scan and SSD chunks, the gated
+   delta rule) right after: ``other`` with op ``state_space``, before the scan and cumsum words.
+   A re-layout of weights for a later GEMM (``interleave_..._for_..._gemm``) is a copy before
+   the GEMM words; token index maps (``src2dst``, ``row_id_map``), the MoE auxiliary loss and the
+   finalize after an expert GEMM are MoE routing before them.
 3. GEMM before communication, quantize and MoE routing: an ``fp8_gemm``, a ``w8a8`` quantized
    matmul, a ``fused_moe`` expert GEMM or a GEMM with a fused all-gather spend their time in the
    matrix product, so they are GEMMs (with the dtype and scale layout read separately).
@@ -18,7 +24,9 @@ Precedence (first rule wins), and why:
    ``fused_ops``, as Liger's GeGLU already is; a single activation is ``elementwise``.
 7. quantize before MoE routing and softmax; MoE routing before softmax and sort
    (``topkGatingSoftmax``, ``count_and_sort_expert_tokens`` route tokens to experts).
-8. embedding (not rotary "embeddings", which are elementwise), sampling, sort.
+8. embedding (not rotary "embeddings", which are elementwise), sampling (with the logit
+   penalties before it), sort; then re-layouts of data or block scales (swizzle, interleave,
+   shuffle) as copies, before the plain elementwise words a ``scale`` would match.
 9. optimizer steps (Adam, SGD, LAMB ...) are ``elementwise`` with ``op`` naming the optimizer,
    as the ATen and Apex fused optimizers already are: what bounds them is memory traffic.
 10. reduction, elementwise, copy: the plainest words last.
@@ -83,7 +91,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
             r"|with_(?:paged_|ragged_)?kv_?cache"
-            r"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
+            rf"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
             r"|flash|nsa|dsa"
         ),
         None,
@@ -96,7 +104,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "state_space",
         _w(
             rf"mamba{T}*|ssm|ssd|selective_?(?:scan|state){T}*|chunk_?(?:scan|state){T}*|state_?passing"
-            r"|delta_?rule|gated_?delta{T}*|gdn"
+            rf"|delta_?rule|gated_?delta{T}*|gdn"
         ),
         None,
         "a state-space or linear-recurrence layer (Mamba selective scan / SSD chunks, gated delta rule): "
@@ -201,7 +209,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         _w(
             rf"moe{T}*|{T}*moe|experts?|gating|router|routing|top_?k_?gating|topkgating{T}*|unpermute|"
-            r"expand_?input_?rows|finalize_?moe\w*?"
+            rf"expand_?input_?rows|finalize_?moe\w*?|finalize{T}*"
         ),
         None,
         "mixture-of-experts routing (moe, expert, gating, router/routing, unpermute, expand rows, finalize)",
@@ -238,7 +246,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "elementwise",
         "optimizer",
-        _w(rf"{T}*adam{T}*|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd|optimizer{T}*|optim"),
+        _w(rf"adam{T}*|{T}*adam|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd|optimizer{T}*|optim"),
         None,
         "an optimizer step (adam, sgd, lamb ...): elementwise over the parameters",
     ),
@@ -259,7 +267,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             rf"{T}*elementwise{T}*|pointwise|rotary|rope|add|mul|div|sub|fill|zero|zeros|relu|gelu|silu|sigmoid"
             r"|tanh|swish|mish|dropout|clamp|where|scale|scaled|cast|convert|abs|neg|sqrt|rsqrt|pow|exp|bias_?add"
-            r"|init|initiali[sz]e{T}*"
+            rf"|init|initiali[sz]e{T}*"
         ),
         None,
         "elementwise words (add, mul, gelu, rotary, dropout, cast ...)",
