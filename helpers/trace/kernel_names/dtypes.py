@@ -94,11 +94,13 @@ _SCALE_LAYOUTS = (
 _VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("int", "uint", "float", "char", "uchar", "short", "half") for n in (2, 4))
 _WHOLE_RE = re.compile(r"(?<![a-z0-9])(?:" + "|".join(_TYPES_WHOLE) + r"|[a-z]*[24])(?![a-z0-9])")
 _TYPE_OF = dict(_TYPES_IN_CHUNK)
+_ENUM_CAST = re.compile(r"\((?:\w+::)*\w+\)-?\d+")
 
 
 def read_types(text: str) -> tuple[str | None, str | None]:
     """(element dtype, block-scale dtype) written in a name, each None when the name says none."""
-    text = readable(text)
+    # an enum value cast to its type, (vllm::Fp8KVCacheDataType)0, is a setting: its type's name is no element type
+    text = _ENUM_CAST.sub(lambda m: " " * len(m.group(0)), readable(text))
     low = text.lower()
     qual_end = len(split_signature(text)[0]) + (5 if low.startswith("void ") else 0)
     vectors = {
