@@ -6,9 +6,18 @@ Apex, Transformer Engine, Liger, torchao, bitsandbytes, xFormers ...), each with
 where two readings are both right), the dtype and architecture the name carries, and its source.
 A fixed hash of the name puts a third of them in the held-out part, decided before any rule changed;
 the rest is the training part the rules were improved on. tests/data/kernel_names_fresh.tsv was
-written later and never used to change a rule: it is held out whole; so is
+written later and never used to change a rule: it is held out whole.
 tests/data/kernel_names_fresh2.tsv (Blackwell, TensorRT-LLM, vLLM/SGLang, FlashInfer, Transformer
-Engine, ROCm, FBGEMM, CUB/Thrust, NCCL and Inductor names), written before the rules it scores.
+Engine, ROCm, FBGEMM, CUB/Thrust, NCCL and Inductor names) was written before the rules it scores
+and held out for one change; the next change studied its misses, so it is no longer blind.
+tests/data/kernel_names_fresh3.tsv (200 names: MoE routing/dispatch/expert GEMMs, FP8/FP4/MX
+quantizers and GEMMs, Blackwell, ROCm/aiter, DeepGEMM/DeepEP, Transformer Engine, torchao,
+triton_kernels, mangled, truncated and Triton-suffixed names) was written and scored blind (73.5 %
+of families) before any rule changed, then studied with fresh2: the rules were improved by kind on
+the misses of both, so its floor guards what was learnt and is no held-out figure.
+tests/data/kernel_names_fresh4.tsv (43 names from projects the rules were not written from: Liger,
+bitsandbytes, llama.cpp, NCCL's symmetric kernels, CK, vLLM LoRA) was written after those changes
+and scored once without being studied: its floor, below the 95 % target, is the blind figure's.
 The last test weighs by time: every kernel of the third-party and reference traces gets a family.
 """
 
@@ -29,8 +38,11 @@ from helpers.trace.kernel_names import FAMILIES, decode_kernel
 # the keys a reading may add from words; each must be listed in `inferred`
 WORD_KEYS = ("family", "op", "fused_ops", "dtype", "arch", "scale_dtype", "scale_layout")
 TRACES = Path(helpers.__file__).resolve().parents[1] / "traces"
-# the second fresh file is scored, not studied: a floor under its blind score, not the 95 % target
-FRESH2_FLOOR = 0.89
+# fresh2 and fresh3 were studied (floors a little under what the rules reach); fresh4 was not (a
+# floor a few points under its blind score, below the 95 % target)
+FRESH2_FLOOR = 0.97
+FRESH3_FLOOR = 0.93
+FRESH4_FLOOR = 0.58
 
 
 def _rows(file: str) -> list[dict]:
@@ -47,6 +59,9 @@ TRAIN = [r for r in ALL if not held_out(r["name"])]
 HELD = [r for r in ALL if held_out(r["name"])]
 FRESH = _rows("kernel_names_fresh.tsv")
 FRESH2 = _rows("kernel_names_fresh2.tsv")
+FRESH3 = _rows("kernel_names_fresh3.tsv")
+FRESH4 = _rows("kernel_names_fresh4.tsv")
+SCORED = ALL + FRESH + FRESH2 + FRESH3 + FRESH4
 
 
 def _right(row: dict) -> bool:
@@ -55,10 +70,11 @@ def _right(row: dict) -> bool:
 
 def test_the_files_are_well_formed() -> None:
     assert len(ALL) >= 150 and len(HELD) >= 50 and len(FRESH) >= 40 and len(FRESH2) >= 80
-    for row in ALL + FRESH + FRESH2:
+    assert len(FRESH3) >= 120 and len(FRESH4) >= 40
+    for row in SCORED:
         assert all(f in FAMILIES and f != "unknown" for f in row["family"].split("|")), row
         assert row["source"].strip(), row["name"]
-    names = [r["name"] for r in ALL + FRESH + FRESH2]
+    names = [r["name"] for r in SCORED]
     assert len(set(names)) == len(names)
     public = {
         r["name"] for r in csv.DictReader((DATA / "kernel_names_public.tsv").open(encoding="utf-8"), delimiter="\t")
@@ -78,7 +94,7 @@ def test_every_training_name_gets_its_family_dtype_and_arch(row: dict) -> None:
 
 def test_no_inferred_reading_is_shown_as_fact() -> None:
     """A reading from words is in `inferred`; only a library reader's own fields are facts."""
-    for row in ALL + FRESH + FRESH2:
+    for row in SCORED:
         d = decode_kernel(row["name"])
         assert set(d["inferred"]) <= set(d)
         if d["source"] == "unknown" and d["family"] != "unknown":
@@ -89,16 +105,20 @@ def test_no_inferred_reading_is_shown_as_fact() -> None:
 
 
 def test_held_out_scores(capsys) -> None:
-    """Scored, not studied: the hash-split part and the fresh files, by count of names."""
+    """The hash-split part and the fresh files, by count of names (which were studied: module docstring)."""
     held = sum(map(_right, HELD)) / len(HELD)
     fresh = sum(map(_right, FRESH)) / len(FRESH)
     fresh2 = sum(map(_right, FRESH2)) / len(FRESH2)
+    fresh3 = sum(map(_right, FRESH3)) / len(FRESH3)
+    fresh4 = sum(map(_right, FRESH4)) / len(FRESH4)
     train = sum(map(_right, TRAIN)) / len(TRAIN)
     with capsys.disabled():
         print(f"\n  kernel families right: training {train:.1%} of {len(TRAIN)}, held-out {held:.1%} of {len(HELD)},")
-        print(f"  fresh held-out {fresh:.1%} of {len(FRESH)}, second fresh held-out {fresh2:.1%} of {len(FRESH2)}")
+        print(f"  fresh held-out {fresh:.1%} of {len(FRESH)}, fresh2 (studied) {fresh2:.1%} of {len(FRESH2)},")
+        print(f"  fresh3 (studied) {fresh3:.1%} of {len(FRESH3)}, fresh4 (blind) {fresh4:.1%} of {len(FRESH4)}")
     assert fresh >= 0.95 and held >= 0.95
-    assert fresh2 >= FRESH2_FLOOR  # below the 95 % target: see the report of the change that added fresh2
+    assert fresh2 >= FRESH2_FLOOR and fresh3 >= FRESH3_FLOOR
+    assert fresh4 >= FRESH4_FLOOR  # the blind figure, below the 95 % target: see the report of this change
 
 
 @pytest.mark.parametrize(
@@ -151,6 +171,33 @@ def test_held_out_scores(capsys) -> None:
         ("void mylib::BatchFooWithKVCacheKernel<128u>(float*)", "attention", {}),
         ("void mylib::store_kv_cache_kernel<float>(float*)", "copy", {}),
         ("void mylib::sampling::TopPRenormProbKernel<1024u>(float*)", "other", {}),
+        # a word inside another word is not that word: hadamard is no Adam step
+        ("void mylib::hadamard_kernel<float>(float*)", "unknown", {}),
+        # a mangled name's function is the last identifier of its nested name, not its second one
+        ("_ZN5mylib8sampling10TopPKernelIfEEvPT_", "other", {"op": "sampling"}),
+        # an enum value cast to its type names a setting, not the element type
+        (
+            "void mylib::transpose_rows_kernel<__nv_bfloat16, (mylib::Fp8Mode)0>(__nv_bfloat16*)",
+            "copy",
+            {"dtype": "bf16"},
+        ),
+        # a gather out of a cache moves data; token index maps route tokens; state-space layers are `other`
+        ("void mylib::gather_paged_cache_kernel<float>(float*)", "copy", {}),
+        ("compute_src2dst_kernel", "moe-routing", {}),
+        ("_selective_scan_fwd_kernel", "other", {"op": "state_space"}),
+        # a MoE kernel with a weight/activation precision is an expert GEMM; a router's top-k routes
+        ("moe_stage2_a8w4_kernel", "gemm", {"dtype": "w4a8"}),
+        ("void mylib::router::topk_kernel<float>(float*)", "moe-routing", {}),
+        # a low-precision type in the function's name, or a scale kernel writing one, quantizes
+        ("fp8_rowwise_scales_kernel", "quantize", {"dtype": "fp8"}),
+        ("void mylib::scale_kernel<__nv_bfloat16, __nv_fp8_e4m3>(__nv_fp8_e4m3*)", "quantize", {"dtype": "fp8_e4m3"}),
+        # re-layouts are copies, also when done for a later GEMM
+        ("void mylib::swizzle_scales_kernel<int>(int*)", "copy", {}),
+        ("interleave_weights_for_mixed_gemm_kernel", "copy", {}),
+        # a comm namespace and a2a name communication; a `_private` Triton name is not ATen's
+        ("void mylib::comm::push_kernel<float>(float*)", "communication", {}),
+        ("a2a_kernel", "communication", {}),
+        ("_my_scan_kernel", "reduction", {}),
     ],
 )
 def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:
@@ -163,6 +210,18 @@ def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:
     elif d["source"] == "unknown":
         assert "family" in d["inferred"]
     assert "arch" not in d or name != "void mylib::asm90x_attn_kernel(int)"
+
+
+def test_readers_claim_only_their_own_names() -> None:
+    """sm10 is the sm10x family in a helper's name, not a GPU; Thrust's agent names its algorithm."""
+    d = decode_kernel("void mylib::gemm_kernel_for_sm10<float>(float*)")
+    assert d["family"] == "gemm" and "arch" not in d
+    thrust = (
+        "void thrust::cuda_cub::core::_kernel_agent<thrust::cuda_cub::__parallel_for::ParallelForAgent<"
+        "thrust::cuda_cub::__transform::unary_transform_f<int*, int*>, long>, long>(int*, long)"
+    )
+    assert decode_kernel(thrust)["family"] == "elementwise" and decode_kernel(thrust)["source"] == "thrust"
+    assert decode_kernel("_my_scan_kernel")["source"] != "aten"
 
 
 def _kernel_time_by_trace() -> dict[str, dict[str, float]]:

@@ -37,19 +37,24 @@ The rule: never show a guess as fact.
 * Modules, one per group of libraries: `nvidia_gemm` (cuBLAS nvjet, CUTLASS), `cublas` (cuBLAS's
   other kernels), `cudnn`, `communication` (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`,
   `aten`, `extensions` (FBGEMM, CUB, Apex, Transformer Engine), `libraries` (memcpy/memset, Liger,
-  names a project registers for its own kernels), `tokens` and `inference` (the reading from words:
-  the function's own name first, then its namespaces, then its template arguments), `dtypes`
+  names a project registers for its own kernels), `tokens`, `word_rules` and `inference` (the
+  reading from words: the function's own name first, then its namespaces, then its template
+  arguments; an Itanium-mangled symbol by the identifiers of its nested name), `dtypes`
   (dtype, architecture, scale layout).
 
 Names no library claims: the reading from words
 -----------------------------------------------
-The last reader (:mod:`.inference`, table in :mod:`.tokens`) splits a name into words (namespaces,
-template arguments, snake_case, camelCase, digits) and takes the family of the first rule that
-matches: convolution, attention, GEMM, communication, normalization, gated activation (`fused`),
-quantize, MoE routing, softmax, embedding, sampling, sort, optimizer (elementwise), reduction,
-elementwise, copy. The order settles overlaps: an `fp8_gemm` or a `w8a8` matmul is a GEMM whose
-dtype is FP8, a norm with a fused quantization a norm, `topkGatingSoftmax` MoE routing,
-`dispatch`/`combine` communication only beside an expert-parallel word. The family (and `op`,
+The last reader (:mod:`.inference`, words in :mod:`.tokens`, table in :mod:`.word_rules`) splits a
+name into words (namespaces, template arguments, snake_case, camelCase, digits) and takes the
+family of the first rule that matches: convolution, KV-cache copies, attention, state-space layers
+(`other`), MoE token layout, GEMM, communication, normalization, gated activation (`fused`),
+quantize, MoE routing, softmax, embedding, sampling, sort, re-layouts (copy), optimizer
+(elementwise), reduction, elementwise, copy. The order settles overlaps: an `fp8_gemm` or a `w8a8`
+matmul is a GEMM whose dtype is FP8, a norm with a fused quantization a norm, `topkGatingSoftmax`
+MoE routing, `dispatch`/`combine` communication only beside an expert-parallel word. Three
+readings then weigh the whole name: a MoE kernel with a tile shape or a weight/activation precision
+is an expert GEMM, a top-k in a router's namespace routes tokens, and a conversion that spells a
+low-precision type quantizes. The family (and `op`,
 `fused_ops`) is always in `inferred`. Names that speak of experts or routing are read this way
 before the ATen and FBGEMM readers; a library kernel whose reader knew no job gets its family from
 words (inferred); every kernel of a known family gets the `dtype` and `arch` (sm80 ... sm120,

@@ -138,6 +138,9 @@ def parse_aten(text: str) -> dict[str, Any] | None:
     qualified = qual.startswith(("at::native::", "at::cuda::"))
     # a bare name (or one in an anonymous namespace only) can still be ATen's; any other namespace is not
     bare = all(part in ("", "{anon}") for part in qual.split("::")[:-1])
+    # ...but not a mangled symbol of another namespace, nor a `_private` Python (Triton) function
+    if (text.startswith("_Z") and not text.startswith("_ZN2at")) or (bare and not qualified and qual.startswith("_")):
+        return None
     named = _named(base) if base not in _ATEN_TEMPLATES and (qualified or bare) else None
     if not qualified and base not in _ATEN_TEMPLATES and named is None:
         return None

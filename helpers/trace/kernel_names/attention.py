@@ -145,7 +145,7 @@ def _mem_efficient(text: str) -> dict[str, Any] | None:
 # Other projects' attention kernels, by name: (pattern, source, what)
 _OTHERS = (
     (
-        r"\bflashinfer::\w*?(?:Prefill|Decode|MLA|Attention)\w*|\b(?:Batch|Single)(?:Prefill|Decode)With\w*Kernel\b",
+        r"\bflashinfer::\w*?(?:Prefill|Decode|Attention)\w*|\b(?:Batch|Single)(?:Prefill|Decode)With\w*Kernel\b",
         "flashinfer",
         "FlashInfer attention kernel",
     ),

@@ -168,6 +168,55 @@ def mangled_words(text: str, limit: int = 64) -> list[str] | None:
     return words or None
 
 
+_SUBSTITUTION = re.compile(r"S[0-9A-Z]*_|St|Sa|Sb|Ss|Si|So|Sd")
+
+
+@lru_cache(maxsize=16)
+def mangled_parts(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(namespaces + function, the other identifiers) of an Itanium-mangled symbol; None when not one.
+
+    '_ZN10flashinfer8sampling12TopKKernelILj8EEEvPf' -> (('flashinfer', 'sampling', 'TopKKernel'), ()):
+    the nested name _ZN ... E ends at its template arguments (I) or its end (E), so the function is
+    its last identifier, not the second one. '_ZL7mul_f32PKf' (internal linkage) -> (('mul_f32',), ()).
+    """
+    words = mangled_words(text)
+    if words is None:
+        return None
+    pos = 3 if text.startswith(("_ZN", "_ZL")) else 2
+    nested = text.startswith("_ZN")
+    qual: list[str] = []
+    while pos < len(text):
+        while nested and pos < len(text) and text[pos] in "KVrL":  # cv-qualifiers
+            pos += 1
+        sub = _SUBSTITUTION.match(text, pos) if nested else None
+        if sub:
+            pos = sub.end()
+            continue
+        m = re.match(r"(\d+)", text[pos:])
+        if m is None:
+            break
+        start, length = pos + m.end(), int(m.group(1))
+        word = text[start : start + length]
+        if len(word) != length or not re.fullmatch(r"[A-Za-z_]\w*", word):
+            break
+        qual.append(word)
+        pos = start + length
+        if not nested or pos >= len(text) or text[pos] in "IE":
+            break
+    if not qual or qual != words[: len(qual)]:
+        qual = words[:1]  # a length that does not fit its identifier: the first identifier only
+    return tuple(qual), tuple(words[len(qual) :])
+
+
+def readable(text: str) -> str:
+    """A mangled symbol written as 'ns::function<identifiers ...>' for word readers; any other name as it is."""
+    parts = mangled_parts(text)
+    if parts is None:
+        return text
+    qual, rest = parts
+    return "::".join(qual) + (f"<{', '.join(rest)}>" if rest else "")
+
+
 def camel_words(word: str) -> list[str]:
     """'AllReduceRingLLKernel' -> ['All', 'Reduce', 'Ring', 'LL', 'Kernel']."""
     return re.findall(r"[A-Z]+(?=[A-Z][a-z]|\b|\d)|[A-Z]?[a-z]+|[A-Z]+|\d+", word)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .common import split_signature
+from .common import readable, split_signature
 from .tokens import name_words
 
 # Element types in the order of preference when a name holds several: the narrowest first (an FP8
@@ -29,14 +29,20 @@ _TYPES_IN_CHUNK = (
     ("float4", "fp4_e2m1"),
     ("fp4", "fp4_e2m1"),
     ("w4a16", "w4a16"),
+    ("a16w4", "w4a16"),
     ("w4a8", "w4a8"),
+    ("a8w4", "w4a8"),
     ("int4", "int4"),
     ("e4m3", "fp8_e4m3"),
+    ("e4nv", "fp8_e4m3"),
     ("e5m2", "fp8_e5m2"),
+    ("fp8e5", "fp8_e5m2"),
     ("float8", "fp8"),
     ("fp8", "fp8"),
     ("w8a8", "w8a8"),
+    ("a8w8", "w8a8"),
     ("w8a16", "w8a16"),
+    ("a16w8", "w8a16"),
     ("int8", "int8"),
     ("bfloat16", "bf16"),
     ("bhalf", "bf16"),
@@ -65,7 +71,7 @@ _RANK = {short: i for i, (_, short) in enumerate(_TYPES_IN_CHUNK)}
 # `sm90`, `SM_90` as a word, or `Sm100` at a camelCase boundary (``fmhaSm100aKernel``,
 # ``fwd_sm100FlashAttention``): what follows may be a capital, never a letter or digit of the same word
 _ARCH_RE = re.compile(
-    r"(?:(?<![A-Za-z0-9])(?:sm|SM|Sm)|(?<=[a-z0-9])Sm)_?(\d{2,3}[a-f]?)(?![a-z0-9])"
+    r"(?:(?<![A-Za-z0-9])(?:sm|SM|Sm)|(?<=[a-z0-9])Sm)_?((?:[5-9]\d|1[0-2]\d)[a-f]?)(?![a-z0-9])"
     r"|(?<![A-Za-z0-9])(gfx\d{2,4}[a-z]?)(?![a-z0-9])"
 )
 
@@ -88,10 +94,13 @@ _SCALE_LAYOUTS = (
 _VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("int", "uint", "float", "char", "uchar", "short", "half") for n in (2, 4))
 _WHOLE_RE = re.compile(r"(?<![a-z0-9])(?:" + "|".join(_TYPES_WHOLE) + r"|[a-z]*[24])(?![a-z0-9])")
 _TYPE_OF = dict(_TYPES_IN_CHUNK)
+_ENUM_CAST = re.compile(r"\((?:\w+::)*\w+\)-?\d+")
 
 
 def read_types(text: str) -> tuple[str | None, str | None]:
     """(element dtype, block-scale dtype) written in a name, each None when the name says none."""
+    # an enum value cast to its type, (vllm::Fp8KVCacheDataType)0, is a setting: its type's name is no element type
+    text = _ENUM_CAST.sub(lambda m: " " * len(m.group(0)), readable(text))
     low = text.lower()
     qual_end = len(split_signature(text)[0]) + (5 if low.startswith("void ") else 0)
     vectors = {
@@ -125,7 +134,7 @@ def read_types(text: str) -> tuple[str | None, str | None]:
 
 def read_arch(text: str) -> str | None:
     """'sm90' / 'sm100a' / 'gfx942' when the name writes one (``sm_90``, ``Sm90``, ``nvjet_sm100_``)."""
-    m = _ARCH_RE.search(text)
+    m = _ARCH_RE.search(readable(text))
     if m is None:
         return None
     return f"sm{m.group(1)}" if m.group(1) else m.group(2)

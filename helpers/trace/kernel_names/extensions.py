@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .common import function_name, namespaces
+from .common import function_name, namespaces, split_signature
 
 # (pattern on the function name, family, op, what)
 _FBGEMM = (
@@ -36,7 +36,7 @@ _FBGEMM = (
         "batched index-select over embedding tables (FBGEMM's sequence embeddings, forward and backward)",
     ),
     (
-        r"^(?:bounds_check_indices|linearize_index|_offsets_range|compute_cuda|offsets_range)\w*",
+        r"^(?:bounds_check_indices|linearize_\w*index|linearize_\w*indices|_offsets_range|compute_cuda|offsets_range)\w*",
         "embedding",
         "embedding_index",
         "index preparation for an embedding lookup",
@@ -74,6 +74,16 @@ _CUB = (
     (r"Histogram", "sort", "histogram", "device-wide histogram"),
     (r"Transform|For|Fill", "elementwise", "transform", "device-wide transform"),
 )
+# Thrust's CUDA backend names its kernel `_kernel_agent<...__<algorithm>::...>`: (pattern, family, op)
+_THRUST = (
+    (r"::__(?:uninitialized_)?fill::", "memset", "fill"),
+    (r"::__transform::|::__tabulate::", "elementwise", "transform"),
+    (r"::__(?:uninitialized_)?copy::", "copy", "copy"),
+    (r"::__(?:radix_|merge_)?sort::", "sort", "sort"),
+    (r"::__(?:reduce|reduce_by_key)::", "reduction", "reduce"),
+    (r"::__scan\w*::", "reduction", "scan"),
+    (r"::__(?:copy_if|unique\w*|partition)::", "sort", "select"),
+)
 # Names without a namespace, by library: (pattern on the full text, source, family, op, what)
 _NAMED = (
     (
@@ -107,35 +117,35 @@ _NAMED = (
     ),
     (r"\bcuApplyRMSNorm|\bcuComputeGradRMS", "apex", "normalization", "rms_norm", "Apex fused RMS norm"),
     (
-        r"\btransformer_engine::\w*(?:rmsnorm|layernorm|norm)",
+        r"\btransformer_engine::(?:[\w{}]+::)*\w*(?:rmsnorm|layernorm|norm)",
         "transformer-engine",
         "normalization",
         None,
         "Transformer Engine normalization",
     ),
     (
-        r"\btransformer_engine::\w*(?:cast|quantize)",
+        r"\btransformer_engine::(?:[\w{}]+::)*\w*(?:cast|quantize)",
         "transformer-engine",
         "quantize",
         "cast_transpose",
         "Transformer Engine cast to FP8 (with a transpose when the name says so)",
     ),
     (
-        r"\btransformer_engine::\w*transpose",
+        r"\btransformer_engine::(?:[\w{}]+::)*\w*transpose",
         "transformer-engine",
         "copy",
         "transpose",
         "Transformer Engine transpose",
     ),
     (
-        r"\btransformer_engine::\w*(?:gelu|silu|swiglu|geglu|relu|act)",
+        r"\btransformer_engine::(?:[\w{}]+::)*\w*(?:gelu|silu|swiglu|geglu|relu|(?<![A-Za-z])act(?:ivation)?(?![a-z]))",
         "transformer-engine",
         "elementwise",
         None,
         "Transformer Engine activation",
     ),
     (
-        r"\btransformer_engine::\w*softmax",
+        r"\btransformer_engine::(?:[\w{}]+::)*\w*softmax",
         "transformer-engine",
         "softmax",
         "softmax",
@@ -185,16 +195,23 @@ def parse_extensions(text: str) -> dict[str, Any] | None:
             if re.search(pattern, fn):
                 return _entry(family, "cub", what, op, [], fn)
         return _entry("other", "cub", f"a CUB device-wide algorithm ({fn})", None, [], fn)
+    qual = split_signature(text)[0]
+    if qual.startswith("thrust::") and (m := re.search(r"::__(\w+?)::", text)):
+        family, op = next(((f, o) for p, f, o in _THRUST if re.search(p, text)), ("elementwise", m.group(1)))
+        return _entry(family, "thrust", f"a Thrust algorithm ({op})", op, [], fn)
     for pattern, source, family, op, what in _NAMED:
         if "at::native::" in text:
             break  # ATen's own multi_tensor_apply and friends: read by the ATen reader
-        if re.search(pattern, text):
+        # a library's namespace in a template argument (&transformer_engine::silu<...>) names no kernel
+        if re.search(pattern, qual if pattern.startswith(r"\btransformer_engine") else text):
             return _entry(family, source, what, op, ["source"] if "/" in source or "::" not in text else [], fn)
     if text in LIGER_MORE:
         family, what = LIGER_MORE[text]
         return _entry(family, "liger", f"Liger-Kernel Triton kernel: {what}", None, ["source"], text)
     # FBGEMM's TBE helpers keep no namespace: recognise the few that show up beside split_embedding
-    if re.fullmatch(r"(?:bounds_check_indices|linearize_index|permute_pooled_embs|recat_copy_async)_kernel", fn):
+    if re.fullmatch(
+        r"(?:bounds_check_indices|linearize_index|permute_pooled_embs|recat_copy_async)_kernel(?:_v\d+)?", fn
+    ):
         for pattern, family, op, what in _FBGEMM:
             if re.search(pattern, fn):
                 return _entry(family, "fbgemm", what, op, ["source"], fn)

@@ -71,7 +71,7 @@ def parse_by_tokens(text: str) -> dict[str, Any] | None:
     )
     info["explain"] = (
         f"Read from the words of the name: {what}. The table of words and the order in which they are "
-        "tried is in helpers/trace/kernel_names/tokens.py."
+        "tried is in helpers/trace/kernel_names/word_rules.py."
     )
     return info
 

@@ -26,7 +26,7 @@ TENSILE_TYPES.update({"I8": "int8", "F8": "fp8", "B8": "bf8", "4xi8": "int8"})
 
 
 def parse_tensile(text: str) -> dict[str, Any] | None:
-    m = re.search(r"\bCijk_A([a-z]{3})C?_B([a-z]{3})C?_(\w+)", text)
+    m = re.search(r"(?<![A-Za-z0-9])Cijk_A([a-z]{3})C?_B([a-z]{3})C?_(\w+)", text)
     if not m:
         return None
     a_idx, b_idx, rest = m.groups()
@@ -84,13 +84,14 @@ _WORD_FAMILIES = (
     (r"conv", "convolution"),
     (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", "communication"),
     (r"moe_?align|moe_?sort|topk_?softmax|moe_?sum|moe_?routing|grouped_?topk", "moe-routing"),
-    (r"gemm|moe|(?<![a-z])mm_|(?<![a-z])wv_splitk|gemv", "gemm"),
-    (r"rmsnorm|layernorm|layer_norm|rms_norm|groupnorm|batchnorm|norm2d", "normalization"),
+    (r"gemm|(?<![a-z])mm_|(?<![a-z])wv_splitk|gemv", "gemm"),
+    (r"rmsnorm|layernorm|layer_norm|rms_norm|groupnorm|batchnorm|norm2d|(?<![a-z])rms(?![a-z])", "normalization"),
+    (r"quant", "quantize"),
+    (r"moe", "gemm"),  # a MoE kernel that says neither routing nor quantization: the expert GEMM
     (r"softmax", "softmax"),
     (r"topk|sort", "sort"),
     (r"reduce|reduction", "reduction"),
     (r"transpose|permute|copy", "copy"),
-    (r"quant", "quantize"),
     (r"elementwise|rope|activation|silu|gelu|(?<![a-z])(?:add|mul)(?![a-z])", "elementwise"),
 )
 

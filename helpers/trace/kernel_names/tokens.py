@@ -6,47 +6,8 @@ snake_case, camelCase, letters and digits: ``vllm::moe::topkGatingSoftmax<8, ...
 matches names the family. Every such reading is an inference (listed in ``inferred``), however
 plain the word: libraries name kernels as they like.
 
-Precedence (first rule wins), and why:
-
-1. convolution before attention and GEMM: convolutions are implicit GEMMs and say so
-   (``GridwiseGemm`` inside a Composable Kernel grouped convolution).
-   KV-cache writes (``concat_and_cache_mla``, ``set_kv_buffer``) before attention: they move data.
-2. attention before GEMM, quantize and softmax: attention kernels are built from GEMM pieces,
-   softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
-3. GEMM before communication, quantize and MoE routing: an ``fp8_gemm``, a ``w8a8`` quantized
-   matmul, a ``fused_moe`` expert GEMM or a GEMM with a fused all-gather spend their time in the
-   matrix product, so they are GEMMs (with the dtype and scale layout read separately).
-4. communication: collectives, and ``dispatch`` / ``combine`` only beside an expert-parallel or
-   MoE word (DeepEP's ``deep_ep::intranode::dispatch``): alone those words mean nothing.
-5. an L2 norm is a reduction (optimizers' gradient clipping), any other ``norm`` a normalization;
-   normalization before quantize (a norm with a fused FP8 quantization is still a norm).
-6. gated activations (``silu_and_mul``, ``swiglu``) are the family ``fused`` with their
-   ``fused_ops``, as Liger's GeGLU already is; a single activation is ``elementwise``.
-7. quantize before MoE routing and softmax; MoE routing before softmax and sort
-   (``topkGatingSoftmax``, ``count_and_sort_expert_tokens`` route tokens to experts).
-8. embedding (not rotary "embeddings", which are elementwise), sampling, sort.
-9. optimizer steps (Adam, SGD, LAMB ...) are ``elementwise`` with ``op`` naming the optimizer,
-   as the ATen and Apex fused optimizers already are: what bounds them is memory traffic.
-10. reduction, elementwise, copy: the plainest words last.
-
-Two conventions stand before and after the table: an activation kernel in a mixture of experts is
-gated (``fused``), and a Triton name made only of ``_fwd_kernel`` / ``_bwd_kernel`` and stage or
-split-K suffixes is attention; both are inferred like every other reading here. Expert-GEMM layout
-words (``computeStrides``, ``seg_indptr``, an EP ``scatter``/``gather``) are MoE routing before any
-GEMM word in the template arguments, and ``deep_gemm`` names a project, not a product.
-
-Sources for the words (names only, read in the public repositories): PyTorch ATen and Inductor;
-CUTLASS (``GemmUniversal``, ``GroupProblemShape``, ``blockscaled``, ``bstensorop``, ``ue4m3``,
-``ue8m0``); cuBLAS nvjet names in traces (``nvjet_sm100_...Avec16UE4M3``); DeepGEMM
-(``fp8_gemm_kernel``, ``sm90_fp8_gemm_1d2d_impl``); DeepEP (``intranode::dispatch``,
-``internode::combine``); vLLM and SGLang (``fused_add_rms_norm_kernel``, ``topkGatingSoftmax``,
-``moe_align_block_size_kernel``, ``count_and_sort_expert_tokens_kernel``, ``act_and_mul_kernel``,
-``per_token_group_quant_fp8``, ``scaled_fp8_quant_kernel``, ``reshape_and_cache``); TensorRT-LLM
-(``expandInputRowsKernel``, ``finalizeMoeRoutingKernel``); FlashInfer (``BatchPrefillWithPagedKV
-CacheKernel``, ``FusedAddRMSNormKernel``, sampling kernels); FBGEMM (``split_embedding_*``,
-``batch_index_select_dim0_*``); Transformer Engine (``cast_transpose``, ``rmsnorm_fwd``);
-SageAttention; Composable Kernel. The data types follow the OCP Microscaling (MX) spec (MXFP8,
-MXFP4: E8M0 block scales per 32 elements) and NVIDIA's NVFP4 (E2M1 with UE4M3 scales per 16).
+The table of words and its order is in :mod:`.word_rules`; after it, :func:`infer_family` applies
+a few readings that weigh the whole name (see its docstring).
 """
 
 from __future__ import annotations
@@ -54,11 +15,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .common import mangled_words, split_signature
+from .common import mangled_parts, split_signature
+from .word_rules import FAMILY_RULES, T, _w
 
 _CHUNK = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-T = "[a-z0-9]"  # one character of a word (words are joined by "_" in the flat form)
 
 
 @lru_cache(maxsize=16)
@@ -80,21 +41,17 @@ def flat_words(text: str) -> str:
     return "_" + "_".join(out) + "_"
 
 
-def _w(alternatives: str) -> re.Pattern[str]:
-    """A pattern of whole words in the flat form."""
-    return re.compile(rf"_(?:{alternatives})(?=_)")
-
-
 @lru_cache(maxsize=16)
 def name_words(text: str) -> tuple[str, str]:
     """(words of the qualified function name, words of everything else), both in the flat form.
 
     The function's own name and namespaces speak first; template arguments (``device_kernel<
-    GemmUniversal<...>>``) only when those say nothing. An Itanium-mangled name gives its identifiers.
+    GemmUniversal<...>>``) only when those say nothing. An Itanium-mangled name gives its identifiers:
+    those of its nested name (namespaces and function), then the others.
     """
-    mangled = mangled_words(text)
+    mangled = mangled_parts(text)
     if mangled is not None:
-        return flat_words(" ".join(mangled[:3])), flat_words(" ".join(mangled[3:]))
+        return flat_words(" ".join(mangled[0])), flat_words(" ".join(mangled[1]))
     qual, _ = split_signature(text)
     rest = text.replace(qual, " ", 1) if qual else text
     return flat_words(qual), flat_words(rest)
@@ -105,203 +62,15 @@ def function_words(text: str) -> str:
     """The words of the function's own name, without its namespaces ('deep_gemm::transpose_fp32' -> '_transpose_fp32_').
 
     The most specific words a name has: a namespace names a project (``deep_gemm``, ``fbgemm_gpu``),
-    not the job of each of its kernels.
+    not the job of each of its kernels. A mangled name's function is the last identifier of its nested name.
     """
-    mangled = mangled_words(text)
+    mangled = mangled_parts(text)
     if mangled is not None:
-        # _ZN<namespace><function>...: the second identifier; a plain _Z<function>: the first
-        return flat_words(mangled[1] if text.startswith("_ZN") and len(mangled) > 1 else mangled[0] if mangled else "")
+        return flat_words(mangled[0][-1])
     qual, _ = split_signature(text)
     return flat_words(qual.rsplit("::", 1)[-1] if qual else text)
 
 
-# (family, op or None, pattern, unless pattern or None, what the words mean): first match wins.
-_CONTEXT_EP = r"deep_?ep|deepep|ep|intranode|internode|low_?latency|nvshmem|rdma|nvl|a_?2_?a|moe|experts?"
-FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | None, str], ...] = (
-    (
-        "convolution",
-        None,
-        _w(rf"conv|convolution|conv{T}*d|{T}*conv_?fwd|{T}*conv_?bwd|grouped_?conv{T}*|winograd{T}*|im_?2_?col"),
-        None,
-        "convolution words (conv, conv2d, grouped_conv, winograd, im2col)",
-    ),
-    (
-        "copy",
-        None,
-        _w(
-            rf"(?:reshape|concat|quant)_?and_?cache{T}*|append_?paged_?kv_?cache{T}*|appendpagedkvcache{T}*"
-            r"|(?:set|store|write|save)(?=_(?:[a-z0-9]+_)?kv_?(?:buffer|cache)_)"
-        ),
-        None,
-        "a KV-cache write (reshape_and_cache, concat_and_cache_mla, AppendPagedKVCache, set/store a KV "
-        "buffer): data movement, even beside an attention word",
-    ),
-    (
-        "attention",
-        None,
-        _w(
-            rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
-            r"|with_(?:paged_|ragged_)?kv_?cache"
-            r"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
-        ),
-        None,
-        "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
-        "prefill/decode with a paged KV cache, FlashInfer's ...WithKVCache)",
-    ),
-    (
-        "moe-routing",
-        None,
-        _w(
-            rf"compute_?strides{T}*|seg_?indptr"
-            r"|(?:ep|deep_?ep|deepep|moe|experts?)(?=_(?:(?!all_)[a-z0-9]+_)?(?:scatter|gather)_)"
-        ),
-        None,
-        "the layout of an expert (grouped) GEMM: its strides (TensorRT-LLM's computeStrides...), the token "
-        "segments per expert (seg_indptr), an expert-parallel scatter/gather of tokens",
-    ),
-    (
-        "gemm",
-        None,
-        _w(
-            rf"(?!fbgemm)(?<!deep_){T}*gemm(?!a){T}*|gemv{T}*|mat_?vec{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
-            rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
-            rf"|machete{T}*"
-        ),
-        None,
-        "matrix-product words (gemm, gemv, MatVec, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
-        "instructions, fused_moe expert GEMMs); not the project name deep_gemm",
-    ),
-    (
-        "gemm",
-        None,
-        _w(rf"block_?scaled|blockscaled{T}*"),
-        _w(rf"{T}*quant{T}*"),
-        "block-scaled (a low-precision tensor-core product), unless the name says it only quantizes",
-    ),
-    (
-        "moe-routing",
-        None,
-        _w(
-            rf"(?:get_)?dispatch_?layout|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:permute|unpermute|reorder)_)"
-            r"|grouped_?topk|group_(?:\w+_)?topk"
-        ),
-        None,
-        "MoE token layout and permutation beside an expert-parallel word (DeepEP's get_dispatch_layout, "
-        "deepep_permute), group-limited expert top-k (grouped_topk)",
-    ),
-    (
-        "communication",
-        None,
-        _w(
-            r"all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|all_?to_?all|alltoall"
-            rf"|all_?2_?all|send_?recv|sendrecv|nccl{T}*|rccl{T}*|nvshmem{T}*|multimem{T}*|deep_?ep|pplx{T}*"
-            r"|symmetric_?memory|symm_?mem|lamport[a-z0-9]*|ar_?fusion|allreduce_?fusion|cross_?device_?reduce"
-            rf"|(?:dispatch|combine)(?=_(?:\w+_)?(?:{_CONTEXT_EP})_)|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:dispatch|combine)_)"
-        ),
-        None,
-        "collectives (all_reduce, all_gather, reduce_scatter, all_to_all, send/recv, NVSHMEM, Lamport-flag "
-        "all-reduce buffers) and MoE expert-parallel dispatch/combine",
-    ),
-    ("reduction", "l2_norm", _w(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
-    (
-        "normalization",
-        None,
-        _w(rf"{T}*norm(?!al(?!i))[a-z0-9]*"),
-        _w(rf"renorm{T}*"),
-        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm); not a renorm of probabilities",
-    ),
-    (
-        "fused",
-        None,
-        _w(
-            r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_(?:and_)?mul|swiglu\w*?|geglu|reglu"
-            r"|glu|glu_?adaptor"
-        ),
-        None,
-        "a gated activation (act(x) * y: silu_and_mul, silu_mul, gelu_and_mul, swiglu, geglu, a GLU adaptor)",
-    ),
-    (
-        "quantize",
-        None,
-        _w(
-            rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"
-            r"|(?:into|to)_u?e8m0|(?:fp|f)_?[468]_to_(?:bf_?16|fp_?16|f16|fp_?32|f32|half|float)"
-            rf"|(?:mean|amax|absmax)_?scale{T}*|scale_?from_?amax"
-        ),
-        None,
-        "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8, a scale from a mean or amax)",
-    ),
-    (
-        "moe-routing",
-        None,
-        _w(
-            rf"moe{T}*|{T}*moe|experts?|gating|router|routing|top_?k_?gating|topkgating{T}*|unpermute|"
-            r"expand_?input_?rows|finalize_?moe\w*?"
-        ),
-        None,
-        "mixture-of-experts routing (moe, expert, gating, router/routing, unpermute, expand rows, finalize)",
-    ),
-    ("softmax", "softmax", _w(rf"{T}*softmax{T}*"), None, "softmax"),
-    (
-        "embedding",
-        None,
-        _w(rf"{T}*embedding{T}*|embed|embeddings|tbe|embedding_?bag"),
-        _w(r"rotary|rope|pos|position|positional"),
-        "embedding-table lookups (embedding, embedding_bag, TBE); rotary 'embeddings' are elementwise",
-    ),
-    (
-        "other",
-        "sampling",
-        _w(rf"{T}*sampling{T}*|sampler|top_?p|min_?p|renorm_?probs?{T}*"),
-        None,
-        "sampling from a distribution",
-    ),
-    (
-        "sort",
-        None,
-        _w(rf"{T}*sort{T}*|radix{T}*|top_?k|topk{T}*|histogram{T}*|bucketize|searchsorted|kth_?value|unique"),
-        None,
-        "sorting and selection (sort, radix, topk, argsort, histogram, unique)",
-    ),
-    (
-        "elementwise",
-        "optimizer",
-        _w(rf"{T}*adam{T}*|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd|optimizer{T}*|optim"),
-        None,
-        "an optimizer step (adam, sgd, lamb ...): elementwise over the parameters",
-    ),
-    ("elementwise", None, _w(rf"sub_?mean|submean{T}*"), None, "subtracting a mean (centering), not computing it"),
-    (
-        "reduction",
-        None,
-        _w(
-            rf"{T}*reduce{T}*|reduction|sum|mean|amax|amin|argmax|argmin|cross_?entropy|loss|scan|cumsum|prefix_?sum"
-            rf"|kl_?div{T}*|kldiv{T}*"
-        ),
-        None,
-        "reductions (reduce, sum, mean, amax, argmax, scan, cross entropy)",
-    ),
-    (
-        "elementwise",
-        None,
-        _w(
-            rf"{T}*elementwise{T}*|pointwise|rotary|rope|add|mul|div|sub|fill|zero|zeros|relu|gelu|silu|sigmoid"
-            r"|tanh|swish|mish|dropout|clamp|where|scale|scaled|cast|convert|abs|neg|sqrt|rsqrt|pow|exp|bias_?add"
-        ),
-        None,
-        "elementwise words (add, mul, gelu, rotary, dropout, cast ...)",
-    ),
-    (
-        "copy",
-        None,
-        _w(
-            rf"copy|memcpy|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
-            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
-        ),
-        None,
-        "data movement (copy, transpose, permute, kv-cache writes, gather/scatter, concat)",
-    ),
-)
 # An activation kernel of a mixture of experts (TensorRT-LLM's doActivationKernel, FlashInfer's
 # moe::dev::activation): experts' activations are gated (SwiGLU and relatives), so act(gate) * up
 _ACTIVATION = _w(r"activation|do_?activation|act")
@@ -311,22 +80,53 @@ _MOE_WORDS = _w(rf"moe{T}*|{T}*moe|experts?")
 # nothing but these words is attention by that convention; any other word decides first
 CONVENTION_ATTENTION = re.compile(r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+))*", re.IGNORECASE)
 _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd)(?=_)")
+# An expert GEMM's name carries a tile (t32x32x256), a weight/activation precision (a8w4, afp4_wfp4,
+# g1u1) or a whole-layer fusion (mega_moe, fmoe, bgmv): aiter's, DeepGEMM's and vLLM's MoE kernels
+_EXPERT_GEMM = re.compile(
+    r"_(?:t?\d+x\d+x\d+|a_?(?:fp)?\d+_?w_?(?:fp)?\d+|afp\d+|wfp\d+|g1u1|mega|fmoe|bgmv|sgmv)(?=_)"
+)
+_ROUTER = _w(rf"{T}*router{T}*|routing|gating|moe{T}*|{T}*moe|experts?")
+# Low-precision element and scale types as kernel names spell them (Triton writes fp8e4nv)
+_NARROW = _w(rf"fp_?8{T}*|fp_?4|e4m3|e5m2|e2m1|e4nv|mxfp_?\d|nvfp_?4|ue8m0|e8m0|float8{T}*|int_?[48]")
+_SCALE_OR_CAST = _w(r"scales?|scaling|cast|convert")
 _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|gelu_?tanh)")
 
 
 def infer_family(text: str) -> tuple[str, str | None, str] | None:
-    """(family, op, what the words meant) from a name's words, or None when no rule matches."""
+    """(family, op, what the words meant) from a name's words, or None when no rule matches.
+
+    After the table, three readings weigh the whole name: a MoE kernel whose function name carries a
+    tile shape or a weight/activation precision is an expert GEMM; a top-k or softmax in a router's or
+    experts' namespace routes tokens; a conversion whose function name spells a low-precision type
+    (or a scale / cast kernel writing one) quantizes.
+    """
     own, rest = name_words(text)
-    if _ACTIVATION.search(function_words(text)) and _MOE_WORDS.search(own + rest):
+    fn = function_words(text)
+    if _ACTIVATION.search(fn) and _MOE_WORDS.search(own + rest):
         return "fused", None, "an activation kernel of mixture-of-experts layers (gated: act(gate) * up)"
-    for words in (function_words(text), own, rest):
+    for words in (fn, own, rest):
         for family, op, pattern, unless, what in FAMILY_RULES:
             if pattern.search(words) and not (unless is not None and unless.search(words)):
                 if op == "optimizer":
                     found = _OPTIMIZERS.search(words)
                     op = found.group(1) if found else None
-                return family, op, what
-    return None
+                return _weigh(family, op, what, fn, own, rest)
+    return _weigh(None, None, "", fn, own, rest)
+
+
+def _weigh(
+    family: str | None, op: str | None, what: str, fn: str, own: str, rest: str
+) -> tuple[str, str | None, str] | None:
+    """The readings of :func:`infer_family` that look past the first matching word."""
+    if family == "moe-routing" and _MOE_WORDS.search(fn) and _EXPERT_GEMM.search(fn):
+        return "gemm", None, "an expert GEMM of a mixture of experts (a tile shape or a weight/activation precision)"
+    if family in ("sort", "softmax") and _ROUTER.search(own):
+        return "moe-routing", None, "a top-k or softmax in a router's or experts' namespace (token routing)"
+    if family in (None, "elementwise") and (
+        _NARROW.search(fn) or (family == "elementwise" and _SCALE_OR_CAST.search(fn) and _NARROW.search(rest))
+    ):
+        return "quantize", None, "a conversion to or from a low-precision type (FP8, FP4, MX, int8/int4)"
+    return None if family is None else (family, op, what)
 
 
 def gated_ops(text: str) -> list[str]:

@@ -1,0 +1,285 @@
+"""Which word of a kernel name means which family: the table :func:`.tokens.infer_family` reads.
+
+Precedence (first rule wins), and why:
+
+1. convolution before attention and GEMM: convolutions are implicit GEMMs and say so
+   (``GridwiseGemm`` inside a Composable Kernel grouped convolution).
+   KV-cache writes and reads (``concat_and_cache_mla``, ``set_kv_buffer``, a gather out of a
+   cache) before attention: they move data.
+2. attention before GEMM, quantize and softmax: attention kernels are built from GEMM pieces,
+   softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
+   State-space and linear-recurrence layers (Mamba's selective scan and SSD chunks, the gated
+   delta rule) right after: ``other`` with op ``state_space``, before the scan and cumsum words.
+   A re-layout of weights for a later GEMM (``interleave_..._for_..._gemm``) is a copy before
+   the GEMM words; token index maps (``src2dst``, ``row_id_map``), the MoE auxiliary loss and the
+   finalize after an expert GEMM are MoE routing before them.
+3. GEMM before communication, quantize and MoE routing: an ``fp8_gemm``, a ``w8a8`` quantized
+   matmul, a ``fused_moe`` expert GEMM or a GEMM with a fused all-gather spend their time in the
+   matrix product, so they are GEMMs (with the dtype and scale layout read separately).
+4. communication: collectives, and ``dispatch`` / ``combine`` only beside an expert-parallel or
+   MoE word (DeepEP's ``deep_ep::intranode::dispatch``): alone those words mean nothing.
+5. an L2 norm is a reduction (optimizers' gradient clipping), any other ``norm`` a normalization;
+   normalization before quantize (a norm with a fused FP8 quantization is still a norm).
+6. gated activations (``silu_and_mul``, ``swiglu``) are the family ``fused`` with their
+   ``fused_ops``, as Liger's GeGLU already is; a single activation is ``elementwise``.
+7. quantize before MoE routing and softmax; MoE routing before softmax and sort
+   (``topkGatingSoftmax``, ``count_and_sort_expert_tokens`` route tokens to experts).
+8. embedding (not rotary "embeddings", which are elementwise), sampling (with the logit
+   penalties before it), sort; then re-layouts of data or block scales (swizzle, interleave,
+   shuffle) as copies, before the plain elementwise words a ``scale`` would match.
+9. optimizer steps (Adam, SGD, LAMB ...) are ``elementwise`` with ``op`` naming the optimizer,
+   as the ATen and Apex fused optimizers already are: what bounds them is memory traffic.
+10. reduction, elementwise, copy: the plainest words last.
+
+Two conventions stand before and after the table: an activation kernel in a mixture of experts is
+gated (``fused``), and a Triton name made only of ``_fwd_kernel`` / ``_bwd_kernel`` and stage or
+split-K suffixes is attention; both are inferred like every other reading here. Expert-GEMM layout
+words (``computeStrides``, ``seg_indptr``, an EP ``scatter``/``gather``) are MoE routing before any
+GEMM word in the template arguments, and ``deep_gemm`` names a project, not a product.
+
+Sources for the words (names only, read in the public repositories): PyTorch ATen and Inductor;
+CUTLASS (``GemmUniversal``, ``GroupProblemShape``, ``blockscaled``, ``bstensorop``, ``ue4m3``,
+``ue8m0``); cuBLAS nvjet names in traces (``nvjet_sm100_...Avec16UE4M3``); DeepGEMM
+(``fp8_gemm_kernel``, ``sm90_fp8_gemm_1d2d_impl``); DeepEP (``intranode::dispatch``,
+``internode::combine``); vLLM and SGLang (``fused_add_rms_norm_kernel``, ``topkGatingSoftmax``,
+``moe_align_block_size_kernel``, ``count_and_sort_expert_tokens_kernel``, ``act_and_mul_kernel``,
+``per_token_group_quant_fp8``, ``scaled_fp8_quant_kernel``, ``reshape_and_cache``); TensorRT-LLM
+(``expandInputRowsKernel``, ``finalizeMoeRoutingKernel``); FlashInfer (``BatchPrefillWithPagedKV
+CacheKernel``, ``FusedAddRMSNormKernel``, sampling kernels); FBGEMM (``split_embedding_*``,
+``batch_index_select_dim0_*``); Transformer Engine (``cast_transpose``, ``rmsnorm_fwd``);
+SageAttention; Composable Kernel. The data types follow the OCP Microscaling (MX) spec (MXFP8,
+MXFP4: E8M0 block scales per 32 elements) and NVIDIA's NVFP4 (E2M1 with UE4M3 scales per 16).
+"""
+
+from __future__ import annotations
+
+import re
+
+T = "[a-z0-9]"  # one character of a word (words are joined by "_" in the flat form)
+
+
+def _w(alternatives: str) -> re.Pattern[str]:
+    """A pattern of whole words in the flat form."""
+    return re.compile(rf"_(?:{alternatives})(?=_)")
+
+
+# (family, op or None, pattern, unless pattern or None, what the words mean): first match wins.
+_CONTEXT_EP = r"deep_?ep|deepep|ep|intranode|internode|low_?latency|nvshmem|rdma|nvl|a_?2_?a|moe|experts?"
+FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | None, str], ...] = (
+    (
+        "convolution",
+        None,
+        _w(rf"conv|convolution|conv{T}*d|{T}*conv_?fwd|{T}*conv_?bwd|grouped_?conv{T}*|winograd{T}*|im_?2_?col"),
+        None,
+        "convolution words (conv, conv2d, grouped_conv, winograd, im2col)",
+    ),
+    (
+        "copy",
+        None,
+        _w(
+            rf"(?:reshape|concat|cat|quant)_?and_?cache{T}*|append_?paged_?kv_?(?:mla_?)?cache{T}*"
+            rf"|appendpagedkv(?:mla)?cache{T}*|(?:set|store|write|save)(?=_(?:[a-z0-9]+_)?kv_?(?:buffer|cache)_)"
+            r"|gather(?=_(?:[a-z0-9]+_){0,4}cache_)"
+        ),
+        None,
+        "a KV-cache write or read (reshape_and_cache, concat_and_cache_mla, AppendPagedKV(Mla)Cache, set/store "
+        "a KV buffer, a gather out of a cache): data movement, even beside an attention word",
+    ),
+    (
+        "attention",
+        None,
+        _w(
+            rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
+            r"|with_(?:paged_|ragged_)?kv_?cache"
+            rf"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
+            r"|flash|nsa|dsa"
+        ),
+        None,
+        "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
+        "prefill/decode with a paged KV cache, FlashInfer's ...WithKVCache, FlashAttention's flash:: namespace, "
+        "native/DeepSeek sparse attention nsa/dsa)",
+    ),
+    (
+        "other",
+        "state_space",
+        _w(
+            rf"mamba{T}*|ssm|ssd|selective_?(?:scan|state){T}*|chunk_?(?:scan|state){T}*|state_?passing"
+            rf"|delta_?rule|gated_?delta{T}*|gdn"
+        ),
+        None,
+        "a state-space or linear-recurrence layer (Mamba selective scan / SSD chunks, gated delta rule): "
+        "neither attention nor a plain scan",
+    ),
+    (
+        "moe-routing",
+        None,
+        _w(
+            rf"compute_?strides{T}*|seg_?indptr|src_?2_?dst|dst_?2_?src|row_?id_?map|aux_?loss|load_?balanc{T}*"
+            r"|finalize(?=_(?:[a-z0-9]+_){0,2}(?:scatter|matmul|gemm|moe|routing)_)"
+            r"|(?:ep|deep_?ep|deepep|moe|experts?)(?=_(?:(?!all_)[a-z0-9]+_)?(?:scatter|gather)_)"
+        ),
+        None,
+        "the layout of an expert (grouped) GEMM: its strides (TensorRT-LLM's computeStrides...), the token "
+        "segments per expert (seg_indptr), token index maps (src2dst, row_id_map), an expert-parallel "
+        "scatter/gather of tokens, the load-balancing auxiliary loss, the finalize after an expert GEMM",
+    ),
+    (
+        "copy",
+        None,
+        _w(r"(?:interleave|swizzle|shuffle|preshuffle|rearrange|reorder|pack)(?=_(?:[a-z0-9]+_)*?for_)"),
+        None,
+        "a re-layout of weights or scales for a later GEMM (interleave ... for ... gemm)",
+    ),
+    (
+        "gemm",
+        None,
+        _w(
+            rf"(?!fbgemm)(?<!deep_){T}*gemm(?!a){T}*|gemv{T}*|mat_?vec{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
+            rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
+            rf"|machete{T}*|bgmv|sgmv|gptq|awq|(?:bf16|f16|fp16|f8|fp8|i4|i8|f32){{2,3}}"
+        ),
+        None,
+        "matrix-product words (gemm, gemv, MatVec, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
+        "instructions, fused_moe expert GEMMs, bgmv/sgmv, GPTQ/AWQ, FBGEMM's type chains f8f8bf16 / bf16i4); "
+        "not the project name deep_gemm",
+    ),
+    (
+        "gemm",
+        None,
+        _w(rf"block_?scaled|blockscaled{T}*"),
+        _w(rf"{T}*quant{T}*"),
+        "block-scaled (a low-precision tensor-core product), unless the name says it only quantizes",
+    ),
+    (
+        "moe-routing",
+        None,
+        _w(
+            rf"(?:get_)?dispatch_?layout|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:permute|unpermute|reorder)_)"
+            r"|grouped_?topk|group_(?:\w+_)?topk"
+        ),
+        None,
+        "MoE token layout and permutation beside an expert-parallel word (DeepEP's get_dispatch_layout, "
+        "deepep_permute), group-limited expert top-k (grouped_topk)",
+    ),
+    (
+        "communication",
+        None,
+        _w(
+            r"all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|all_?to_?all|alltoall"
+            rf"|all_?2_?all|send_?recv|sendrecv|nccl{T}*|rccl{T}*|nvshmem{T}*|multimem{T}*|deep_?ep|pplx{T}*"
+            r"|symmetric_?memory|symm_?mem|lamport[a-z0-9]*|ar_?fusion|allreduce_?fusion|cross_?device_?reduce"
+            r"|a_?2_?a|comm|barrier|ipc"
+            rf"|(?:dispatch|combine)(?=_(?:\w+_)?(?:{_CONTEXT_EP})_)|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:dispatch|combine)_)"
+        ),
+        None,
+        "collectives (all_reduce, all_gather, reduce_scatter, all_to_all / a2a, send/recv, NVSHMEM, Lamport-flag "
+        "all-reduce buffers, a comm namespace, cross-GPU barriers, IPC) and MoE expert-parallel dispatch/combine",
+    ),
+    ("reduction", "l2_norm", _w(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
+    (
+        "normalization",
+        None,
+        _w(rf"{T}*norm(?!al(?!i))[a-z0-9]*|rms"),
+        _w(rf"renorm{T}*"),
+        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm); not a renorm of probabilities",
+    ),
+    (
+        "fused",
+        None,
+        _w(
+            r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_(?:and_)?mul|swiglu\w*?|geglu|reglu"
+            r"|glu|glu_?adaptor"
+        ),
+        None,
+        "a gated activation (act(x) * y: silu_and_mul, silu_mul, gelu_and_mul, swiglu, geglu, a GLU adaptor)",
+    ),
+    (
+        "quantize",
+        None,
+        _w(
+            rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"
+            r"|(?:into|to)_u?e8m0|(?:fp|f)_?[468]_to_(?:bf_?16|fp_?16|f16|fp_?32|f32|half|float)"
+            rf"|(?:mean|amax|absmax)_?scale{T}*|scale_?from_?amax|reconstruct(?=_(?:[a-z0-9]+_)*?\d+_?bit_)"
+        ),
+        None,
+        "(de)quantization words (quant, dequant, a cast to fp8/fp4/int8, a scale from a mean or amax)",
+    ),
+    (
+        "moe-routing",
+        None,
+        _w(
+            rf"moe{T}*|{T}*moe|experts?|gating|router|routing|top_?k_?gating|topkgating{T}*|unpermute|"
+            rf"expand_?input_?rows|finalize_?moe\w*?|finalize{T}*"
+        ),
+        None,
+        "mixture-of-experts routing (moe, expert, gating, router/routing, unpermute, expand rows, finalize)",
+    ),
+    ("softmax", "softmax", _w(rf"{T}*softmax{T}*"), None, "softmax"),
+    (
+        "embedding",
+        None,
+        _w(rf"{T}*embedding{T}*|embed|embeddings|tbe|embedding_?bag"),
+        _w(r"rotary|rope|pos|position|positional"),
+        "embedding-table lookups (embedding, embedding_bag, TBE); rotary 'embeddings' are elementwise",
+    ),
+    (
+        "other",
+        "sampling",
+        _w(rf"{T}*sampling{T}*|sampler|top_?p|min_?p|renorm_?probs?{T}*|{T}*penalt{T}*"),
+        None,
+        "sampling from a distribution (and the logit penalties before it)",
+    ),
+    (
+        "sort",
+        None,
+        _w(rf"{T}*sort{T}*|radix{T}*|top_?k|topk{T}*|histogram{T}*|bucketize|searchsorted|kth_?value|unique"),
+        None,
+        "sorting and selection (sort, radix, topk, argsort, histogram, unique)",
+    ),
+    (
+        "copy",
+        None,
+        _w(rf"{T}*swizzle{T}*|interleave{T}*|deinterleave|shuffle{T}*"),
+        None,
+        "a re-layout (swizzle, interleave, shuffle) of data or block scales",
+    ),
+    (
+        "elementwise",
+        "optimizer",
+        _w(rf"adam{T}*|{T}*adam|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd|optimizer{T}*|optim"),
+        None,
+        "an optimizer step (adam, sgd, lamb ...): elementwise over the parameters",
+    ),
+    ("elementwise", None, _w(rf"sub_?mean|submean{T}*"), None, "subtracting a mean (centering), not computing it"),
+    (
+        "reduction",
+        None,
+        _w(
+            rf"{T}*reduce{T}*|reduction|sum|mean|amax|amin|argmax|argmin|cross_?entropy|loss|scan|cumsum|prefix_?sum"
+            rf"|kl_?div{T}*|kldiv{T}*|lse|logsumexp"
+        ),
+        None,
+        "reductions (reduce, sum, mean, amax, argmax, scan, cross entropy, log-sum-exp)",
+    ),
+    (
+        "elementwise",
+        None,
+        _w(
+            rf"{T}*elementwise{T}*|pointwise|rotary|rope|add|mul|div|sub|fill|zero|zeros|relu|gelu|silu|sigmoid"
+            r"|tanh|swish|mish|dropout|clamp|where|scale|scaled|cast|convert|abs|neg|sqrt|rsqrt|pow|exp|bias_?add"
+            rf"|init|initiali[sz]e{T}*"
+        ),
+        None,
+        "elementwise words (add, mul, gelu, rotary, dropout, cast ...)",
+    ),
+    (
+        "copy",
+        None,
+        _w(
+            rf"copy|memcpy|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
+            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
+        ),
+        None,
+        "data movement (copy, transpose, permute, kv-cache writes, gather/scatter, concat)",
+    ),
+)
