@@ -47,6 +47,9 @@ NAMED_KERNELS = (
         "embedding",
     ),
     (r"searchsorted|bucketize", "sort", "searchsorted"),
+    (r"[Hh]istogram", "sort", "histogram"),  # bincount / histc: how many tokens each expert gets
+    (r"fill_reverse_indices", "sort", "sort"),
+    (r"prepare_grouped_gemm_data", "gemm", "grouped_gemm_setup"),  # _grouped_mm's per-group pointers and sizes
     (r"[Ss]ort|bitonic|radixSelect|gatherTopK|[Tt]op[Kk]|KthValue|KthCounts|segment_kernel", "sort", "sort"),
     (r"indexSelect(?:Large|Small)Index", "copy", "index_select"),
     (r"indexFunc(?:Large|Small)Index", "elementwise", "index_add"),
@@ -210,6 +213,7 @@ def parse_aten(text: str) -> dict[str, Any] | None:
         "convolution": "convolution kernel",
         "embedding": "embedding kernel",
         "sort": "sort / top-k kernel",
+        "gemm": "matrix-product kernel",
         "other": "kernel",
         "unknown": "CUDA kernel",
     }[family]

@@ -188,16 +188,26 @@ def parse_cublas_other(text: str) -> dict[str, Any] | None:
                 info["inferred"] = ["source"]
             return info
     # CUTLASS 3 and later: cutlass::device_kernel<...gemm::kernel::GemmUniversal...> or a convolution
-    m = re.search(r"\bcutlass::(?:device_kernel|Kernel2?)<", text)
+    # (a profiler that does not demangle shows _ZN7cutlass13device_kernelI...: the same words, length-prefixed)
+    m = re.search(r"\bcutlass::(?:device_kernel|Kernel2?)<|^_ZN7cutlass(?:13device_kernel|6Kernel|7Kernel2)I", text)
     if m:
-        if re.search(r"conv::kernel|ImplicitGemmConvolution|Conv[23]d", text):
+        if re.search(r"conv::kernel|4conv6kernel|ImplicitGemmConvolution|Conv[23]d", text):
             return {
                 "family": "convolution",
                 "source": "cutlass",
                 "short_name": "cutlass convolution",
                 "summary": "CUTLASS implicit-GEMM convolution kernel.",
             }
-        if re.search(r"gemm::kernel|Gemm\w*Universal|GemmUniversal", text):
+        if re.search(r"gemm::kernel|4gemm6kernel|Gemm\w*Universal", text):
+            if re.search(r"GroupProblemShape|PtrArray", text):
+                return {
+                    "family": "gemm",
+                    "source": "cutlass",
+                    "op": "grouped_gemm",
+                    "short_name": "cutlass grouped GemmUniversal",
+                    "summary": "CUTLASS grouped GEMM kernel (one launch multiplies every group, e.g. every expert of a "
+                    "mixture of experts; tile and types are in the template arguments, not read here).",
+                }
             return {
                 "family": "gemm",
                 "source": "cutlass",
