@@ -17,7 +17,7 @@ from typing import TextIO
 
 import pandas as pd
 
-from helpers.trace.compare import kernel_breakdown
+from helpers.trace.work import kernel_breakdown
 from helpers.trace.flops import achieved_flops
 from helpers.trace.model import Trace
 

@@ -1,4 +1,4 @@
-"""Units of work in a trace: the rows that comparisons and breakdowns count.
+"""Units of work in a trace, and the kernel breakdown (time by family and library) built on them.
 
 With device kernels, every kernel, memset and memcpy; on a CPU-only trace the generated C++ kernels
 plus the ATen ops that compute (the outermost of a known family, else the innermost that is no view
@@ -130,3 +130,34 @@ def work_items(trace: Trace) -> pd.DataFrame:
         "graph",
     ]
     return table[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
+
+
+def kernel_breakdown(trace: Trace) -> pd.DataFrame:
+    """Device time by kernel family and the library that provides it, as HTA's kernel breakdown.
+
+    One row per (family, source), or per (rank, family, source) on a run of several ranks:
+    ``kernels`` (count), ``device_us`` (sum of durations), ``pct`` (share of the rank's device time),
+    ``mean_us``, ``example`` (the name with the most time). Largest first. Covers all device work
+    of the trace (not only inside profiler steps).
+    """
+    check_trace(trace)
+    items = work_items(trace)
+    keys = ["family", "source"]
+    if "rank" in trace.events.columns:
+        items = items.assign(rank=trace.events["rank"].to_numpy()[np.flatnonzero(device_work_mask(trace.events))])
+        keys = ["rank", *keys]
+    if items.empty:
+        return pd.DataFrame(columns=[*keys, "kernels", "device_us", "pct", "mean_us", "example"])
+    top = items.groupby([*keys, "name"], sort=False)["duration_us"].sum().reset_index()
+    example = top.sort_values("duration_us", ascending=False, kind="stable").drop_duplicates(keys)
+    out = items.groupby(keys, sort=False).agg(kernels=("name", "size"), device_us=("duration_us", "sum")).reset_index()
+    if keys[0] == "rank":
+        total = out.groupby("rank")["device_us"].transform("sum")
+    else:
+        total = out["device_us"].sum()
+    out["pct"] = 100.0 * out["device_us"] / total
+    out["mean_us"] = out["device_us"] / out["kernels"]
+    out = out.merge(example[[*keys, "name"]].rename(columns={"name": "example"}), on=keys, how="left")
+    order = ["rank", "device_us"] if keys[0] == "rank" else ["device_us"]
+    asc = [True, False] if keys[0] == "rank" else [False]
+    return out.sort_values(order, ascending=asc, kind="stable").reset_index(drop=True)
