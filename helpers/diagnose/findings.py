@@ -21,22 +21,9 @@ from helpers.trace.overlap import intersection_length, union
 from .critical_path import critical_path
 
 COLUMNS = [
-    "finding",
-    "evidence",
-    "saving_upper_bound_us",
-    "saving_pct",
-    "confidence",
-    "lesson",
-    "fix",
-    "rule",
-    "events",
-    "time_us",
-    "pct_of_step",
-    "example",
-    "example_ts_us",
-    "saving_bytes",
-    "ops_per_step",
-]
+    "finding", "evidence", "saving_upper_bound_us", "saving_pct", "confidence", "lesson", "fix", "rule", "events",
+    "time_us", "pct_of_step", "example", "example_ts_us", "saving_bytes", "ops_per_step"
+]  # fmt: skip
 CONFIDENCE = ("high", "medium", "low")
 # Above this many events the critical path is walked over the last few steps only.
 PATH_EVENT_LIMIT = 300_000

@@ -17,9 +17,9 @@ from typing import TextIO
 
 import pandas as pd
 
-from helpers.trace.work import kernel_breakdown
 from helpers.trace.flops import achieved_flops
 from helpers.trace.model import Trace
+from helpers.trace.work import kernel_breakdown
 
 from .critical_path import path_summary
 from .diagnose import as_trace, run_rules

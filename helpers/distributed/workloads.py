@@ -18,14 +18,9 @@ QUICK_BUCKETS = {"small": 0.05, "large": 0.4, "all": 10.0}
 # stand out of the noise
 STRAGGLER_MS = {"cuda": 20.0, "cpu": 100.0}
 ORDER = (
-    "ddp_bucket25",
-    "ddp_bucket200",
-    "fsdp_prefetch",
-    "fsdp_no_prefetch",
-    "ddp_straggler",
-    "ddp_one_bucket",
-    "fsdp_explicit",
-)
+    "ddp_bucket25", "ddp_bucket200", "fsdp_prefetch", "fsdp_no_prefetch", "ddp_straggler", "ddp_one_bucket",
+    "fsdp_explicit"
+)  # fmt: skip
 
 
 def configurations(device: str, quick: bool) -> dict[str, dict[str, Any]]:

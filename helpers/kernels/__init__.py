@@ -20,26 +20,7 @@ _NAMES: dict[str, str] = {
     "CourseGeGLUMLP": ".modules", "FusedGeGLUMLP": ".modules", "GeGLU": ".modules", "config_sizes": ".modules",
 }  # fmt: skip
 
-__all__ = [
-    "triton_mode",
-    "geglu",
-    "geglu_backward",
-    "GeGLUFunction",
-    "gate_up_geglu",
-    "gate_up_forward",
-    "geglu_backward_gemm",
-    "GeGLUMLPFunction",
-    "MODES",
-    "clear_plans",
-    "plans_table",
-    "pack_gate_up",
-    "unpack_gate_up",
-    "GateUpGeGLUFunction",
-    "GeGLU",
-    "CourseGeGLUMLP",
-    "FusedGeGLUMLP",
-    "config_sizes",
-]
+__all__ = list(_NAMES)
 
 
 def __getattr__(name: str) -> Any:

@@ -23,19 +23,9 @@ import triton
 from .launch_plans import config_label
 
 __all__ = [
-    "KINDS",
-    "gate_up_config",
-    "tma_config",
-    "config_to_dict",
-    "config_from_dict",
-    "default_config",
-    "fallback_chain",
-    "table_config",
-    "load_table",
-    "config_table",
-    "TABLE_PATH",
-    "TABLE_ENV",
-]
+    "KINDS", "gate_up_config", "tma_config", "config_to_dict", "config_from_dict", "default_config", "fallback_chain",
+    "table_config", "load_table", "config_table", "TABLE_PATH", "TABLE_ENV"
+]  # fmt: skip
 
 KINDS = {
     "forward": "gate+up GEMM with a GeGLU epilogue (inference; training in recompute mode)",

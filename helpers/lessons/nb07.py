@@ -41,8 +41,7 @@ from .results import Results, load_results, reference_ceilings
 __all__ = [
     "AttentionShape", "SDPA_OPS", "attention_flops", "attention_reference", "backend_in_trace", "flash_attention",
     "flex_block_mask", "flex_fn", "manual_attention", "manual_attention_plan", "peak_memory", "reference_ceilings",
-    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "triton_mode",
-    "visible_pairs", "workloads",
+    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "triton_mode", "visible_pairs", "workloads"
 ]  # fmt: skip
 
 _GQA = "with fewer key/value heads than query heads (GQA) the keys and values are repeated first, which adds copies"

@@ -38,31 +38,13 @@ from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
-__all__ = [  # the model's names this lesson uses, beside its own
-    "PARTS",
-    "Generator",
-    "TrainingStep",
-    "allocator_history",
-    "build_model",
-    "compile_blocks",
-    "decode_timing",
-    "graph_prediction",
-    "idle_share",
-    "kernel_parts",
-    "memory_figure",
-    "memory_over_time_figure",
-    "memory_peaks",
-    "part_breakdown",
-    "peak_memory_by_op",
-    "prefill_timing",
-    "profile_memory",
-    "queue_latency_us",
-    "random_tokens",
-    "reference_trace",
-    "swap_layers",
-    "weight_read_floor_us",
-    "workloads",
-]
+# the model's names this lesson uses, beside its own
+__all__ = [
+    "PARTS", "Generator", "TrainingStep", "allocator_history", "build_model", "compile_blocks", "decode_timing",
+    "graph_prediction", "idle_share", "kernel_parts", "memory_figure", "memory_over_time_figure", "memory_peaks",
+    "part_breakdown", "peak_memory_by_op", "prefill_timing", "profile_memory", "queue_latency_us", "random_tokens",
+    "reference_trace", "swap_layers", "weight_read_floor_us", "workloads"
+]  # fmt: skip
 
 EXERCISES = Exercises(
     "08",

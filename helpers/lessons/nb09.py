@@ -26,9 +26,9 @@ from ..distributed.runs import SUMMARY, load_run, rank_files, run_summary, runs_
 from ..distributed.workloads import configurations
 from ..paths import LOCAL_TRACES_DIR, TRACES_DIR
 from ..trace.collectives import collectives, communication_per_step, rank_table, step_windows
-from ..trace.work import kernel_breakdown
 from ..trace.overlap import overlap
 from ..trace.ranks import MultiRankTrace
+from ..trace.work import kernel_breakdown
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 

@@ -21,22 +21,9 @@ from .ceilings import Ceilings, ceilings_for
 from .roofline import achieved, gemm_bytes, gemm_flops
 
 COLUMNS = [
-    "step",
-    "short_name",
-    "family",
-    "duration_us",
-    "bytes_moved",
-    "flops",
-    "floor_us",
-    "pct_of_floor",
-    "bound_by",
-    "achieved_tbps",
-    "achieved_tflops",
-    "basis",
-    "gemm_mnk",
-    "launched_by",
-    "name",
-]
+    "step", "short_name", "family", "duration_us", "bytes_moved", "flops", "floor_us", "pct_of_floor", "bound_by",
+    "achieved_tbps", "achieved_tflops", "basis", "gemm_mnk", "launched_by", "name"
+]  # fmt: skip
 
 
 def _tensors(dims_text: str, types_text: str) -> list[tuple[tuple[int, ...], DType]]:
@@ -85,26 +72,10 @@ class Work:
 # rows of a large table): the tensors' sizes say nothing about their traffic.
 INDEXED_OPS = frozenset({"scatter_gather", "index_select", "index", "embedding", "index_add", "gather", "scatter"})
 # Elementwise ops whose result is a bool tensor (1 byte per element, whatever the inputs).
-BOOL_RESULT_OPS = frozenset(
-    {
-        "isnan",
-        "isinf",
-        "isneginf",
-        "isposinf",
-        "isfinite",
-        "eq",
-        "ne",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "logical_and",
-        "logical_or",
-        "logical_not",
-        "logical_xor",
-        "signbit",
-    }
-)
+BOOL_RESULT_OPS = frozenset({
+    "isnan", "isinf", "isneginf", "isposinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+    "logical_or", "logical_not", "logical_xor", "signbit"
+})  # fmt: skip
 
 
 def _converted_to(op: str | None) -> DType | None:

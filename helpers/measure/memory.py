@@ -21,15 +21,8 @@ from .device import device_of, synchronize
 
 # The profiler's categories, in the order the figure stacks them (the steady ones at the bottom).
 CATEGORIES = (
-    "parameters",
-    "optimizer state",
-    "gradients",
-    "activations",
-    "inputs",
-    "temporaries",
-    "autograd detail",
-    "unknown",
-)
+    "parameters", "optimizer state", "gradients", "activations", "inputs", "temporaries", "autograd detail", "unknown"
+)  # fmt: skip
 _NAMES = {
     "PARAMETER": "parameters",
     "OPTIMIZER_STATE": "optimizer state",

@@ -51,20 +51,10 @@ def elementwise_bytes(numel: int, dtype: torch.dtype | str, reads: int, writes: 
 
 
 ACHIEVED_KEYS: tuple[str, ...] = (
-    "duration_us",
-    "bytes_moved",
-    "flops",
-    "arithmetic_intensity",
-    "achieved_tbps",
-    "achieved_tflops",
-    "pct_of_bandwidth",
-    "pct_of_peak_flops",
-    "memory_floor_us",
-    "compute_floor_us",
-    "floor_us",
-    "pct_of_floor",
-    "bound_by",
-)
+    "duration_us", "bytes_moved", "flops", "arithmetic_intensity", "achieved_tbps", "achieved_tflops",
+    "pct_of_bandwidth", "pct_of_peak_flops", "memory_floor_us", "compute_floor_us", "floor_us", "pct_of_floor",
+    "bound_by"
+)  # fmt: skip
 
 
 def achieved(
@@ -157,14 +147,8 @@ def roofline_figure(df: pd.DataFrame, ceilings: Ceilings) -> go.Figure:
     if not isinstance(ceilings, Ceilings):
         raise TypeError(f"ceilings must be a Ceilings, got {type(ceilings).__name__}")
     needed = {
-        "name",
-        "arithmetic_intensity",
-        "achieved_tflops",
-        "duration_us",
-        "achieved_tbps",
-        "pct_of_floor",
-        "bound_by",
-    }
+        "name", "arithmetic_intensity", "achieved_tflops", "duration_us", "achieved_tbps", "pct_of_floor", "bound_by"
+    }  # fmt: skip
     missing = sorted(needed - set(df.columns))
     if missing:
         raise ValueError(f"df lacks columns {missing}: build it with roofline_frame")

@@ -16,14 +16,8 @@ from ..kernels.modules import CourseGeGLUMLP, FusedGeGLUMLP, projections
 from .model import liger_style_layer
 
 __all__ = [
-    "VARIANTS",
-    "VARIANT_NAMES",
-    "VariantSpec",
-    "Variant",
-    "VariantUnavailable",
-    "build_variant",
-    "variant_table",
-]
+    "VARIANTS", "VARIANT_NAMES", "VariantSpec", "Variant", "VariantUnavailable", "build_variant", "variant_table"
+]  # fmt: skip
 
 
 class VariantUnavailable(RuntimeError):

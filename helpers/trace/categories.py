@@ -24,17 +24,9 @@ CATEGORY_ALIASES = {
     "Trace": "Trace",
 }
 # Categories of events that run on the device (drawn on device stream lanes).
-DEVICE_CATEGORIES = frozenset(
-    {
-        "kernel",
-        "gpu_memset",
-        "gpu_memcpy",
-        "gpu_user_annotation",
-        "cuda_sync",
-        "cuda_profiler_range",
-        "mtia_ccp_events",
-    }
-)
+DEVICE_CATEGORIES = frozenset({
+    "kernel", "gpu_memset", "gpu_memcpy", "gpu_user_annotation", "cuda_sync", "cuda_profiler_range", "mtia_ccp_events"
+})  # fmt: skip
 # Device categories that are work (a kernel, a memset, a memcpy), as opposed to annotations.
 DEVICE_WORK_KIND = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 # MTIA records all device activity under one category: the event name says what it was.
@@ -48,19 +40,10 @@ NOT_WORK = {
     "durations are replay times, not kernel times",
 }
 # Host-side categories that take part in the dispatch tree.
-HOST_TREE_CATEGORIES = frozenset(
-    {
-        "cpu_op",
-        "user_annotation",
-        "cuda_runtime",
-        "cuda_driver",
-        "overhead",
-        "cpu_instant_event",
-        "xpu_runtime",
-        "privateuse1_runtime",
-        "mtia_runtime",
-    }
-)
+HOST_TREE_CATEGORIES = frozenset({
+    "cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "overhead", "cpu_instant_event", "xpu_runtime",
+    "privateuse1_runtime", "mtia_runtime"
+})  # fmt: skip
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "privateuse1_runtime", "mtia_runtime"})
 # Host events that are not part of a program's work (the profiler's own spans).
 IGNORED_CATEGORIES = frozenset({"Trace", "trace"})

@@ -112,19 +112,9 @@ def _ceiling_rates(ceilings: Any) -> tuple[float, float | None]:
 
 
 COLUMNS = [
-    "op",
-    "family",
-    "dtype",
-    "input_shapes",
-    "calls",
-    "gflop_per_call",
-    "device_us",
-    "us_per_call",
-    "tflops",
-    "kernels",
-    "basis",
-    "note",
-]
+    "op", "family", "dtype", "input_shapes", "calls", "gflop_per_call", "device_us", "us_per_call", "tflops", "kernels",
+    "basis", "note"
+]  # fmt: skip
 NO_FP8_CEILING = "no FP8 ceiling recorded"
 
 

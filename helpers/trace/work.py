@@ -114,21 +114,9 @@ def work_items(trace: Trace) -> pd.DataFrame:
     )
     table["family"], table["source"] = _families(table["name"]) if len(table) else (table["name"], table["name"])
     cols = [
-        "name",
-        "family",
-        "source",
-        "unit",
-        "step",
-        "start_us",
-        "duration_us",
-        "op",
-        "annotation",
-        "launch_call",
-        "launch_us",
-        "lane",
-        "launch_row",
-        "graph",
-    ]
+        "name", "family", "source", "unit", "step", "start_us", "duration_us", "op", "annotation", "launch_call",
+        "launch_us", "lane", "launch_row", "graph"
+    ]  # fmt: skip
     return table[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
 
 
