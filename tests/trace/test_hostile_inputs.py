@@ -353,7 +353,7 @@ def test_write_errors_name_the_target_not_the_temporary_file(tmp_path, trace, mo
 def test_saving_a_streamed_trace_keeps_its_label_and_provenance(tmp_path):
     source = tmp_path / "src.json"
     source.write_bytes(tiled_text(copies=2))
-    streamed = helpers.load_trace(source, keep_document=False).relabel("renamed")
+    streamed = helpers.load_trace(source, keep_document=False, label="renamed")
     out = streamed.save(tmp_path / "copy.json.gz")
     again = helpers.load_trace(out)
     assert again.info.label == "renamed"

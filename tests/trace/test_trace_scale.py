@@ -82,8 +82,8 @@ def test_tiled_trace_reads_the_same_sliced_and_whole(tiled_file):
 def test_every_copy_keeps_its_links(tiled_file):
     trace = helpers.load_trace(tiled_file, keep_document=False)
     assert trace.steps == list(range(1, 601))
-    per_step = trace.kernels_per_step()
-    assert (per_step["kernels"] == 7).all() and len(per_step) == 600
+    per_step = trace.kernels().groupby("step").size()
+    assert (per_step == 7).all() and len(per_step) == 600
     k = trace.kernels()
     assert k["launched_by"].notna().all() and k["launch_call"].notna().all()
     ops = trace.ops().set_index("name")
