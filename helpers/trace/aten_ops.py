@@ -1,8 +1,5 @@
-"""What ATen operators do: one table used to read host ops (CPU traces) and Inductor kernel names.
-
-Each operator has a class by what it computes (``gemm``, ``attention``, ``elementwise``, ``copy``,
-``view`` ...); ``wrapper`` ops (``linear``, ``matmul``, ``to``) compute nothing themselves: their children are the work.
-"""
+"""What ATen operators do, by class: one table to read host ops (CPU traces) and Inductor kernel names.
+``wrapper`` ops (``linear``, ``matmul``, ``to``) compute nothing themselves: their children are the work."""
 
 from __future__ import annotations
 
@@ -103,10 +100,7 @@ def op_class(op: str) -> str | None:
 
 
 def aten_family(name: str) -> str:
-    """The family of a dispatcher operator name (``'aten::mm'`` -> ``'gemm'``), ``'unknown'`` when not listed.
-
-    Views and wrappers have no family: they are not work.
-    """
+    """The family of a dispatcher op name (``'aten::mm'`` -> ``'gemm'``); ``'unknown'`` when not listed or not work."""
     base = op_base(name)
     cls = op_class(base) if base else None
     return cls if cls is not None and cls not in NO_COMPUTE_CLASSES else "unknown"
@@ -120,11 +114,8 @@ def computes(name: str) -> bool:
 
 @lru_cache(maxsize=1)
 def op_vocabulary() -> frozenset[str]:
-    """Every registered ATen and prims operator name (what Inductor puts in kernel names).
-
-    Read from ``aten_op_names.txt`` (made from torch's registry by scripts/update_aten_op_names.py),
-    so reading a trace needs no torch; the classes above are included.
-    """
+    """Every registered ATen and prims op name (what Inductor puts in kernel names), read from
+    ``aten_op_names.txt`` so that reading a trace needs no torch."""
     path = Path(__file__).with_name("aten_op_names.txt")
     names = {
         line.strip()

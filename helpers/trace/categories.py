@@ -1,10 +1,5 @@
-"""What each trace event category means: one owner for the category sets every reader uses.
-
-Which categories run on the device, which launch device work and which are the profiler's own spans
-decide how a trace becomes lanes, trees and tables. torch 1.8-1.9 names are mapped to today's
-(:data:`CATEGORY_ALIASES`); NVIDIA, AMD, XPU, PrivateUse1 and MTIA are read; device records that are
-not work (annotations, syncs, CUPTI range-profiler replays) are kept apart.
-"""
+"""What each trace event category means: the one owner of the category sets every reader uses
+(device, launch, profiler spans; torch 1.8-1.9 names mapped to today's; device records that are not work)."""
 
 from __future__ import annotations
 
@@ -58,11 +53,7 @@ def canonical_category(cat: str) -> str:
 
 
 def work_kinds(events: pd.DataFrame) -> np.ndarray:
-    """Per row: "kernel", "memset" or "memcpy" for device work, "" otherwise.
-
-    The one definition of "a kernel row": device annotations, synchronisation records and
-    range-profiler records are not work (see :data:`NOT_WORK`).
-    """
+    """Per row: "kernel", "memset" or "memcpy" for device work, "" otherwise: the one definition of a kernel row."""
     out = np.full(len(events), "", dtype=object)
     rows = np.flatnonzero(
         events["on_device"].to_numpy() & events["cat"].isin([*DEVICE_WORK_KIND, MTIA_CATEGORY]).to_numpy()

@@ -60,10 +60,8 @@ class TraceInfo:
 
 
 class Trace:
-    """A profile: events, operators, kernels, dispatch chains and a timeline.
-
-    Build one with :func:`helpers.profile` or :func:`helpers.load_trace`, not directly.
-    """
+    """A profile: events, operators, kernels, dispatch chains and a timeline (from :func:`helpers.profile` or
+    :func:`helpers.load_trace`)."""
 
     def __init__(
         self,

@@ -1,9 +1,5 @@
-"""The tables that follow the nesting of host events: operators with self and total times, dispatch chains.
-
-Both cost time linear in the events however deep the nesting (a hostile trace can nest 100,000
-levels): chains are walked without recursion, and one deeper than :data:`MAX_CHAIN_DEPTH` is refused
-unless cut with ``max_depth``.
-"""
+"""Operators with self and total times, and dispatch chains: linear in the events however deep the nesting
+(a hostile trace can nest 100,000 levels), no recursion."""
 
 from __future__ import annotations
 
@@ -24,11 +20,7 @@ MAX_CHAIN_DEPTH = 2_000
 def total_device_time(
     self_dev: np.ndarray, parent: np.ndarray, depth: np.ndarray, has_parent: np.ndarray
 ) -> np.ndarray:
-    """Device time of each event and everything nested under it: `self_dev` summed up the tree.
-
-    One pass per nesting level, deepest first, over rows grouped by depth once: time linear in the
-    events plus the levels (not events x levels).
-    """
+    """Device time of each event and everything under it, one pass per nesting level (linear, not events x levels)."""
     total = self_dev.copy()
     rows = np.flatnonzero(has_parent)
     if not len(rows) or not total.any():

@@ -1,9 +1,5 @@
-"""Units of work in a trace, and the kernel breakdown (time by family and library) built on them.
-
-With device kernels, every kernel, memset and memcpy; on a CPU-only trace the generated C++ kernels
-plus the ATen ops that compute (the outermost of a known family, else the innermost that is no view
-or allocation), so wrappers are represented by what they call, as on a GPU.
-"""
+"""Units of work and the kernel breakdown built on them: device kernels, memsets and memcpys; on a CPU-only trace
+generated C++ kernels and the ATen ops that compute, so wrappers count as what they call, as on a GPU."""
 
 from __future__ import annotations
 
@@ -65,16 +61,8 @@ def _host_work_rows(ev: pd.DataFrame) -> np.ndarray:
 
 
 def work_items(trace: Trace) -> pd.DataFrame:
-    """One row per unit of work (see the module docstring), in start order.
-
-    Columns: ``name``, ``family``, ``source``, ``unit`` ("device kernel" / "host op"), ``step``,
-    ``start_us``, ``duration_us``, ``op`` (the launching cpu_op for a kernel, the op itself for
-    host work), ``annotation`` (innermost ``record_function`` around it, "" if none),
-    ``launch_call`` and ``launch_us`` (the host-side launch call and its duration; empty / 0 on CPU),
-    ``lane``, ``launch_row`` (the launch call's row in ``trace.events``, -1 when none) and ``graph``
-    (the launch call ran a captured graph: one call for many kernels, so count calls by
-    ``launch_row``, not by kernel).
-    """
+    """One row per unit of work in start order, with its family, launching op, annotation and launch call
+    (a graph launch runs many kernels from one call: count calls by ``launch_row``)."""
     check_trace(trace)
     ev = trace.events
     names = ev["name"].to_numpy(dtype=object)
@@ -121,13 +109,8 @@ def work_items(trace: Trace) -> pd.DataFrame:
 
 
 def kernel_breakdown(trace: Trace) -> pd.DataFrame:
-    """Device time by kernel family and the library that provides it, as HTA's kernel breakdown.
-
-    One row per (family, source), or per (rank, family, source) on a run of several ranks:
-    ``kernels`` (count), ``device_us`` (sum of durations), ``pct`` (share of the rank's device time),
-    ``mean_us``, ``example`` (the name with the most time). Largest first. Covers all device work
-    of the trace (not only inside profiler steps).
-    """
+    """Device time by kernel family and library (HTA's kernel breakdown), per rank on a run of several,
+    with the name that took most time; all device work, not only inside steps."""
     check_trace(trace)
     items = work_items(trace)
     keys = ["family", "source"]
