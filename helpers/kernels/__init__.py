@@ -1,7 +1,5 @@
-"""The course's own fused Triton kernels (notebook 06), in four layers each, like Liger-Kernel:
-a ``@triton.jit`` kernel, a launcher that checks its inputs, an autograd Function, an nn.Module.
-Without CUDA they run in Triton's CPU interpreter (``helpers.triton_env`` decides).
-"""
+"""The course's own fused Triton kernels (notebook 06), in Liger-Kernel's four layers: kernel, checked launcher,
+autograd Function, nn.Module. Without CUDA they run in Triton's CPU interpreter (``helpers.triton_env``)."""
 
 from __future__ import annotations
 
