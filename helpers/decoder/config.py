@@ -1,7 +1,4 @@
-"""The sizes of the course's decoder, named as in Hugging Face ``transformers`` configs, and its presets.
-
-One config feeds every layer unchanged, so a preset sizes the whole model, from the tests' to a 1B one.
-"""
+"""The decoder's sizes, named as in ``transformers`` configs, and its presets (one config sizes the whole model)."""
 
 from __future__ import annotations
 

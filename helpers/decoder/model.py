@@ -1,9 +1,5 @@
-"""A small Llama-style decoder built from the course's blocks: notebook 08's whole model.
-
-Each part runs inside a ``record_function`` scope named after it (:data:`PARTS`), so a trace breaks down
-by part. :class:`StaticCache` keeps fixed buffers and the position on the device, so a CUDA graph can
-replay a step.
-"""
+"""A small Llama-style decoder from the course's blocks (notebook 08): each part runs in a ``record_function``
+scope named after it (:data:`PARTS`), so a trace breaks down by part."""
 
 from __future__ import annotations
 
@@ -58,13 +54,8 @@ class StaticLayerCache:
 
 
 class StaticCache:
-    """Keys and values of every layer in fixed-size buffers ``[batch, kv_heads, max_len, head_dim]``.
-
-    A forward of ``s > 1`` tokens (a prefill) fills positions ``0 .. s-1``; a forward of one token
-    (a decode step) writes at the position, held in a device tensor, and attends through a mask over
-    the whole buffer. Shapes and addresses never change, so a CUDA graph can capture the step.
-    :meth:`prepare` computes what every layer needs for the step once.
-    """
+    """Keys and values of every layer in fixed buffers, the position held on the device: shapes and addresses
+    never change, so a CUDA graph can capture a decode step. :meth:`prepare` computes each step's masks once."""
 
     def __init__(self, config: DecoderConfig, batch: int, max_len: int, device=None, dtype=None) -> None:
         cfg = get_config(config)
@@ -160,11 +151,7 @@ class DecoderBlock(nn.Module):
 
 
 class Decoder(nn.Module):
-    """The whole model: ``Decoder(config)(tokens)`` -> logits ``[batch, seq, vocab]``.
-
-    With a cache (:meth:`new_cache`) the tokens continue the cached ones; ``last_only`` computes the
-    logits of the last position only.
-    """
+    """The whole model: ``Decoder(config)(tokens)`` -> logits; with a cache the tokens continue the cached ones."""
 
     def __init__(self, config: DecoderConfig | str) -> None:
         super().__init__()
@@ -217,10 +204,8 @@ class Decoder(nn.Module):
 
 
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of ``logits`` ``[batch, seq, vocab]`` against ``targets`` ``[batch, seq]``, in float32.
-
-    A function of the logits, so a wrapped model (DistributedDataParallel) trains the same way.
-    """
+    """Mean cross-entropy of ``logits`` against ``targets`` in float32: a function of the logits, so a wrapped
+    model (DDP) trains the same way."""
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(
             f"logits must be [batch, seq, vocab] and targets [batch, seq], got {tuple(logits.shape)} and {tuple(targets.shape)}"
@@ -235,10 +220,7 @@ def build_model(
     dtype: torch.dtype | None = None,
     seed: int = 0,
 ) -> Decoder:
-    """A :class:`Decoder` with random weights (the same for the same `seed`) on `device` in `dtype`.
-
-    Defaults: CUDA when present, else CPU; bf16 on a GPU, float32 on a CPU.
-    """
+    """A :class:`Decoder` with random weights (same for one `seed`); default CUDA in bf16, else CPU in float32."""
     from ..measure.workload import default_dtype, workload_device
 
     dev = workload_device(device)

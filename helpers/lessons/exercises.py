@@ -1,9 +1,5 @@
-"""Used by notebooks 00-09: self-checking exercises: the learner answers, a checker compares with what was measured.
-
-Explanations and hints live in each lesson's :class:`Exercises` book, not in the notebook where a
-learner would read them before answering. :meth:`Exercises.check` never raises on a wrong or missing
-answer: it returns a :class:`Feedback` box.
-"""
+"""Used by notebooks 00-09: self-checking exercises. Explanations and hints live in each lesson's
+:class:`Exercises` book, not in the notebook; a check never raises on a wrong answer, it returns feedback."""
 
 from __future__ import annotations
 
@@ -50,12 +46,8 @@ class Feedback:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One question of a lesson: its title, why the answer is what it is, and a hint.
-
-    ``explain`` may hold ``{name}`` fields filled from the ``details`` a check passes (numbers that
-    are only known once the cell has measured them). ``source``, for the feedback's wording: the expected
-    value is ``"measured"``, ``"computed"`` (arithmetic over known sizes) or from a ``"reference"``.
-    """
+    """One question: title, why the answer is what it is (``{name}`` fields filled from a check's ``details``),
+    a hint, and whether the expected value is measured, computed or a reference."""
 
     title: str
     explain: str = ""
@@ -196,12 +188,7 @@ class Exercises:
         details: dict[str, Any] | None = None,
         accept: Callable[[Any], bool] | None = None,
     ) -> Feedback:
-        """Compare the learner's ``answer`` with the measured ``expected`` value and return feedback.
-
-        ``expected`` comes from a measurement, never a constant. A :class:`Tie` accepts any answer
-        of its type and says why. ``accept`` replaces the comparison (for answers with several right
-        forms). ``rel_tol`` overrides the exercise's tolerance.
-        """
+        """Compare ``answer`` with the measured ``expected`` (a :class:`Tie` accepts any answer of its type) and return feedback."""
         ex = self._exercise(key)
         tol = ex.rel_tol if rel_tol is None else rel_tol
         if not isinstance(tol, (int, float)) or tol < 0:

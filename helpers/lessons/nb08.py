@@ -1,9 +1,5 @@
-"""Lesson 08, A whole model, from trace to fix: what this notebook alone uses (its exercises, their explanations and hints, its views).
-
-The model's own code lives in :mod:`helpers.decoder` (re-exported here as the lesson uses it); the
-views, the checks and the live run of the decoder benchmark (a program, ``python -m benchmarks
-decoder``) are defined below.
-"""
+"""Lesson 08, A whole model, from trace to fix: what this notebook alone uses, the decoder's names it uses
+re-exported (the model lives in :mod:`helpers.decoder`)."""
 
 from __future__ import annotations
 
@@ -157,12 +153,8 @@ def check_graph_step(
     measured_us: float | None = None,
     source: str = "",
 ) -> Feedback:
-    """The CUDA-graph exercise: the learner's predicted replayed step against the model computed from the traces.
-
-    The model (:func:`graph_prediction`: kernel time plus one queue latency per gap) is what the lesson
-    teaches; within 5 % is right, so "kernel time only" and the median-wait variant are wrong. The
-    measured replay (without the profiler), when known, is shown beside it in the explanation.
-    """
+    """The CUDA-graph exercise: the predicted replayed step against :func:`graph_prediction` (the taught model),
+    right within 5 %; the measured replay, when known, is shown beside it."""
     model = graph_prediction(decode_trace, latency_trace)
     measured = "not measured here" if measured_us is None else f"{measured_us:,.0f} us"
     details = {"predicted_us": model["predicted_us"], "source": source or "no measurement", "measured": measured}
@@ -172,11 +164,8 @@ def check_graph_step(
 def graph_table(
     decode_trace: Trace, latency_trace: Trace | None, eager_us: float, measured_graph_us: float | None
 ) -> pd.DataFrame:
-    """The CUDA-graph prediction beside the measurements, each labelled profiled or not.
-
-    `eager_us` and `measured_graph_us`: decode steps timed without the profiler. The speedups divide
-    the unprofiled eager step; the profiled one is shown to say how much the profiler inflated it.
-    """
+    """The CUDA-graph prediction beside the measurements, each labelled profiled or not (the speedups divide the
+    unprofiled eager step)."""
     model = graph_prediction(decode_trace, latency_trace)
     rows = [
         ("eager step, profiled (first kernel to last)", model["eager_window_us"]),
@@ -258,11 +247,7 @@ def breakdown_figure(breakdown: pd.DataFrame, title: str | None = None) -> go.Fi
 
 
 def gemm_layouts(trace: Trace) -> pd.DataFrame:
-    """GEMM kernels of a training-step trace by ``phase`` (forward, backward) and ``layout`` (first two letters).
-
-    Columns: ``phase``, ``layout`` (None when the name does not say), ``kernels`` and ``time_us`` per
-    step, ``example`` (one kernel name).
-    """
+    """GEMM kernels of a training step by phase (forward, backward) and layout, per step, with an example name."""
     k = kernel_parts(check_trace(trace))
     if k.empty:
         raise ValueError(f"{trace.info.describe()} has no GPU kernels: GEMM layouts are read from kernel names")
@@ -307,12 +292,8 @@ def run_benchmark(
 def check_variant(
     trace: Trace, part: str | None, fix: str | None, speedup: float | None, measured_speedup: float | None
 ) -> list[Feedback]:
-    """The transfer exercise's three answers, checked against the variant's trace and its measured fix.
-
-    `part`: the bottleneck, as :func:`part_breakdown` names it; `fix`: a name of :func:`fixes`;
-    `speedup`: the prefill's predicted speedup with the fix, within 25% of `measured_speedup`
-    (measured without a profiler; when None, any number is accepted).
-    """
+    """The transfer exercise's three answers against the variant's trace: the bottleneck part, a fix, and the
+    predicted prefill speedup within 25% of `measured_speedup` (any number when None)."""
     b = part_breakdown(check_trace(trace))
     top = bottleneck(b)
     share = float(b.set_index("part").loc[top, "share"])
