@@ -61,11 +61,6 @@ class DecoderConfig:
         """Bytes of weights one decode step must read: every parameter once (the LM head reads the whole tied embedding)."""
         return self.num_parameters() * positive_int("bytes_per_element", bytes_per_element)
 
-    def kv_cache_bytes(self, batch: int, positions: int, bytes_per_element: int = 2) -> int:
-        """Bytes of the keys and values of `positions` positions of `batch` sequences, all layers."""
-        per_position = 2 * self.num_hidden_layers * self.kv_heads * self.dim_per_head * bytes_per_element
-        return positive_int("batch", batch) * positive_int("positions", positions) * per_position
-
     def with_(self, **changes: Any) -> DecoderConfig:
         """A copy with some sizes changed (e.g. ``config.with_(num_hidden_layers=2)``), renamed unless `name` is given."""
         if "name" not in changes:

@@ -52,7 +52,7 @@ class Generator:
             raise ValueError(f"prefill_logits must be 'all' or 'last', got {prefill_logits!r}")
         self.prefill_logits = prefill_logits
         self.compiled_prefill = bool(compiled_prefill)
-        self.cache = model.new_cache(batch, max_len, static=True)
+        self.cache = model.new_cache(batch, max_len)
         self.token = torch.zeros(batch, 1, dtype=torch.long, device=self.device)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.length = 0
@@ -121,21 +121,6 @@ class Generator:
         for _ in range(new_tokens - 1):
             out.append(self.step().clone())
         return torch.cat(out, dim=1)
-
-
-@torch.no_grad()
-def generate_dynamic(model: Decoder, prompts: torch.Tensor, new_tokens: int) -> torch.Tensor:
-    """Greedy generation with the attention block's own growing ``KVCache`` (shapes change every step)."""
-    if not isinstance(model, Decoder):
-        raise TypeError(f"model must be a helpers Decoder, got {type(model).__name__}")
-    new_tokens = positive_int("new_tokens", new_tokens)
-    cache = model.new_cache(prompts.shape[0], prompts.shape[1] + new_tokens, static=False)
-    token = model(prompts, cache)[:, -1:].argmax(-1)
-    out = [token]
-    for _ in range(new_tokens - 1):
-        token = model(token, cache)[:, -1:].argmax(-1)
-        out.append(token)
-    return torch.cat(out, dim=1)
 
 
 def decode_timing(gen: Generator, prompts: torch.Tensor, steps: int = 50) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention.model import CausalSelfAttention, KVCache, RotaryEmbedding, apply_rope, manual_attention
+from ..attention.model import CausalSelfAttention, RotaryEmbedding, apply_rope, manual_attention
 from ..checks import positive_int
 from ..mlp.model import SimpleGeGLUMLP
 from .config import DecoderConfig, get_config
@@ -89,21 +89,6 @@ class StaticCache:
         return sum(t.numel() * t.element_size() for t in (*self.k, *self.v))
 
 
-class DynamicCache:
-    """One :class:`helpers.KVCache` per layer: the attention block's own cache (shapes grow every token)."""
-
-    def __init__(self, model: Decoder, batch: int, max_len: int) -> None:
-        self.slots = [block.attention.new_cache(batch, max_len) for block in model.layers]
-
-    @property
-    def length(self) -> int:
-        return self.slots[0].length
-
-    def reset(self) -> None:
-        for slot in self.slots:
-            slot.reset()
-
-
 def attend_static(attn: CausalSelfAttention, x: torch.Tensor, slot: StaticLayerCache) -> torch.Tensor:
     """The attention block's forward against a :class:`StaticCache` slot (only the cache handling differs)."""
     b, s, _ = x.shape
@@ -132,14 +117,11 @@ class DecoderBlock(nn.Module):
         self.mlp_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp: nn.Module = SimpleGeGLUMLP(config.hidden_size, config.intermediate_size)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | StaticLayerCache | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: StaticLayerCache | None = None) -> torch.Tensor:
         with part("norm"):
             h = self.input_norm(x)
         with part("attention"):
-            if isinstance(cache, StaticLayerCache):
-                h = attend_static(self.attention, h, cache)
-            else:
-                h = self.attention(h, cache)
+            h = self.attention(h) if cache is None else attend_static(self.attention, h, cache)
         with part("residual"):
             x = x + h
         with part("norm"):
@@ -162,16 +144,12 @@ class Decoder(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         nn.init.normal_(self.embed_tokens.weight, std=0.02)  # small: the tied head's logits stay moderate
 
-    def new_cache(self, batch: int, max_len: int, static: bool = True) -> StaticCache | DynamicCache:
+    def new_cache(self, batch: int, max_len: int) -> StaticCache:
         """A cache for `batch` sequences of up to `max_len` positions, on the model's device and dtype."""
-        if not static:
-            return DynamicCache(self, batch, max_len)
         w = self.embed_tokens.weight
         return StaticCache(self.config, batch, max_len, device=w.device, dtype=w.dtype)
 
-    def forward(
-        self, tokens: torch.Tensor, cache: StaticCache | DynamicCache | None = None, last_only: bool = False
-    ) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, cache: StaticCache | None = None, last_only: bool = False) -> torch.Tensor:
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.long, torch.int):
             shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
             raise ValueError(f"tokens must be a [batch, seq] tensor of token ids (torch.long), got {shape}")

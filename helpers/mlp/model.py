@@ -80,13 +80,6 @@ class MLPConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
 
-    @classmethod
-    def from_shape(cls, shape: MLPShape) -> MLPConfig:
-        """The config of an :class:`helpers.MLPShape` (``dim`` -> hidden_size, ``hidden`` -> intermediate_size)."""
-        if not isinstance(shape, MLPShape):
-            raise TypeError(f"shape must be a helpers.MLPShape, got {type(shape).__name__}")
-        return cls(hidden_size=shape.dim, intermediate_size=shape.hidden)
-
 
 def liger_style_layer(layer_class: type, mlp: nn.Module) -> nn.Module:
     """A Liger-style layer (``layer_class(config)``) holding the bias-free `mlp`'s weights, on its device, dtype

@@ -14,7 +14,7 @@ _API: dict[str, str] = {
     "load_traces": "ranks", "combine_ranks": "ranks", "MultiRankTrace": "ranks",
     "decode_kernel": "kernel_names", "decode_kernels": "kernel_names",
     "kernel_breakdown": "work",
-    "idle_gaps": "overlap", "rank_summary": "overlap",
+    "idle_gaps": "overlap",
     "communication_per_step": "collectives", "rank_table": "collectives",
     "achieved_flops": "flops",
 }  # fmt: skip

@@ -11,7 +11,7 @@ import pandas as pd
 from .categories import work_kinds
 from .kernel_names import decode_kernels
 from .model import Trace, check_trace
-from .ranks import MultiRankTrace, event_ranks
+from .ranks import event_ranks
 
 CAUSES = ("cpu-bound", "waiting", "unknown")
 _LANE = re.compile(r"^(.*?) stream \S+(?: \(pid (\S+)\))?$")
@@ -170,23 +170,3 @@ def overlap(trace: Trace, per_step: bool = False) -> pd.DataFrame:
 
 def _se(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return frame["start_us"].to_numpy(), frame["end_us"].to_numpy()
-
-
-def rank_summary(run: MultiRankTrace) -> pd.DataFrame:
-    """One row per rank of a run (:func:`helpers.load_traces`): the mean host time of its steps, how
-    often it was the slowest, and its GPU time split into compute, communication, overlap and idle
-    (summed over its GPUs, see :func:`overlap`)."""
-    if not isinstance(run, MultiRankTrace):
-        raise TypeError(
-            f"rank_summary needs a run of several ranks from helpers.load_traces, got {type(run).__name__}; "
-            "for one trace use helpers.overlap(trace)"
-        )
-    gpu = overlap(run).groupby("rank").sum(numeric_only=True)
-    gpu["overlap_pct"] = 100.0 * gpu["overlap_us"] / gpu["communication_us"].where(gpu["communication_us"] > 0)
-    try:
-        steps = run.step_times()
-    except ValueError:  # recorded without profiler steps
-        return gpu.reset_index()
-    gpu.insert(0, "mean_step_us", [steps[f"rank {r}"].mean() if f"rank {r}" in steps else np.nan for r in gpu.index])
-    gpu.insert(1, "slowest_in_steps", [int((steps["slowest_rank"] == r).sum()) for r in gpu.index])
-    return gpu.reset_index()
