@@ -164,10 +164,6 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
     return Ceilings(**values)
 
 
-# The schema benchmarks/ceilings.py writes (measure_ceilings' values with the run's provenance).
-CEILINGS_SCHEMA = "course-ceilings/1"
-
-
 def reference_ceilings_for(device: str) -> Ceilings | None:
     """The recorded ceilings registered for a device name (``trace.registry``), or None when none is."""
     for fragment, load in REFERENCE_CEILINGS.items():
