@@ -13,7 +13,7 @@ import triton
 
 from ..triton_env import triton_mode
 
-try:  # host-side TMA descriptors: triton >= 3.4 (the H200 image has 3.6)
+try:  # host-side TMA descriptors: triton >= 3.4
     from triton.tools.tensor_descriptor import TensorDescriptor
 except ImportError:  # pragma: no cover - older triton: only the pointer kernels are used
     TensorDescriptor = None  # type: ignore[assignment,misc]

@@ -40,7 +40,7 @@ class Ceilings:
     read_bytes_per_s: float | None = None
     # the device's last-level cache: memory-bound work smaller than it may never reach DRAM
     l2_bytes: int | None = None
-    # bytes per second of write-only traffic (a large Tensor.fill_): on an H200 a fill streams
+    # bytes per second of write-only traffic (a large Tensor.fill_): on HBM a fill can stream
     # faster than a copy or a sum, so a kernel that mostly writes is judged against this
     write_bytes_per_s: float | None = None
     fp8_matmul_flop_per_s: float | None = None
