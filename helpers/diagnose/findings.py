@@ -33,10 +33,6 @@ class Findings(pd.DataFrame):
     def _constructor(self):
         return Findings
 
-    def top(self, n: int = 3) -> Findings:
-        """The first `n` findings."""
-        return self.head(n)
-
 
 @dataclass
 class Context:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Number
 from typing import Any
@@ -186,7 +185,6 @@ class Exercises:
         *,
         rel_tol: float | None = None,
         details: dict[str, Any] | None = None,
-        accept: Callable[[Any], bool] | None = None,
     ) -> Feedback:
         """Compare ``answer`` with the measured ``expected`` (a :class:`Tie` accepts any answer of its type) and return feedback."""
         ex = self._exercise(key)
@@ -212,10 +210,7 @@ class Exercises:
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:
-            if accept is not None:
-                equal, reason = bool(accept(answer)), ""
-            else:
-                equal, reason = _same(answer, expected, tol)
+            equal, reason = _same(answer, expected, tol)
             if equal:
                 fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {_show(expected)}. {explain}".strip())
             else:
@@ -237,6 +232,15 @@ class Exercises:
         self._exercise(key)
         self.results[key] = feedback
         return feedback
+
+    def report(self, key: str, status: str, message: str, answer: Any = None, expected: Any = None) -> Feedback:
+        """A lesson's own checker's verdict, recorded: the hint added after a wrong answer, the way to it when missing."""
+        ex = self._exercise(key)
+        if status == MISSING:
+            message += f" (stuck? run `nb{self.lesson}.hint({key!r})`)"
+        elif status == WRONG:
+            message += f" Hint: {ex.hint}"
+        return self.record(key, Feedback(ex.title, status, message, answer, expected))
 
     def hint(self, key: str) -> Feedback:
         """The hint of one exercise, on request."""
@@ -274,10 +278,6 @@ class Exercises:
         static_figures()
 
 
-# -- Transition: the notebook-wide functions of the old interface, until every lesson has its book.
-_SESSION: dict[str, Feedback] = {}
-
-
 def check(
     name: str,
     answer: Any,
@@ -287,7 +287,7 @@ def check(
     hint: str = "",
     source: str = "measured",
 ) -> Feedback:
-    """Old interface: a check whose texts stand in the notebook; ``source`` as in :class:`Exercise`."""
+    """A check whose texts stand with the caller (the learner-kernel checker), not in a lesson's book."""
     if not isinstance(name, str) or not name:
         raise TypeError("check() needs a short exercise name as its first argument")
     if source not in SOURCES:
@@ -309,26 +309,4 @@ def check(
             why = f"{reason}. " if reason else ""
             msg = f"you said {answer!r}; {SOURCES[source][2]} {expected!r}{tol}. {why}{explain}".strip()
             fb = Feedback(name, WRONG, msg, answer, expected)
-    _SESSION[name] = fb
     return fb
-
-
-def summary() -> pd.DataFrame:
-    return pd.DataFrame(
-        [{"exercise": f.name, "status": f.status, "message": f.message} for f in _SESSION.values()],
-        columns=["exercise", "status", "message"],
-    )
-
-
-def assert_all_correct() -> pd.DataFrame:
-    table = summary()
-    if table.empty:
-        raise AssertionError("no exercise was checked in this notebook")
-    bad = table[table["status"] != RIGHT]
-    if not bad.empty:
-        raise AssertionError("exercises not right:\n" + bad.to_string(index=False))
-    return table
-
-
-def reset() -> None:
-    _SESSION.clear()

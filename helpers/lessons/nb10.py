@@ -76,14 +76,7 @@ check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
-def _record(key: str, status: str, message: str, answer: object = None, expected: object = None) -> Feedback:
-    """A custom checker's feedback in the book: the explanation once right, the hint only after a wrong answer."""
-    ex = EXERCISES.book[key]
-    if status == MISSING:
-        message += f" (stuck? run `nb10.hint({key!r})`)"
-    elif status == WRONG:
-        message += f" Hint: {ex.hint}"
-    return EXERCISES.record(key, Feedback(ex.title, status, message, answer, expected))
+_record = EXERCISES.report
 
 
 # -- timing ---------------------------------------------------------------------------------------

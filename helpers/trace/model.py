@@ -193,10 +193,10 @@ class Trace:
             "nothing to analyse as kernels; events() lists them. Pass allow_empty=True to get an empty table."
         )
 
-    def chain(self, op: str, max_depth: int | None = None, include_kernels: bool = True) -> pd.DataFrame:
+    def chain(self, op: str, max_depth: int | None = None) -> pd.DataFrame:
         """The dispatch tree under every call of operator `op`, merged across calls: one row per distinct
         path, depth first, kernels as leaves under the op that launched them."""
-        return chain_table(self, op, max_depth, include_kernels)
+        return chain_table(self, op, max_depth)
 
     def profiler_table(self) -> pd.DataFrame:
         """The profiler's own `key_averages()` table, kept when the profile was recorded live."""

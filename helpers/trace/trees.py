@@ -89,7 +89,7 @@ def op_table(trace: Trace, by_shape: bool = False, include_annotations: bool = F
     return out[cols].reset_index(drop=True)
 
 
-def chain_table(trace: Trace, op: str, max_depth: int | None = None, include_kernels: bool = True) -> pd.DataFrame:
+def chain_table(trace: Trace, op: str, max_depth: int | None = None) -> pd.DataFrame:
     """The table of :meth:`Trace.chain` (see there)."""
 
     if not isinstance(op, str) or not op:
@@ -108,10 +108,9 @@ def chain_table(trace: Trace, op: str, max_depth: int | None = None, include_ker
     children: dict[int, list[int]] = {}
     for i in np.flatnonzero(host & (parent >= 0) & (cat == "cpu_op")):
         children.setdefault(int(parent[i]), []).append(int(i))
-    if include_kernels:
-        lb = ev["launched_by"].to_numpy()
-        for i in np.flatnonzero(device_work_mask(ev) & (lb >= 0)):
-            children.setdefault(int(lb[i]), []).append(int(i))
+    lb = ev["launched_by"].to_numpy()
+    for i in np.flatnonzero(device_work_mask(ev) & (lb >= 0)):
+        children.setdefault(int(lb[i]), []).append(int(i))
     cpu_gen = ev["name"].str.contains(CPU_GENERATED_KERNEL).to_numpy() & host
     work = work_kinds(ev)
     for i in np.flatnonzero(cpu_gen & (parent >= 0) & (cat != "cpu_op")):
