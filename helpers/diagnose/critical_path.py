@@ -33,7 +33,6 @@ SYNC_CALLS = frozenset(
      "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy"}
 )  # fmt: skip
 COPY_CALLS = ("cudaMemcpy", "hipMemcpy", "cuMemcpy")  # a copy call may wait for the copy it issued
-PATH_KINDS = ("cpu", "cpu gap", "launch delay", "kernel", "memcpy", "memset", "gpu wait", "sync wait")
 COLUMNS = ["name", "kind", "lane", "start_us", "end_us", "duration_us", "share_pct", "event", "op"]
 
 

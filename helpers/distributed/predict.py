@@ -12,7 +12,6 @@ from ..trace.collectives import collectives, compute_spans
 from ..trace.model import Trace, check_trace
 
 FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: only with DDP's default cap
-DEFAULT_BUCKET_CAP_MB = 25.0  # DDP's default bucket_cap_mb
 
 
 def allreduce_model(table: pd.DataFrame) -> tuple[float, float]:

@@ -136,8 +136,6 @@ def mlp_floor_us(shape: MLPShape, dtype: torch.dtype | str, ceilings: Ceilings) 
     return max(compute, memory) * 1e6
 
 
-# Roles of the kernels of a GeGLU MLP, read from their names by :func:`kernel_role`.
-ROLES = ("gemm", "geglu", "gelu", "mul", "pointwise", "memset", "copy", "other")
 # The roles of memory-bound work between the GEMMs (the GeGLU pass, however it is split).
 POINTWISE_ROLES = frozenset({"geglu", "gelu", "mul", "pointwise"})
 # Tensors of [tokens, hidden] each GeGLU kernel reads + writes: a fused kernel reads gate and up and

@@ -8,8 +8,6 @@ import math
 from collections.abc import Callable
 from functools import lru_cache
 
-Shapes = list[list[int]]
-
 
 @lru_cache(maxsize=4096)
 def parse_shapes(text: str) -> tuple | None:
