@@ -1,11 +1,11 @@
-"""Command-line pieces the benchmark scripts share (not part of the importable package)."""
+"""Command-line pieces the benchmark scripts share, and the CUDA-graph timing only they use."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +178,43 @@ def store_tables(data: dict[str, Any], tables: Mapping[str, tuple[Any, str]]) ->
     out = dict(data)
     out["tables"] = {name: stored_table(frame, about) for name, (frame, about) in tables.items()}
     return out
+
+
+def time_graphed(fn: Callable, *inputs: Any, iters: int = 20, calls_per_graph: int = 1) -> dict[str, Any]:
+    """Device time per call replayed from a CUDA graph of `calls_per_graph` calls (CUDA only, ``no_grad``),
+    checked against a direct call; the graph and its memory are released on return."""
+    import torch
+
+    from helpers.checks import bounded_int, check_callable
+    from helpers.measure.device import device_of
+    from helpers.measure.timing import MAX_REPEATS
+
+    check_callable(fn)
+    iters = bounded_int("iters", iters, 1, MAX_REPEATS)
+    calls_per_graph = bounded_int("calls_per_graph", calls_per_graph, 1, 1000)
+    device = device_of(inputs)
+    if device is None or device.type != "cuda":
+        raise ValueError("time_graphed needs CUDA inputs: CUDA graphs exist on NVIDIA GPUs only")
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                direct = fn(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls_per_graph):
+                static_out = fn(*inputs)
+        graph.replay()
+        torch.cuda.synchronize()
+        diff = float((static_out.float() - direct.float()).abs().max()) if static_out.numel() else 0.0
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        per_call_us = start.elapsed_time(end) * 1e3 / (iters * calls_per_graph)
+        del graph, static_out, direct
+    return {"graphed_us": per_call_us, "max_abs_diff": diff}

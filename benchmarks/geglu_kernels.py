@@ -43,7 +43,7 @@ for path in (ROOT, ROOT / "benchmarks"):
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
-from common import log  # noqa: E402
+from common import log, time_graphed  # noqa: E402
 
 from helpers.kernels import gate_up_tuning as T  # noqa: E402
 from helpers.kernels.gate_up import gate_up_forward, geglu_backward_gemm, pack_gate_up  # noqa: E402
@@ -51,7 +51,6 @@ from helpers.kernels.geglu_pointwise import geglu, geglu_backward  # noqa: E402
 from helpers.kernels.launch_plans import clear_plans, config_label  # noqa: E402
 from helpers.measure.device import provenance  # noqa: E402
 from helpers.measure.numerics import relative_error  # noqa: E402
-from helpers.measure.timing import time_graphed  # noqa: E402
 
 SCHEMA = "course-gate-up-tuning/1"
 

@@ -1,7 +1,4 @@
-"""Argument checks shared by every layer: clear errors that say what was wrong and what to do.
-
-No torch and no pandas here, so the trace layer can use them too.
-"""
+"""Argument checks shared by every layer, with errors that say what to do; no torch or pandas, for the trace layer."""
 
 from __future__ import annotations
 

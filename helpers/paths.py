@@ -1,8 +1,5 @@
-"""Where the course's files live, found from this package's location (never the working directory).
-
-nbmake runs each notebook from its own folder and learners copy notebooks elsewhere, so every path
-the helpers need is derived from ``helpers/__file__``.
-"""
+"""Where the course's files live, from this package's location: nbmake runs a notebook from its own folder
+and learners copy notebooks elsewhere, so never from the working directory."""
 
 from __future__ import annotations
 
@@ -26,11 +23,8 @@ def env_with_first_on_path(folder: str | os.PathLike = REPO_ROOT) -> dict[str, s
 
 
 def local_traces_dir(value: str | None = None) -> Path:
-    """Where traces a learner (or a run) saves go: ``$COURSE_LOCAL_TRACES`` when set, else ``traces/local/``.
-
-    A relative value is taken from the repository root. A folder inside ``traces/`` other than
-    ``traces/local/`` is refused: that is where the read-only reference traces live.
-    """
+    """Where saved traces go: ``$COURSE_LOCAL_TRACES`` (relative to the repository) or ``traces/local/``; a folder
+    elsewhere inside ``traces/`` is refused (the reference traces live there)."""
     value = os.environ.get(LOCAL_TRACES_ENV, "") if value is None else value
     default = TRACES_DIR / "local"
     if not value.strip():
@@ -51,10 +45,7 @@ LOCAL_TRACES_DIR = local_traces_dir()
 
 
 def reference_trace_path(name: str) -> Path:
-    """Path of a shipped reference trace, e.g. ``reference_trace_path("h200_mlp_eager")``.
-
-    Accepts the bare name or the file name; raises FileNotFoundError listing what is available.
-    """
+    """Path of a shipped reference trace by bare or file name; FileNotFoundError lists what is available."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string, got {name!r}")
     candidates = [TRACES_DIR / name, TRACES_DIR / f"{name}.json.gz", TRACES_DIR / f"{name}.json"]

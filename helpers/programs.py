@@ -1,9 +1,5 @@
-"""Run one of the course's programs from a notebook: a subprocess with a timeout, its progress shown as it runs.
-
-A benchmark runs as a program (``python -m benchmarks NAME ...``), never inside the notebook's
-process: the notebook starts it, prints its lines while it runs, stops it (and every process it
-started) at the timeout, and reads the file it wrote.
-"""
+"""Run one of the course's programs from a notebook (a benchmark never runs inside the notebook's process):
+a subprocess with a timeout, its progress printed as it runs, the file it wrote read afterwards."""
 
 from __future__ import annotations
 
@@ -60,13 +56,8 @@ def run_program(
     on_line: Callable[[str], None] | None = None,
     log_header: bool = False,
 ) -> Finished:
-    """Run ``python args...`` from the repository root (this checkout first on ``PYTHONPATH``).
-
-    Prints the lines `show` accepts as they come, with the seconds since the start (`progress`);
-    writes every line to `log_path`; `env` adds variables. Raises :class:`ProgramError` with the end
-    of the output when it runs longer than `timeout_s` (it is then stopped) or, with `check`, when
-    it exits with an error. Each line also goes to `on_line`; with `log_header` the log's first line is the command.
-    """
+    """Run ``python args...`` from the repository root, this checkout first on ``PYTHONPATH``, printing the lines
+    `show` accepts; ProgramError with the output's end past `timeout_s` (then stopped) or, with `check`, on failure."""
     if isinstance(args, str) or not all(isinstance(a, (str, os.PathLike)) for a in args):
         raise TypeError("args must be a list of strings, e.g. ['-m', 'benchmarks', 'attention', '--quick']")
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:

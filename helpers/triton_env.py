@@ -1,10 +1,6 @@
-"""Whether the course's Triton kernels are compiled for a GPU or run by Triton's CPU interpreter.
-
-The one place that decides it: Triton reads ``TRITON_INTERPRET`` when an ``@triton.jit`` function is
-defined, so ``helpers/__init__.py`` imports this module first (it imports neither torch nor triton).
-A value the user set is respected; otherwise no CUDA GPU means the interpreter.
-:func:`ensure_interpreter_ready` fixes Triton's library functions when triton was imported first;
-``COURSE_PORTABLE_KERNELS=1`` (:func:`portable_kernels`) makes the kernels take their non-Hopper path.
+"""Whether the course's Triton kernels are compiled for a GPU or run by Triton's CPU interpreter: Triton reads
+``TRITON_INTERPRET`` when a kernel is defined, so ``helpers/__init__.py`` imports this first. A value the user
+set is kept; else no CUDA GPU means the interpreter. ``COURSE_PORTABLE_KERNELS=1`` forces the non-Hopper path.
 """
 
 from __future__ import annotations
@@ -47,12 +43,8 @@ _MODE: str | None = None
 
 
 def triton_mode() -> str:
-    """``"interpreter"`` when Triton kernels run in its CPU interpreter, ``"cuda"`` when compiled.
-
-    Fixed by the first call (the course's kernel modules make it before defining their kernels):
-    changing the variable later would not change how already-defined kernels run. A machine whose
-    driver node exists but where torch sees no usable GPU is switched to the interpreter here.
-    """
+    """``"interpreter"`` or ``"cuda"``, fixed by the first call (changing it later would not change kernels already
+    defined); a driver without a usable GPU means the interpreter."""
     global _MODE
     if _MODE is None:
         if ENV not in os.environ:
@@ -65,13 +57,8 @@ def triton_mode() -> str:
 
 
 def ensure_interpreter_ready() -> None:
-    """In interpreter mode, make Triton's own library functions runnable inside interpreted kernels.
-
-    Needed only when ``triton`` was imported before the interpreter was switched on (see the
-    module docstring). Converts each compiled-mode ``JITFunction`` of ``triton.language`` into an
-    ``InterpretedFunction``. Raises RuntimeError with a plain-words fix if this Triton version
-    does not allow it.
-    """
+    """In interpreter mode, make ``triton.language``'s own functions runnable inside interpreted kernels (needed
+    when triton was imported first); RuntimeError with a fix when this Triton does not allow it."""
     if triton_mode() != "interpreter" or "triton" not in sys.modules:
         return
     try:
@@ -98,11 +85,7 @@ _RESTART_ADVICE = (
 
 
 def check_device(*tensors: Any, what: str = "inputs") -> None:
-    """Raise a clear ValueError if `tensors` cannot run in the current Triton mode.
-
-    Compiled mode needs CUDA tensors; the interpreter takes CPU tensors (and CUDA ones, which it
-    copies to the host). All tensors must share one device.
-    """
+    """ValueError unless `tensors` share one device that the current Triton mode runs (compiled: CUDA)."""
     device = tensors[0].device
     if all(t.device == device for t in tensors[1:]) and (device.type == "cuda" or _MODE == "interpreter"):
         return  # the hot path: one cheap comparison per tensor

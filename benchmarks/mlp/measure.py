@@ -35,12 +35,13 @@ from helpers.measure.device import synchronize
 from helpers.measure.memory import saved_bytes
 from helpers.measure.numerics import relative_error
 from helpers.measure.profile import profile
-from helpers.measure.timing import time_end_to_end, time_graphed
+from helpers.measure.timing import time_end_to_end
 from helpers.mlp import plans as P
 from helpers.mlp import variants as V
 from helpers.mlp.model import MLPShape
 from helpers.trace.model import Trace
 
+from ..common import time_graphed
 from .training_variants import TrainingSpec
 
 __all__ = ["kernel_stats", "kernel_summary", "derive_rates", "measure_variant", "measure_training"]

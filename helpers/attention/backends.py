@@ -1,7 +1,5 @@
-"""PyTorch's scaled-dot-product-attention backends: force one, ask which run here and why not.
-
-SDPA picks one implementation per call; forcing each in turn is how the lesson compares them.
-"""
+"""PyTorch's SDPA backends: force one, ask which run here and why not (SDPA picks one per call, so forcing
+each in turn is how the lesson compares them)."""
 
 from __future__ import annotations
 
@@ -73,11 +71,7 @@ def _first_line(text: str) -> str:
 
 
 def sdpa_backends(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True) -> pd.DataFrame:
-    """Try every SDPA backend on these inputs: one row each.
-
-    Columns ``backend``, ``available`` (the forced call ran), ``aten_op`` (the operator a profile
-    shows), ``chosen`` (PyTorch's own pick here), ``reason`` (PyTorch's warnings and error when not).
-    """
+    """Try every SDPA backend on these inputs: whether it ran, its ATen op, PyTorch's own pick, and why not."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
             raise TypeError(f"{name} must be a 4-D tensor [batch, heads, seq, head_dim], got {type(t).__name__}")

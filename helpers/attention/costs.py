@@ -1,7 +1,4 @@
-"""What attention must compute and move: shapes, visible pairs, FLOPs, the score matrix, each plan's bytes.
-
-Counted from shapes alone, so a profiled kernel's TFLOP/s and bytes can be judged against them.
-"""
+"""What attention must compute and move, counted from shapes alone so a profiled kernel can be judged against it."""
 
 from __future__ import annotations
 
@@ -61,11 +58,7 @@ def _check_shape(shape: object) -> AttentionShape:
 
 
 def visible_pairs(seq_q: int, seq_k: int, mask: str = "causal", window: int | None = None) -> int:
-    """How many (query, key) pairs a mask keeps, per (batch, head).
-
-    ``"causal"``: query i sees keys j <= i + seq_k - seq_q (the diagonal at the bottom right);
-    ``"sliding_window"``: also only the last `window` keys; ``"none"``: all.
-    """
+    """(query, key) pairs a mask keeps per (batch, head): ``"causal"`` (diagonal bottom right), ``"sliding_window"``, ``"none"``."""
     seq_q, seq_k = positive_int("seq_q", seq_q), positive_int("seq_k", seq_k)
     if mask not in MASKS:
         raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
@@ -106,13 +99,8 @@ def fused_attention_bytes(shape: AttentionShape, dtype: torch.dtype | str) -> in
 
 
 def manual_attention_plan(shape: AttentionShape, dtype: torch.dtype | str, causal: bool = True) -> pd.DataFrame:
-    """The kernels of :func:`manual_attention` on a GPU, in order, with the bytes each must move.
-
-    One row per step: the two products, the scaling, the out-of-place ``masked_fill`` (a copy of the
-    scores, ``aten::clone``, then the fill in place) and the softmax. Columns ``step``, ``aten_op``,
-    ``reads``, ``writes``, ``bytes`` (each tensor once; the bool mask is read once), ``score_passes``
-    (score-sized reads and writes) and ``flops`` (the two products only).
-    """
+    """The kernels of :func:`manual_attention` on a GPU in order (the out-of-place ``masked_fill`` is a clone then
+    a fill), with the bytes each moves once, its score-sized passes and FLOPs."""
     s = _check_shape(shape)
     size = dtype_size(dtype)
     S = score_matrix_bytes(s, dtype)

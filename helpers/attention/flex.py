@@ -1,7 +1,4 @@
-"""FlexAttention (``torch.nn.attention.flex_attention``): a mask written in Python, a kernel generated.
-
-The generated kernel skips the mask's empty tiles and masks only partial ones.
-"""
+"""FlexAttention: a mask written in Python, a kernel generated that skips empty tiles and masks partial ones."""
 
 from __future__ import annotations
 

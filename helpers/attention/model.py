@@ -1,8 +1,5 @@
-"""The causal self-attention block the course profiles (notebook 07), reused by the decoder (08).
-
-One Llama-style block with interchangeable attention (SDPA, hand-written, the course's kernel),
-so each choice can be profiled in the same model.
-"""
+"""The causal self-attention block the course profiles (07), reused by the decoder (08), with interchangeable
+attention (SDPA, hand-written, the course's kernel) so each can be profiled in the same model."""
 
 from __future__ import annotations
 
@@ -22,11 +19,8 @@ ATTENTION_IMPLS = ("sdpa", "manual", "course")
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    """The sizes of an attention block, named as in Hugging Face ``transformers`` configs.
-
-    ``num_key_value_heads`` (default: ``num_attention_heads``) below the number of query heads is
-    grouped-query attention; ``head_dim`` defaults to ``hidden_size // num_attention_heads``.
-    """
+    """The sizes of an attention block, named as in ``transformers`` configs; fewer key/value heads than query
+    heads is grouped-query attention."""
 
     hidden_size: int = 2048
     num_attention_heads: int = 16
@@ -96,11 +90,7 @@ def manual_attention(
     scale: float | None = None,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Attention as a textbook writes it: scores, mask, softmax, weighted sum (each a separate op).
-
-    ``q``: [batch, heads, seq_q, d]; ``k``, ``v``: [batch, kv_heads, seq_k, d]; ``mask``: a precomputed
-    :func:`future_mask` (built here when None and ``causal``).
-    """
+    """Attention as a textbook writes it, each step a separate op; ``mask`` is built here when None and ``causal``."""
     if k.shape[1] != q.shape[1]:  # grouped-query attention: each K/V head serves several query heads
         group = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
@@ -148,12 +138,8 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 class KVCache:
-    """Keys and values of the positions seen so far, for one attention layer, preallocated.
-
-    ``k``, ``v``: [batch, kv_heads, max_len, head_dim]; ``length``: how many positions are filled.
-    When new keys need gradients, :meth:`append` concatenates instead of writing in place (which
-    would change tensors autograd saved for the earlier positions).
-    """
+    """Preallocated keys and values of one layer; :meth:`append` concatenates instead of writing in place when
+    new keys need gradients (autograd saved the earlier ones)."""
 
     def __init__(self, batch: int, kv_heads: int, max_len: int, head_dim: int, device=None, dtype=None) -> None:
         shape = (
@@ -200,13 +186,8 @@ class KVCache:
 
 
 class CausalSelfAttention(nn.Module):
-    """Causal self-attention: QKV projections, heads, RoPE, attention, output projection.
-
-    ``CausalSelfAttention(config, fused_qkv=False, attn_impl="sdpa")``; ``config`` is an
-    :class:`AttentionConfig` or anything :meth:`AttentionConfig.from_config` reads.
-    ``forward(x)`` takes ``[batch, seq, hidden]``; with ``cache=`` (from :meth:`new_cache`) the new
-    positions follow the cached ones and attend to all of them (decode: one token at a time).
-    """
+    """Causal self-attention: QKV projections, heads, RoPE, attention, output projection; with ``cache=`` the new
+    positions follow the cached ones (decode: one token at a time)."""
 
     def __init__(self, config: Any, fused_qkv: bool = False, attn_impl: str = "sdpa") -> None:
         super().__init__()

@@ -1,7 +1,5 @@
-"""The attention workloads notebook 07, the benchmark and the recording script profile, defined once.
-
-Defined in one place so that a lesson, a recorded run and a reference trace measure the same thing.
-"""
+"""The attention workloads of notebook 07, the benchmark and the recording script, defined once so they
+measure the same thing."""
 
 from __future__ import annotations
 
@@ -44,10 +42,7 @@ def _setup(device, dtype, shape) -> tuple[torch.device, torch.dtype, AttentionSh
 def attention_inputs(
     device=None, dtype=None, shape: AttentionShape | None = None, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Random q [batch, heads, seq, d], k and v [batch, kv_heads, seq_k, d], drawn on the device itself.
-
-    Reproducible per seed and device (drawn on a GPU, long-sequence inputs take milliseconds).
-    """
+    """Random q, k and v drawn on the device itself (long inputs take milliseconds there), reproducible per seed."""
     dev, dt, shp = _setup(device, dtype, shape)
     g = torch.Generator(device=dev).manual_seed(seed)
     q = torch.randn(shp.batch, shp.heads, shp.seq, shp.head_dim, generator=g, device=dev)

@@ -1,8 +1,5 @@
-"""Where a step of a model goes, by part, from its trace alone: device time on a GPU, CPU time on a CPU.
-
-A kernel belongs to the ``record_function`` scope open when the CPU launched it; autograd work is
-``backward``, ``Optimizer.step`` work ``optimizer``, the rest ``other``.
-"""
+"""Where a model's step goes by part, from its trace: a kernel belongs to the ``record_function`` scope open
+when the CPU launched it (autograd work is ``backward``, ``Optimizer.step``'s ``optimizer``)."""
 
 from __future__ import annotations
 
@@ -70,10 +67,7 @@ def _label(annotation: np.ndarray, backward: np.ndarray, names: np.ndarray, part
 
 
 def kernel_parts(trace: Trace, parts: Sequence[str] = PARTS) -> pd.DataFrame:
-    """Device work of `trace` (kernels, memsets, memcpys), one row each, with the model part that launched it.
-
-    Columns: ``name``, ``step`` (by launch time), ``part``, ``start_us``, ``duration_us``, ``launched_by``.
-    """
+    """Device work of `trace`, one row each, with the model part that launched it."""
     check_trace(trace)
     ev = trace.events
     rows = np.flatnonzero(device_work_mask(ev))
@@ -114,13 +108,8 @@ def _finish(rows: list[dict], n_steps: int, window_us: float, basis: str, trace:
 
 
 def part_breakdown(trace: Trace, parts: Sequence[str] = PARTS) -> pd.DataFrame:
-    """Time per step by model part, plus GPU idle time by cause (GPU) or time outside ATen ops (CPU).
-
-    Columns, per step: ``part``; ``count`` (kernels or gaps on a GPU; on a CPU the operators the
-    model calls); ``time_us`` (kernel time, or the operators' self CPU time); ``share`` of the step
-    (first kernel to last on a GPU, the ``ProfilerStep`` on a CPU). ``df.attrs``: ``basis``,
-    ``steps``, ``step_us``, ``trace``. One stream is assumed (kernels in parallel would count twice).
-    """
+    """Time per step by model part, plus GPU idle time by cause (GPU) or time outside ATen ops (CPU), with its
+    share of the step; one stream is assumed (parallel kernels would count twice)."""
     check_trace(trace)
     order = [*parts, "backward", "optimizer", "other"]
     k = kernel_parts(trace, parts)
@@ -210,11 +199,8 @@ LATENCY_QUANTILE = 0.1  # which of the "waiting" gaps stands for the GPU's own l
 
 
 def queue_latency_us(trace: Trace, quantile: float = LATENCY_QUANTILE) -> float:
-    """The GPU's own latency from one kernel to the next: a low `quantile` of the "waiting" gaps of `trace`.
-
-    A "waiting" gap precedes a kernel that was already queued; the short ones are what kernels
-    launched back to back reach (a CUDA graph's replay). NaN when the trace has no such gap.
-    """
+    """The GPU's own latency from one kernel to the next: a low `quantile` of the "waiting" gaps (kernels already
+    queued, as in a CUDA graph's replay); NaN without such gaps."""
     if not 0.0 <= quantile <= 1.0:
         raise ValueError(f"quantile must be between 0 and 1, got {quantile!r}")
     gaps, _ = _gaps_in_steps(check_trace(trace))
@@ -223,15 +209,8 @@ def queue_latency_us(trace: Trace, quantile: float = LATENCY_QUANTILE) -> float:
 
 
 def graph_prediction(decode_trace: Trace, latency_trace: Trace | None = None) -> dict[str, float | str]:
-    """Predict a decode step replayed from a CUDA graph, from an eager trace of the same step::
-
-        predicted = kernel time per step + (kernels per step - 1) x queue latency
-
-    The latency is :func:`queue_latency_us` of `latency_trace` (a GPU-bound trace such as a prefill),
-    else of `decode_trace`. Returns ``eager_window_us``, ``kernel_us``, ``kernels``,
-    ``idle_cpu_bound_us``, ``idle_waiting_us``, ``latency_us``, ``median_waiting_us``,
-    ``latency_from``, ``predicted_us``, ``predicted_speedup``.
-    """
+    """A decode step replayed from a CUDA graph, predicted from an eager trace of it: kernel time plus one queue
+    latency per gap (the latency from `latency_trace`, a GPU-bound trace, else from `decode_trace`)."""
     gaps, spans = _gaps_in_steps(check_trace(decode_trace, "decode_trace"))
     latency, median, source = float("nan"), float("nan"), "none"
     for candidate in (latency_trace, decode_trace):

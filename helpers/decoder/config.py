@@ -1,7 +1,4 @@
-"""The sizes of the course's decoder, named as in Hugging Face ``transformers`` configs, and its presets.
-
-One config feeds every layer unchanged, so a preset sizes the whole model, from the tests' to a 1B one.
-"""
+"""The decoder's sizes, named as in ``transformers`` configs, and its presets (one config sizes the whole model)."""
 
 from __future__ import annotations
 
@@ -63,11 +60,6 @@ class DecoderConfig:
     def weight_bytes(self, bytes_per_element: int = 2) -> int:
         """Bytes of weights one decode step must read: every parameter once (the LM head reads the whole tied embedding)."""
         return self.num_parameters() * positive_int("bytes_per_element", bytes_per_element)
-
-    def kv_cache_bytes(self, batch: int, positions: int, bytes_per_element: int = 2) -> int:
-        """Bytes of the keys and values of `positions` positions of `batch` sequences, all layers."""
-        per_position = 2 * self.num_hidden_layers * self.kv_heads * self.dim_per_head * bytes_per_element
-        return positive_int("batch", batch) * positive_int("positions", positions) * per_position
 
     def with_(self, **changes: Any) -> DecoderConfig:
         """A copy with some sizes changed (e.g. ``config.with_(num_hidden_layers=2)``), renamed unless `name` is given."""

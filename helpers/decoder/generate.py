@@ -1,8 +1,5 @@
-"""Generation: prefill a batch of prompts, then decode one token at a time; CUDA graphs; their timing.
-
-:class:`Generator` keeps every step's shapes and addresses fixed and never syncs the host, so a step
-can be captured once in a CUDA graph and replayed; :func:`generate_dynamic` grows its cache and cannot.
-"""
+"""Generation (prefill, then one token at a time) and its timing. :class:`Generator` keeps every step's
+shapes and addresses fixed and never syncs the host, so a step can be captured in a CUDA graph."""
 
 from __future__ import annotations
 
@@ -27,13 +24,8 @@ GRAPH_WARMUP_STEPS = 3  # decode steps run on a side stream before capture (comp
 
 
 class Generator:
-    """Greedy generation with a static KV cache; ``graph=True`` replays each decode step from a CUDA graph.
-
-    ``gen.prefill(prompts)`` returns the first new token ``[batch, 1]``, each ``gen.step()`` the next
-    (the same buffer, updated in place). ``prefill_logits="last"``: the prefill's LM head on the last
-    position only. ``compiled_prefill=False`` runs a compiled model's prefill eagerly (no compile for
-    its shape). ``gen.length``: positions filled.
-    """
+    """Greedy generation with a static KV cache (``graph=True``: decode steps replayed from a CUDA graph):
+    ``prefill(prompts)`` returns the first new token, each ``step()`` the next in the same buffer."""
 
     def __init__(
         self,
@@ -60,7 +52,7 @@ class Generator:
             raise ValueError(f"prefill_logits must be 'all' or 'last', got {prefill_logits!r}")
         self.prefill_logits = prefill_logits
         self.compiled_prefill = bool(compiled_prefill)
-        self.cache = model.new_cache(batch, max_len, static=True)
+        self.cache = model.new_cache(batch, max_len)
         self.token = torch.zeros(batch, 1, dtype=torch.long, device=self.device)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.length = 0
@@ -131,28 +123,9 @@ class Generator:
         return torch.cat(out, dim=1)
 
 
-@torch.no_grad()
-def generate_dynamic(model: Decoder, prompts: torch.Tensor, new_tokens: int) -> torch.Tensor:
-    """Greedy generation with the attention block's own growing ``KVCache`` (shapes change every step)."""
-    if not isinstance(model, Decoder):
-        raise TypeError(f"model must be a helpers Decoder, got {type(model).__name__}")
-    new_tokens = positive_int("new_tokens", new_tokens)
-    cache = model.new_cache(prompts.shape[0], prompts.shape[1] + new_tokens, static=False)
-    token = model(prompts, cache)[:, -1:].argmax(-1)
-    out = [token]
-    for _ in range(new_tokens - 1):
-        token = model(token, cache)[:, -1:].argmax(-1)
-        out.append(token)
-    return torch.cat(out, dim=1)
-
-
 def decode_timing(gen: Generator, prompts: torch.Tensor, steps: int = 50) -> dict[str, Any]:
-    """Time decode steps of `gen` after a prefill of `prompts`.
-
-    ``step_us``: steps issued back to back (the real decode loop); ``step_sync_us``: the median with a
-    synchronise after each; ``host_us``: host time to issue one (close to ``step_us``: the GPU waits
-    for the CPU); ``tokens_per_s``. Needs ``2 * steps + 2`` free positions after the prompt.
-    """
+    """Time decode steps after a prefill: back to back (the real loop), synchronised each, and the host's time
+    to issue one; needs ``2 * steps + 2`` free positions."""
     steps = bounded_int("steps", steps, 1, 10_000)
     needed = prompts.shape[1] + 2 * steps + 2 + (GRAPH_WARMUP_STEPS if gen.use_graph else 0)
     if needed > gen.max_len:
@@ -190,10 +163,7 @@ def prefill_timing(gen: Generator, prompts: torch.Tensor, repeats: int = 10) -> 
 
 
 def weight_read_floor_us(model: Decoder | int, ceilings: Ceilings) -> float:
-    """The decode step's floor at batch 1 (us): every weight read once at the memory roof of `ceilings`.
-
-    `model` is a :class:`Decoder` or its weight bytes; the KV cache is left out.
-    """
+    """The batch-1 decode step's floor (us): every weight read once at the memory roof (KV cache left out)."""
     if not isinstance(ceilings, Ceilings):
         raise TypeError(f"ceilings must be a helpers.Ceilings (measure_ceilings()), got {ceilings!r}")
     if isinstance(model, Decoder):

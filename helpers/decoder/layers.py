@@ -34,10 +34,8 @@ class Recomputed(nn.Module):
 
 
 class RunsEager(nn.Module):
-    """`inner` called as it is inside a compiled region (``torch.compiler.disable``): a deliberate graph break.
-
-    The course's Triton layers keep their own launch plans; compile fuses everything around them.
-    """
+    """`inner` run eagerly inside a compiled region, a deliberate graph break: the course's Triton layers keep
+    their own launch plans while compile fuses what is around them."""
 
     def __init__(self, inner: nn.Module) -> None:
         super().__init__()
@@ -71,10 +69,7 @@ def swap_layers(
     fused_qkv: bool = False,
     recompute: bool = False,
 ) -> Decoder:
-    """Replace the layers of every block of `model` in place (see the module docstring); returns `model`.
-
-    The model must still have its eager MLPs (a freshly built one). Weights are carried over.
-    """
+    """Replace the layers of every block of a freshly built `model` in place, weights carried over; returns it."""
     if not isinstance(model, Decoder):
         raise TypeError(f"model must be a helpers Decoder (build_model), got {type(model).__name__}")
     if mlp not in MLP_KINDS:
@@ -101,12 +96,8 @@ RECOMPILE_LIMIT = 64  # compiled versions kept per block: prefill, decode, train
 
 
 def compile_blocks(model: Decoder, mode: str | None = None, dynamic: bool | None = False) -> Decoder:
-    """``torch.compile`` every block of `model` in place (regional compilation); returns `model`.
-
-    The embedding and the LM head stay eager. The course's kernel layers run as they are inside the
-    compiled blocks (:class:`RunsEager`). ``dynamic=False``: one graph per shape. Raises Dynamo's
-    recompile limit, since all blocks share one compiled function.
-    """
+    """``torch.compile`` every block in place (regional; embedding and LM head stay eager), ``dynamic=False``;
+    returns `model`. All blocks share one compiled function, so Dynamo's recompile limit is raised."""
     if not isinstance(model, Decoder):
         raise TypeError(f"model must be a helpers Decoder (build_model), got {type(model).__name__}")
     config = torch._dynamo.config
@@ -125,10 +116,7 @@ def compile_blocks(model: Decoder, mode: str | None = None, dynamic: bool | None
 
 @dataclass(frozen=True)
 class Configuration:
-    """A named way to build the decoder (:func:`swap_layers`, :func:`compile_blocks`) and run it.
-
-    ``graph``: decode steps replayed from a CUDA graph; ``sdpa_backend``: SDPA forced to one backend.
-    """
+    """A named way to build the decoder and run it (decode replayed from a CUDA graph, SDPA forced to a backend)."""
 
     name: str = "eager"
     mlp: str = "eager"

@@ -1,9 +1,5 @@
-"""A small Llama-style decoder built from the course's blocks: notebook 08's whole model.
-
-Each part runs inside a ``record_function`` scope named after it (:data:`PARTS`), so a trace breaks down
-by part. :class:`StaticCache` keeps fixed buffers and the position on the device, so a CUDA graph can
-replay a step.
-"""
+"""A small Llama-style decoder from the course's blocks (notebook 08): each part runs in a ``record_function``
+scope named after it (:data:`PARTS`), so a trace breaks down by part."""
 
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention.model import CausalSelfAttention, KVCache, RotaryEmbedding, apply_rope, manual_attention
+from ..attention.model import CausalSelfAttention, RotaryEmbedding, apply_rope, manual_attention
 from ..checks import positive_int
 from ..mlp.model import SimpleGeGLUMLP
 from .config import DecoderConfig, get_config
@@ -58,13 +54,8 @@ class StaticLayerCache:
 
 
 class StaticCache:
-    """Keys and values of every layer in fixed-size buffers ``[batch, kv_heads, max_len, head_dim]``.
-
-    A forward of ``s > 1`` tokens (a prefill) fills positions ``0 .. s-1``; a forward of one token
-    (a decode step) writes at the position, held in a device tensor, and attends through a mask over
-    the whole buffer. Shapes and addresses never change, so a CUDA graph can capture the step.
-    :meth:`prepare` computes what every layer needs for the step once.
-    """
+    """Keys and values of every layer in fixed buffers, the position held on the device: shapes and addresses
+    never change, so a CUDA graph can capture a decode step. :meth:`prepare` computes each step's masks once."""
 
     def __init__(self, config: DecoderConfig, batch: int, max_len: int, device=None, dtype=None) -> None:
         cfg = get_config(config)
@@ -98,21 +89,6 @@ class StaticCache:
         return sum(t.numel() * t.element_size() for t in (*self.k, *self.v))
 
 
-class DynamicCache:
-    """One :class:`helpers.KVCache` per layer: the attention block's own cache (shapes grow every token)."""
-
-    def __init__(self, model: Decoder, batch: int, max_len: int) -> None:
-        self.slots = [block.attention.new_cache(batch, max_len) for block in model.layers]
-
-    @property
-    def length(self) -> int:
-        return self.slots[0].length
-
-    def reset(self) -> None:
-        for slot in self.slots:
-            slot.reset()
-
-
 def attend_static(attn: CausalSelfAttention, x: torch.Tensor, slot: StaticLayerCache) -> torch.Tensor:
     """The attention block's forward against a :class:`StaticCache` slot (only the cache handling differs)."""
     b, s, _ = x.shape
@@ -141,14 +117,11 @@ class DecoderBlock(nn.Module):
         self.mlp_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp: nn.Module = SimpleGeGLUMLP(config.hidden_size, config.intermediate_size)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | StaticLayerCache | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: StaticLayerCache | None = None) -> torch.Tensor:
         with part("norm"):
             h = self.input_norm(x)
         with part("attention"):
-            if isinstance(cache, StaticLayerCache):
-                h = attend_static(self.attention, h, cache)
-            else:
-                h = self.attention(h, cache)
+            h = self.attention(h) if cache is None else attend_static(self.attention, h, cache)
         with part("residual"):
             x = x + h
         with part("norm"):
@@ -160,11 +133,7 @@ class DecoderBlock(nn.Module):
 
 
 class Decoder(nn.Module):
-    """The whole model: ``Decoder(config)(tokens)`` -> logits ``[batch, seq, vocab]``.
-
-    With a cache (:meth:`new_cache`) the tokens continue the cached ones; ``last_only`` computes the
-    logits of the last position only.
-    """
+    """The whole model: ``Decoder(config)(tokens)`` -> logits; with a cache the tokens continue the cached ones."""
 
     def __init__(self, config: DecoderConfig | str) -> None:
         super().__init__()
@@ -175,16 +144,12 @@ class Decoder(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         nn.init.normal_(self.embed_tokens.weight, std=0.02)  # small: the tied head's logits stay moderate
 
-    def new_cache(self, batch: int, max_len: int, static: bool = True) -> StaticCache | DynamicCache:
+    def new_cache(self, batch: int, max_len: int) -> StaticCache:
         """A cache for `batch` sequences of up to `max_len` positions, on the model's device and dtype."""
-        if not static:
-            return DynamicCache(self, batch, max_len)
         w = self.embed_tokens.weight
         return StaticCache(self.config, batch, max_len, device=w.device, dtype=w.dtype)
 
-    def forward(
-        self, tokens: torch.Tensor, cache: StaticCache | DynamicCache | None = None, last_only: bool = False
-    ) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, cache: StaticCache | None = None, last_only: bool = False) -> torch.Tensor:
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype not in (torch.long, torch.int):
             shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
             raise ValueError(f"tokens must be a [batch, seq] tensor of token ids (torch.long), got {shape}")
@@ -217,10 +182,8 @@ class Decoder(nn.Module):
 
 
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of ``logits`` ``[batch, seq, vocab]`` against ``targets`` ``[batch, seq]``, in float32.
-
-    A function of the logits, so a wrapped model (DistributedDataParallel) trains the same way.
-    """
+    """Mean cross-entropy of ``logits`` against ``targets`` in float32: a function of the logits, so a wrapped
+    model (DDP) trains the same way."""
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(
             f"logits must be [batch, seq, vocab] and targets [batch, seq], got {tuple(logits.shape)} and {tuple(targets.shape)}"
@@ -235,10 +198,8 @@ def build_model(
     dtype: torch.dtype | None = None,
     seed: int = 0,
 ) -> Decoder:
-    """A :class:`Decoder` with random weights (the same for the same `seed` on the same kind of device) on `device` in `dtype`.
-
-    Defaults: CUDA when present, else CPU; bf16 on a GPU, float32 on a CPU.
-    """
+    """A :class:`Decoder` with random weights (the same for one `seed` on one kind of device: a GPU draws
+    others); default CUDA in bf16, else CPU in float32."""
     from ..measure.workload import default_dtype, workload_device
 
     dev = workload_device(device)

@@ -32,11 +32,7 @@ def decoder_of(model: torch.nn.Module) -> Decoder:
 
 
 class TrainingStep:
-    """One training step of `model` on a fixed random batch ``[batch, seq]``: ``step()`` returns the loss (a tensor).
-
-    `model` is a :class:`Decoder` or a wrapper whose forward must run (``DistributedDataParallel``):
-    the step calls ``model(tokens)`` and :func:`~helpers.decoder.model.next_token_loss`.
-    """
+    """One training step on a fixed random batch: ``step()`` returns the loss; `model` may be a wrapper such as DDP."""
 
     def __init__(self, model: torch.nn.Module, batch: int, seq: int, optimizer: str = "fused", seed: int = 0) -> None:
         cfg = decoder_of(model).config

@@ -1,25 +1,10 @@
 """The critical path of a step: the chain of CPU work, launches, kernels and waits that set its length.
 
-Walk backwards from whatever finished last, asking at each point "what was this waiting for?":
-
-* a device kernel (memcpy, memset) ran for its duration; before it, it waited for whichever of these
-  was ready last: the previous work on its stream, the launch call that issued it (the launch binds
-  when the call returned before the kernel started and after the stream had drained, or when the
-  stream was already empty when the call began), or, after a ``Stream Wait Event``, the work on
-  the other stream that the recorded CUDA event marks;
-* a CPU thread runs one thing at a time: before a moment on a thread comes the innermost event
-  running just before it there (an operator's own time, a launch call, or a gap with no recorded
-  event: Python, the data loader, untraced code);
-* a synchronising call (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
-  ``cudaEventSynchronize``, a synchronous ``cudaMemcpy``) that returned after device work finished
-  waited for that work: the path jumps to the GPU, and the time from that work's end to the call's
-  return is the sync's own latency.
-
-Each piece of time is counted once, so the path's length is the window's length, and its rows say
-who held the window: an operator's own CPU time, a kernel, a launch delay, a GPU waiting on its
-queue, a CPU gap. The same questions and answers as HolisticTraceAnalysis's critical-path graph
-(CPU thread order, launch and kernel-kernel delays, stream and event synchronisation), answered
-by a walk instead of a longest-path search over a graph.
+Walk back from what finished last, asking "what was this waiting for?": a kernel waited for the latest of
+the previous work on its stream, its launch call, or the stream it waited on (``Stream Wait Event``); a
+CPU thread runs one thing at a time (an op's own time, a launch call, or a gap with no event); a
+synchronising call that returned after device work finished waited for it. Each piece of time counts
+once, so the path is as long as the window: HTA's critical-path questions, answered by a walk.
 """
 
 from __future__ import annotations
@@ -48,7 +33,6 @@ SYNC_CALLS = frozenset(
      "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy"}
 )  # fmt: skip
 COPY_CALLS = ("cudaMemcpy", "hipMemcpy", "cuMemcpy")  # a copy call may wait for the copy it issued
-PATH_KINDS = ("cpu", "cpu gap", "launch delay", "kernel", "memcpy", "memset", "gpu wait", "sync wait")
 COLUMNS = ["name", "kind", "lane", "start_us", "end_us", "duration_us", "share_pct", "event", "op"]
 
 
@@ -310,21 +294,8 @@ def _outer_ops(ev: pd.DataFrame, rows: np.ndarray, names: np.ndarray) -> list[st
 def critical_path(
     trace: Trace, step: int | None = None, rank: int | None = None, annotation: str | None = None, instance: int = 0
 ) -> pd.DataFrame:
-    """The critical path of one profiler step (default None: the whole trace), first piece first.
-
-    `annotation` (with `instance`, 0 = first) picks the window of a ``record_function`` range
-    instead of a step (a name, or the start of names: "ProfilerStep" matches every step).
-
-    One row per piece of time on the path: ``name`` (the event, or "(no event)" for a CPU gap),
-    ``kind`` (cpu: an event's own CPU time; cpu gap: no recorded event on the thread; launch
-    delay: from the launch call to its kernel's start; kernel / memcpy / memset; gpu wait: a
-    stream waiting on its queue or on another stream; sync wait: a synchronising call's latency
-    after the work it waited for), ``lane``, ``start_us`` / ``end_us`` (from the trace's start),
-    ``duration_us``, ``share_pct`` (of the path), ``event`` (row of ``trace.events``, -1 for a
-    gap), ``op`` (the outermost operator around a CPU piece, the operator that launched device work).
-    ``attrs``: ``length_us`` (the path's length: the window's), ``step``, ``window_us``
-    (start, end). For a run of several ranks pass `rank`. See the module docstring for the rules.
-    """
+    """The critical path of one profiler step (None: the whole trace) or of a ``record_function`` window
+    (`annotation`, `instance`), one row per piece of time, first first; ``attrs["length_us"]`` is its length."""
     check_trace(trace)
     w, rows = _window(trace, step, rank, annotation, instance)
     walk = _Walk(trace, w, rows)

@@ -32,15 +32,8 @@ def as_trace(trace_or_run: Trace | str | os.PathLike) -> Trace:
 
 
 def diagnose(trace_or_run: Trace | str | os.PathLike, rules: list | None = None) -> Findings:
-    """Ranked findings for a trace: what to fix first, with its evidence and an upper bound on the saving.
-
-    `trace_or_run`: a :class:`Trace`, a run of several ranks, or a path to either. Every
-    rule of :mod:`helpers.diagnose` runs (or the given `rules`); a rule that cannot run on this trace
-    is skipped and named in ``attrs["skipped"]`` with its error. Sorted by
-    ``saving_upper_bound_us`` (per step: the time the critical path would lose), then
-    ``saving_bytes`` (memory findings save no time: they rank after every finding that does; see
-    :class:`Findings` for the columns). An empty table means no rule found anything.
-    """
+    """Ranked findings for a trace, a run of several ranks, or a path to either: by the upper bound on the saving
+    (per step), then bytes saved; a rule that cannot run here is named in ``attrs["skipped"]``."""
     return run_rules(as_trace(trace_or_run), rules)[0]
 
 

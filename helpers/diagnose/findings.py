@@ -1,9 +1,5 @@
-"""What every rule shares: the trace's steps, its critical path, its kernels, and the shape of a finding.
-
-A rule is a small function ``rule(ctx: Context) -> list[dict]`` that returns findings built with
-:meth:`Context.finding`; the saving it claims is the time the rule's events hold on the critical
-path (per step), never the time they took, and never more than the step.
-"""
+"""What every rule shares: steps, critical path, kernels and the shape of a finding. A rule's claimed saving is
+the time its events hold on the critical path per step, never the time they took, never more than the step."""
 
 from __future__ import annotations
 
@@ -21,49 +17,21 @@ from helpers.trace.overlap import intersection_length, union
 from .critical_path import critical_path
 
 COLUMNS = [
-    "finding",
-    "evidence",
-    "saving_upper_bound_us",
-    "saving_pct",
-    "confidence",
-    "lesson",
-    "fix",
-    "rule",
-    "events",
-    "time_us",
-    "pct_of_step",
-    "example",
-    "example_ts_us",
-    "saving_bytes",
-    "ops_per_step",
-]
+    "finding", "evidence", "saving_upper_bound_us", "saving_pct", "confidence", "lesson", "fix", "rule", "events",
+    "time_us", "pct_of_step", "example", "example_ts_us", "saving_bytes", "ops_per_step"
+]  # fmt: skip
 CONFIDENCE = ("high", "medium", "low")
 # Above this many events the critical path is walked over the last few steps only.
 PATH_EVENT_LIMIT = 300_000
 
 
 class Findings(pd.DataFrame):
-    """Ranked findings of :func:`helpers.diagnose.diagnose`: one row each, largest possible saving first.
-
-    Columns: ``finding`` (what is wrong, in a sentence), ``evidence`` (events, time, share of the
-    step, an example event and when it ran), ``saving_upper_bound_us`` (per step: the time the
-    critical path would lose if it were fixed), ``saving_pct`` (of the step), ``confidence``,
-    ``lesson`` (the notebook that teaches it), ``fix``, ``rule`` (the rule's name), ``events``,
-    ``time_us`` (the evidence's own time, per step), ``pct_of_step``, ``example``,
-    ``example_ts_us`` (from the trace's start), ``saving_bytes`` (memory findings: the most the fix
-    could take off the peak; 0 for the others), ``ops_per_step`` (host operators the evidence holds, nested
-    ones included: what the profiler's per-operator cost inflates). A memory finding saves no time
-    (``saving_upper_bound_us`` 0), so it ranks after every finding with a time saving. ``attrs``: ``step_us``, ``steps``, ``trace``,
-    ``path_length_us``, ``skipped`` (rules that could not run, and why).
-    """
+    """Ranked findings, one row each, largest possible saving first; a memory finding saves bytes, not time, so it
+    ranks after every finding that saves time."""
 
     @property
     def _constructor(self):
         return Findings
-
-    def top(self, n: int = 3) -> Findings:
-        """The first `n` findings."""
-        return self.head(n)
 
 
 @dataclass
@@ -206,10 +174,7 @@ class Context:
         detail: str = "",
         saving_bytes: float = 0.0,
     ) -> dict:
-        """One finding: `time_us` and `saving_us` are per step; the saving is capped at the step.
-
-        `saving_bytes`: for a memory finding, the bytes the fix could take off the peak (its
-        evidence then names no time, only `detail`)."""
+        """One finding; times per step, the saving capped at the step (`saving_bytes`: a memory finding's)."""
         assert confidence in CONFIDENCE
         rows = np.asarray(rows, dtype=np.int64)
         step = self.step_us if self.step_us > 0 else float("nan")

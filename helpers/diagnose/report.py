@@ -1,9 +1,5 @@
-"""``python -m helpers report TRACE_OR_FOLDER [-o report.html]``: one self-contained HTML page.
-
-The page holds the ranked findings of :func:`helpers.diagnose.diagnose`, the critical path by kind,
-the kernel breakdown, achieved TFLOP/s and the timeline; plotly's JavaScript is inlined, so the
-page opens offline (a workshop participant brings a trace and has no notebook open).
-"""
+"""``python -m helpers report TRACE_OR_FOLDER [-o report.html]``: findings, critical path, kernels, TFLOP/s and
+the timeline on one self-contained page (plotly inlined, so it opens offline)."""
 
 from __future__ import annotations
 
@@ -17,9 +13,9 @@ from typing import TextIO
 
 import pandas as pd
 
-from helpers.trace.compare import kernel_breakdown
 from helpers.trace.flops import achieved_flops
 from helpers.trace.model import Trace
+from helpers.trace.work import kernel_breakdown
 
 from .critical_path import path_summary
 from .diagnose import as_trace, run_rules
@@ -80,11 +76,7 @@ def render(trace: Trace, log=None) -> str:
 
 def write_report(trace_or_path: Trace | str | os.PathLike, output: str | os.PathLike | None = None,
                  stream: TextIO | None = None) -> Path:  # fmt: skip
-    """Write the report of a trace (or a trace file, or a folder of per-rank files); returns the HTML path.
-
-    Default output: ``<trace name>.report.html`` beside the trace file (or in the working directory).
-    Progress lines go to `stream` (default: stderr).
-    """
+    """Write the report of a trace, a trace file or a folder of per-rank files (default beside the trace); returns its path."""
     err = stream or sys.stderr
     t0 = time.perf_counter()
 

@@ -20,13 +20,8 @@ AUTOGRAD_NODE = "autograd::engine::evaluate_function:"
 
 
 def _units(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The host's units of work inside the steps, and what they compute.
-
-    A unit is an operator that computes (an ATen operator with a family) with none around it, or,
-    in the backward, the autograd node that ran it (its bookkeeping goes when the node goes).
-    Returns the unit rows, their status (1 elementwise, 0 no work of its own, -1 heavier work), and for every event
-    the row of the unit around it (-1: none).
-    """
+    """The host's units of work inside the steps (an op that computes with none around it, or in the backward its
+    autograd node), their status (1 elementwise, 0 none of its own, -1 heavier), and each event's unit (-1: none)."""
     ev = ctx.ev
     names = ev["name"].to_numpy(dtype=object)
     parent = ev["parent"].to_numpy()

@@ -20,14 +20,8 @@ FP32_GEMM = re.compile(r"sgemm|gemm_f32f32|gemmSN_\w+<float|gemmk1_kernel<float|
 MEMORY_BOUND = {"elementwise", "normalization", "softmax-reduction", "copy", "fused"}
 ATTENTION_OPS = {"aten::softmax", "aten::_softmax", "aten::_safe_softmax"}
 PER_PARAM_OPTIM = {
-    "aten::add_",
-    "aten::mul_",
-    "aten::addcmul_",
-    "aten::addcdiv_",
-    "aten::lerp_",
-    "aten::sqrt",
-    "aten::div",
-}
+    "aten::add_", "aten::mul_", "aten::addcmul_", "aten::addcdiv_", "aten::lerp_", "aten::sqrt", "aten::div"
+}  # fmt: skip
 
 
 def fp32_gemm(ctx: Context) -> list[dict]:

@@ -234,10 +234,7 @@ def _memory_category(op: str, training: bool) -> str:
 
 
 def peak_memory(ctx: Context) -> list[dict]:
-    """The peak of memory is dominated by one operator's outputs (needs a trace with ``[memory]`` events).
-
-    Saves no time: ``saving_upper_bound_us`` is 0 and ``saving_bytes`` is what that operator holds
-    at the peak (the most the fix could take off it)."""
+    """The memory peak is dominated by one operator's outputs; saves no time, ``saving_bytes`` is what it holds then."""
     memory = ctx.trace._tables.memory  # the loader's '[memory]' table; None without profile_memory=True
     if memory is None or memory.empty:
         return []

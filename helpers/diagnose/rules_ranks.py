@@ -91,15 +91,8 @@ def _covered(starts: np.ndarray, ends: np.ndarray, spans: tuple[np.ndarray, np.n
 
 
 def collective_waits(trace: MultiRankTrace) -> pd.DataFrame:
-    """Each NCCL collective matched across ranks, with the time its rank waited in it for the last to arrive.
-
-    Every rank runs a group's collectives in the same order, so the n-th collective of one kind and
-    size in a step is the same operation on every rank; it ends at about the same time everywhere, so
-    the rank that arrived last runs it shortest, and ``wait_us`` (its duration minus the shortest
-    one's) is how long this rank spun in it: clock-free. ``exposed_wait_us``: of that wait, the
-    time no compute kernel of the rank ran (its GPU did nothing else). ``waited_for``: the last
-    rank to arrive. Collectives not seen on every rank are left out.
-    """
+    """Each NCCL collective matched across ranks (the n-th of one kind and size in a step), with how long its rank
+    waited in it for the last to arrive: its duration minus the shortest rank's (clock-free)."""
     c = collectives(trace)
     c = c[(c["where"] == "GPU kernel") & (c["step"] >= 0)].copy()
     c["size"] = c["bytes"].fillna(-1.0)

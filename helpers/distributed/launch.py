@@ -1,9 +1,5 @@
-"""Launch a data-parallel run from a notebook: ``torchrun`` in a subprocess, with a timeout and progress.
-
-A Jupyter kernel is one process and a data-parallel job one per rank, so the notebook starts
-``scripts/ddp_step.py`` under ``torch.distributed.run``, shows its progress and keeps its output in
-``launch.log`` beside the traces; this checkout goes on ``PYTHONPATH`` so every rank imports the same ``helpers``.
-"""
+"""Launch a data-parallel run from a notebook (a kernel is one process, a job one per rank): ``scripts/ddp_step.py``
+under torchrun in a subprocess, with a timeout and progress, this checkout first on ``PYTHONPATH``."""
 
 from __future__ import annotations
 
@@ -82,13 +78,8 @@ def _record(folder: Path) -> None:
 
 
 def _prepare(folder: Path) -> Path | None:
-    """An empty folder for the run; returns where files a new run would replace but did not write were moved.
-
-    A new or empty folder is used as it is. A folder holding an earlier run of this function (its
-    record, :data:`MANIFEST`) loses the files that run wrote and that are unchanged since; any other
-    file with a run's name (added or changed since, by someone else) is moved to
-    ``<folder>/kept-<time>/`` first, and other files stay. Any other non-empty folder is refused.
-    """
+    """An empty folder for the run: an earlier run's unchanged files (its :data:`MANIFEST`) are removed, anything
+    else with a run's name is moved to ``kept-<time>/``; any other non-empty folder is refused."""
     if not (folder.is_dir() and any(folder.iterdir())):
         folder.mkdir(parents=True, exist_ok=True)
         return None
@@ -149,11 +140,7 @@ def launch_command(name: str, nproc: int, options: RunOptions, folder: Path) -> 
 def run_program(
     cmd: list[str], log_path: Path, timeout_s: float, what: str, progress: str | None = None
 ) -> tuple[int, list[str], list[str]]:
-    """Run ``python cmd[1:]`` (`cmd[0]` is this interpreter) with its output in `log_path`; ``(exit code, last lines, errors)``.
-
-    Lines matching the regular expression `progress` are printed as they come. Raises
-    :class:`LaunchError` after `timeout_s` (the program and every process it started are ended).
-    """
+    """Run ``python cmd[1:]`` with its output in `log_path`, `progress` lines printed; LaunchError after `timeout_s`."""
     if not cmd or cmd[0] != sys.executable:
         raise ValueError(f"run_program runs this interpreter's programs: cmd must start with {sys.executable}")
     errors: list[str] = []  # the exceptions it printed, first ones first
@@ -191,16 +178,8 @@ def launch_run(
     progress: bool = True,
     **options,
 ) -> Path:
-    """Used by notebook 09: ``scripts/ddp_step.py`` on `nproc` ranks under torchrun; returns the folder of its traces.
-
-    `options` are the fields of :class:`helpers.distributed.options.RunOptions` (``mode="fsdp"``,
-    ``bucket_cap_mb=25``, ``straggler_rank=1, straggler_ms=50`` ...). The folder (``traces/local/<name>/``
-    unless `out`) receives ``rank<r>.json.gz``, ``summary.json`` and ``launch.log``. It must be new,
-    empty, or hold an earlier run of this function: the files that run wrote (recorded with their
-    content hashes) are removed first; files with a run's name that it did not write, or that changed
-    since, are moved to ``<folder>/kept-<time>/``, never deleted. Raises
-    :class:`LaunchError` with the end of the output when a rank fails, or after `timeout_s`.
-    """
+    """Used by notebook 09: ``scripts/ddp_step.py`` on `nproc` ranks under torchrun (`options`: RunOptions fields);
+    returns the folder of its traces. LaunchError when a rank fails or after `timeout_s`."""
     check_run_name(name)
     if isinstance(nproc, bool) or not isinstance(nproc, int) or not 1 <= nproc <= MAX_RANKS:
         raise ValueError(f"nproc must be an integer from 1 to {MAX_RANKS}, got {nproc!r}")

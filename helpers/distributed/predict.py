@@ -1,10 +1,6 @@
-"""Predict, from one DDP trace on GPUs, what a larger gradient bucket does to the step time.
-
-What communication costs a step is the tail from the end of the backward's compute to the end of the
-last all-reduce. Each all-reduce is fitted as ``latency + bytes / bandwidth`` on the rank that arrived
-last (its kernel holds no wait); old buckets are merged up to the new cap and both bucketings replayed
-through the same model, so its errors largely cancel. Left out: overlapped all-reduces slowing the
-compute beside them; smaller buckets cannot be predicted (the trace does not say where gradients sit).
+"""Predict from one DDP trace on GPUs what a larger gradient bucket does to the step: each all-reduce fitted as
+``latency + bytes / bandwidth`` on the rank that arrived last, old buckets merged up to the new cap and both
+replayed through the same model, so its errors largely cancel.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from ..trace.collectives import collectives, compute_spans
 from ..trace.model import Trace, check_trace
 
 FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: only with DDP's default cap
-DEFAULT_BUCKET_CAP_MB = 25.0  # DDP's default bucket_cap_mb
 
 
 def allreduce_model(table: pd.DataFrame) -> tuple[float, float]:
@@ -33,16 +28,8 @@ def allreduce_model(table: pd.DataFrame) -> tuple[float, float]:
 
 
 def bucket_schedule(trace: Trace, bucket_bytes: list[int] | None = None) -> pd.DataFrame:
-    """The all-reduces of a DDP trace on GPUs, one row per bucket, in order.
-
-    Columns: ``rank``, ``step``, ``bytes``, ``ready_us`` (when its gradients were ready on the GPU:
-    the end of the last compute kernel launched before its launch call), ``start_us``, ``end_us``,
-    ``duration_us``, ``overlapped_us`` (compute beside it), ``backward_end_us`` (per rank and step:
-    the last ready time). `bucket_bytes` (DDP's own record, ``run_summary(folder)["ddp"]["bucket_bytes"]``)
-    fills in message sizes a trace does not carry (NCCL kernels without ``In msg nelems``): DDP
-    all-reduces its buckets strictly in that order. Raises ValueError for a trace without NCCL
-    all-reduces (gloo runs have no device timeline).
-    """
+    """The all-reduces of a DDP trace on GPUs, one row per bucket in order, with when its gradients were ready;
+    `bucket_bytes` (DDP's own record) fills in sizes a trace lacks. ValueError without NCCL all-reduces."""
     check_trace(trace)
     coll = collectives(trace)
     ar = coll[(coll["collective"] == "all_reduce") & (coll["where"] == "GPU kernel") & (coll["step"] >= 0)]
@@ -87,11 +74,7 @@ def bucket_schedule(trace: Trace, bucket_bytes: list[int] | None = None) -> pd.D
 def merge_buckets(
     sizes: np.ndarray, ready: np.ndarray, cap_bytes: float, first_bytes: float | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Old buckets merged in order into buckets of at least `cap_bytes`; their ready times.
-
-    `first_bytes` caps the first bucket (DDP's 1 MiB, only when it runs with its default cap);
-    None: the first bucket has `cap_bytes` like the others, as when ``bucket_cap_mb`` is given.
-    """
+    """Old buckets merged in order into buckets of at least `cap_bytes` (`first_bytes`: DDP's default first bucket)."""
     out_b, out_r, acc = [], [], 0.0
     limit = float(cap_bytes if first_bytes is None else first_bytes)
     for b, r in zip(sizes, ready):
@@ -115,14 +98,8 @@ def replay(sizes: np.ndarray, ready: np.ndarray, latency_us: float, bytes_per_us
 
 
 def job_schedule(schedule: pd.DataFrame) -> pd.DataFrame:
-    """The buckets of a :func:`bucket_schedule` as the job runs them: one row per step and bucket, all ranks together.
-
-    Columns: ``step``, ``bucket`` (its number in the step), ``bytes``, ``ready_us`` (ready on the
-    last rank), ``end_us`` (the last rank's end), ``duration_us`` and ``waited_least`` (the
-    shortest kernel of the ranks and its rank: the rank that arrived last and found the others
-    there), ``backward_end_us`` (the last rank's). Raises ValueError when the ranks ran different
-    numbers of all-reduces in a step (a trimmed trace).
-    """
+    """The buckets as the job runs them, one row per step and bucket over all ranks (the last rank's times, the
+    shortest kernel's rank); ValueError when ranks ran different numbers of all-reduces."""
     if not isinstance(schedule, pd.DataFrame) or schedule.empty:
         raise ValueError("job_schedule needs the non-empty table of bucket_schedule(trace)")
     s = schedule.sort_values(["rank", "step", "start_us"]).copy()
@@ -155,17 +132,8 @@ def predict_bucket_change(
     bucket_bytes: list[int] | None = None,
     default_cap: bool = False,
 ) -> pd.DataFrame:
-    """Per profiled step of a DDP trace on GPUs: the tail now, replayed, and with buckets of `bucket_cap_mb`.
-
-    Columns: ``step``, ``buckets`` and ``new_buckets``, ``measured_tail_us`` (last all-reduce end
-    minus the backward's compute end on the last rank, as recorded), ``replayed_tail_us`` (the same
-    through the model: how well the model fits), ``predicted_tail_us`` and ``predicted_change_us``
-    (predicted minus replayed: the step-time change to expect). ``.attrs`` holds the fitted model
-    (fitted to the shortest kernel of each bucket, see :func:`job_schedule`). `old_cap_mb` (the
-    trace's bucket size, if known) only checks that the new cap is not smaller; `default_cap`:
-    the new run leaves ``bucket_cap_mb`` to DDP's default, whose first bucket is 1 MiB;
-    `bucket_bytes`: see :func:`bucket_schedule`.
-    """
+    """Per profiled step: the tail (backward end to last all-reduce end) as recorded, replayed through the model
+    (how well it fits) and predicted with `bucket_cap_mb` buckets; the fitted model in ``.attrs``."""
     if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)) or not bucket_cap_mb > 0:
         raise ValueError(f"bucket_cap_mb must be a number > 0, got {bucket_cap_mb!r}")
     if old_cap_mb is not None and bucket_cap_mb < old_cap_mb:

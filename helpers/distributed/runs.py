@@ -1,8 +1,5 @@
-"""A run's folder read back: its traces as one run (:func:`load_run`), its ``summary.json``, runs side by side.
-
-The summary holds what the ranks measured without the profiler: step times per rank, peak memory,
-bytes of state per rank, DDP's buckets.
-"""
+"""A run's folder read back: its traces as one run, its ``summary.json`` (what the ranks measured without
+the profiler), runs side by side."""
 
 from __future__ import annotations
 
@@ -98,12 +95,7 @@ def load_run(
     max_events: int | None = None,
     max_arg_bytes: int | None = None,
 ) -> MultiRankTrace:
-    """Every rank's trace of a run's folder as one :class:`helpers.MultiRankTrace`, labelled with the run's name.
-
-    Each ``rank<r>.json.gz`` holds rank r: a file whose ``distributedInfo`` says otherwise, or two
-    files for one rank, are refused; missing ranks are said in the label and the notes. `max_bytes`
-    (JSON text of all files together), `max_events` and `max_arg_bytes`: see :func:`helpers.load_traces`.
-    """
+    """Every ``rank<r>.json.gz`` of a run's folder as one MultiRankTrace labelled with the run's name."""
     path = _as_folder(folder)
     found = _rank_files(path)
     present = [r for r, _ in found]

@@ -1,8 +1,5 @@
-"""Notebook 09's runs, defined once for the lesson and ``python -m benchmarks ddp``: each one's :class:`RunOptions` fields.
-
-On GPUs the reference model (8 layers, hidden 2048, batch 4 x 1024 per rank, bf16, fused AdamW);
-with `quick`, the tiny model with buckets scaled to it (the lesson's CPU path, the CI smoke run).
-"""
+"""Notebook 09's runs as RunOptions fields, defined once for the lesson and ``python -m benchmarks ddp``
+(`quick`: the tiny model, the CPU path and the CI smoke run)."""
 
 from __future__ import annotations
 
@@ -18,14 +15,9 @@ QUICK_BUCKETS = {"small": 0.05, "large": 0.4, "all": 10.0}
 # stand out of the noise
 STRAGGLER_MS = {"cuda": 20.0, "cpu": 100.0}
 ORDER = (
-    "ddp_bucket25",
-    "ddp_bucket200",
-    "fsdp_prefetch",
-    "fsdp_no_prefetch",
-    "ddp_straggler",
-    "ddp_one_bucket",
-    "fsdp_explicit",
-)
+    "ddp_bucket25", "ddp_bucket200", "fsdp_prefetch", "fsdp_no_prefetch", "ddp_straggler", "ddp_one_bucket",
+    "fsdp_explicit"
+)  # fmt: skip
 
 
 def configurations(device: str, quick: bool) -> dict[str, dict[str, Any]]:

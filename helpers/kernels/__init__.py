@@ -1,7 +1,5 @@
-"""The course's own fused Triton kernels (notebook 06), in four layers each, like Liger-Kernel:
-a ``@triton.jit`` kernel, a launcher that checks its inputs, an autograd Function, an nn.Module.
-Without CUDA they run in Triton's CPU interpreter (``helpers.triton_env`` decides).
-"""
+"""The course's own fused Triton kernels (notebook 06), in Liger-Kernel's four layers: kernel, checked launcher,
+autograd Function, nn.Module. Without CUDA they run in Triton's CPU interpreter (``helpers.triton_env``)."""
 
 from __future__ import annotations
 
@@ -20,26 +18,7 @@ _NAMES: dict[str, str] = {
     "CourseGeGLUMLP": ".modules", "FusedGeGLUMLP": ".modules", "GeGLU": ".modules", "config_sizes": ".modules",
 }  # fmt: skip
 
-__all__ = [
-    "triton_mode",
-    "geglu",
-    "geglu_backward",
-    "GeGLUFunction",
-    "gate_up_geglu",
-    "gate_up_forward",
-    "geglu_backward_gemm",
-    "GeGLUMLPFunction",
-    "MODES",
-    "clear_plans",
-    "plans_table",
-    "pack_gate_up",
-    "unpack_gate_up",
-    "GateUpGeGLUFunction",
-    "GeGLU",
-    "CourseGeGLUMLP",
-    "FusedGeGLUMLP",
-    "config_sizes",
-]
+__all__ = list(_NAMES)
 
 
 def __getattr__(name: str) -> Any:

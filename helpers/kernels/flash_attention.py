@@ -1,8 +1,5 @@
-"""The course's flash-attention forward: the launcher :func:`flash_attention`, the autograd
-:class:`FlashAttentionFunction` (backward through PyTorch's SDPA) and the layer :class:`CourseFlashAttention`.
-
-Causal masking aligns the diagonal to the bottom right: query ``i`` sees keys ``j <= i + seq_k - seq_q``.
-"""
+"""The course's flash-attention forward: launcher, autograd Function (backward through SDPA) and layer.
+Causal masking aligns the diagonal bottom right: query ``i`` sees keys ``j <= i + seq_k - seq_q``."""
 
 from __future__ import annotations
 
@@ -122,12 +119,8 @@ def flash_attention(
     kernel: str = "auto",
     config: FlashConfig | None = None,
 ) -> torch.Tensor:
-    """``softmax(q @ k.T * scale) @ v`` in one Triton kernel, never storing the score matrix.
-
-    bf16, fp16 or fp32 (exact, IEEE dots); ``scale`` defaults to ``1/sqrt(head_dim)``. ``kernel``:
-    ``"auto"``, ``"tma"`` or ``"pointer"``; ``config``: a tile configuration instead of the chosen one.
-    Returns a new contiguous ``[batch, heads, seq_q, head_dim]`` tensor in ``q``'s dtype.
-    """
+    """``softmax(q @ k.T * scale) @ v`` in one Triton kernel, never storing the score matrix (fp32: exact IEEE
+    dots); returns a new contiguous ``[batch, heads, seq_q, head_dim]`` tensor in ``q``'s dtype."""
     _check_inputs(q, k, v, causal, scale)
     if config is not None and not isinstance(config, FlashConfig):
         raise TypeError(f"config must be a helpers FlashConfig or None, got {type(config).__name__}")

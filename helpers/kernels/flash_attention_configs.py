@@ -1,9 +1,5 @@
-"""Tile configurations of the flash-attention kernels, and how the launcher picks one per problem size.
-
-On a GPU the launcher tries the configuration tuned on an H200 for the nearest length first
-(:data:`TUNED_H200`, from the sweep of ``python -m benchmarks attention``), then the other
-candidates, and keeps the first that runs and computes right. The interpreter and fp32 have one each.
-"""
+"""Tile configurations of the flash-attention kernels: on a GPU the configuration tuned for the nearest length
+(:data:`TUNED_H200`) first, then the other candidates, keeping the first that runs and computes right."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The Triton kernels of the course's flash-attention forward (layer 1 of ``flash_attention``).
-
-Each program streams keys and values through on-chip memory and folds each tile into a running
-result by the online softmax, so the ``[seq_q, seq_k]`` score matrix is never built. Causal programs
-skip tiles above the diagonal and mask only those crossing it. Query head ``h`` reads key/value head
-``h // GROUP``.
-"""
+"""The Triton kernels of the course's flash-attention forward: keys and values stream through on-chip memory,
+folded into a running result by the online softmax; causal programs skip tiles above the diagonal."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Gate+up GEMM with a GeGLU epilogue in Triton: the weight packing and the launchers.
-
-One kernel computes both products tile by tile and applies the GeGLU in its epilogue, so only
-``h = gelu_tanh(gate) * up`` reaches memory. :func:`pack_gate_up` interleaves gate and up rows so one
-accumulator holds both and ``tl.reshape`` + ``tl.split`` separate them without a layout conversion.
-A launcher does its checks and choices once per shape (a launch plan); call once per shape before a
-CUDA graph capture, since the first call compiles.
-"""
+"""Gate+up GEMM with a GeGLU epilogue: weight packing and launchers. Only ``h = gelu_tanh(gate) * up`` reaches
+memory; a launcher's checks and choices are made once per shape, so call once before a CUDA graph capture."""
 
 from __future__ import annotations
 
@@ -25,11 +19,8 @@ __all__ = ["pack_gate_up", "unpack_gate_up", "gate_up_geglu", "gate_up_forward",
 
 
 def pack_gate_up(gate: torch.Tensor, up: torch.Tensor, group: int = 1) -> torch.Tensor:
-    """Interleave two ``[H, ...]`` tensors in blocks of ``group`` rows: ``group`` rows of gate, then
-    ``group`` rows of up, and so on. ``group=1`` (the default): row 2j = gate[j], row 2j+1 = up[j].
-
-    Works for the weights (``[H, dim]`` -> ``[2H, dim]``) and the biases (``[H]`` -> ``[2H]``).
-    """
+    """Interleave two ``[H, ...]`` tensors (weights or biases) in blocks of ``group`` rows, gate then up, so one
+    accumulator holds both and ``tl.reshape`` + ``tl.split`` separate them without a layout conversion."""
     if gate.shape != up.shape:
         raise ValueError(
             f"gate and up must have the same shape to be packed, got {tuple(gate.shape)} and {tuple(up.shape)}"
@@ -115,16 +106,8 @@ def gate_up_geglu(
     kernel: str = "auto",
     config: triton.Config | None = None,
 ) -> torch.Tensor:
-    """``gelu_tanh(x @ Wg.T + bg) * (x @ Wu.T + bu)`` in one Triton kernel, from the packed weight.
-
-    ``x``: ``[..., dim]``; ``w_packed``: ``[2*hidden, dim]`` from :func:`pack_gate_up`;
-    ``b_packed``: ``[2*hidden]`` or None. Returns ``[..., hidden]`` in ``x``'s dtype (a view with a
-    padded row stride when ``hidden`` is not 16-byte aligned on the TMA path).
-    ``kernel``: ``"auto"`` (TMA on Hopper when aligned, else pointers), ``"tma"`` or ``"pointer"``.
-    ``config``: a ``triton.Config`` instead of the tuned table or default (sweeps, benchmarks).
-    fp32 inputs use IEEE fp32 dots (not tf32), so fp32 results match a float reference closely.
-    The first call per shape compiles (call it once before capturing a CUDA graph).
-    """
+    """``gelu_tanh(x @ Wg.T + bg) * (x @ Wu.T + bu)`` in one Triton kernel from the packed weight; ``[..., hidden]``
+    (a view with a padded row stride when not 16-byte aligned on the TMA path). fp32 uses IEEE dots, not tf32."""
     return gate_up_forward(x, w_packed, b_packed, kernel=kernel, config=config)[0]
 
 
@@ -137,10 +120,8 @@ def gate_up_forward(
     kernel: str = "auto",
     config: triton.Config | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(h, gu)``: :func:`gate_up_geglu`'s ``h``, and with ``store_gu`` the pre-activations
-    ``gu = x @ W_packed.T + b_packed`` (``[M, 2*hidden]``, gate and up interleaved, what the backward
-    needs), else None. ``x`` is flattened to ``[M, dim]`` for ``gu``; ``h`` keeps ``x``'s leading dims.
-    """
+    """``(h, gu)``: :func:`gate_up_geglu`'s ``h`` and, with ``store_gu``, the interleaved pre-activations
+    ``[M, 2*hidden]`` the backward needs (else None)."""
     try:
         key = _forward_key(x, w_packed, b_packed, store_gu, kernel, config)
     except (AttributeError, RuntimeError, TypeError):
@@ -186,12 +167,8 @@ def _forward_outputs(shape: dict, x2: torch.Tensor) -> tuple[torch.Tensor, torch
 
 
 def _forward_plan(x2, w, b, store_gu, kernel, config, fp8=None):
-    """What :func:`launch_first` needs for a forward plan: ``(build, configs, source, shape)``.
-
-    ``fp8``: None, or ``(out_dtype, configs_fn)`` for e4m3 ``x2``/``w`` with row scales (the kernels'
-    ``HAS_SCALES``; the plan then takes ``sx`` and ``sw`` after ``bias``), where
-    ``configs_fn(path, M, N2, device, config)`` returns ``(configs, source)``.
-    """
+    """``(build, configs, source, shape)`` for :func:`launch_first`; ``fp8``: None, or ``(out_dtype, configs_fn)``
+    for e4m3 inputs with row scales (the FP8 benchmark's path)."""
     M, K = x2.shape
     N2 = w.shape[0]
     H = N2 // 2

@@ -1,8 +1,4 @@
-"""Launcher of the backward GEMM with a GeGLU-backward epilogue (kernels: ``gate_up_kernels.py``).
-
-The gradient of the pre-activations comes out of the ``dh = dy @ W_down`` GEMM's epilogue, so ``dh``
-never reaches memory; launch plans and tile choices are the forward's.
-"""
+"""Launcher of the backward GEMM with a GeGLU-backward epilogue: ``dh = dy @ W_down`` never reaches memory."""
 
 from __future__ import annotations
 
@@ -59,13 +55,8 @@ def geglu_backward_gemm(
     kernel: str = "auto",
     config: triton.Config | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(dgu, h)`` for the MLP ``y = h @ w_down.T``, ``h = gelu_tanh(gate) * up``, in one Triton kernel.
-
-    ``dy``: ``[M, dim]``; ``w_down``: ``[dim, hidden]`` (``down_proj.weight``); ``gu``: ``[M, 2*hidden]``
-    pre-activations, gate and up interleaved (:func:`gate_up_forward` with ``store_gu``). Returns
-    ``dgu`` (``d gu``, interleaved like ``gu``: ``dgu.T @ x`` is the packed weight's gradient), written
-    into ``dgu`` when given (``dgu=gu`` overwrites ``gu`` in place), and ``h`` when ``store_h``.
-    """
+    """``(dgu, h)`` for ``y = h @ w_down.T`` from the interleaved pre-activations ``gu``; ``dgu`` is interleaved like
+    ``gu`` (so ``dgu.T @ x`` is the packed weight's gradient) and may be written over ``gu``."""
     _check_backward_args(dy, w_down, gu, dgu)  # cheap next to a backward GEMM
     M, D = dy.shape
     H = w_down.shape[1]

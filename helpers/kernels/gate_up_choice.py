@@ -97,11 +97,8 @@ def programs(path: str, tiles: int, device: torch.device) -> int:
 def launch_first(
     build, configs: list[triton.Config], source: str, key: tuple, tensors: tuple[torch.Tensor, ...]
 ) -> LaunchPlan:
-    """Build and launch the first plan that runs here; remember it under `key`.
-
-    On a GPU a configuration can fail to compile or to fit (shared memory): the next one is tried
-    (never during a CUDA graph capture: the first call per shape must come before it).
-    """
+    """Build and launch the first plan that runs here (a configuration may not compile or fit); remember it
+    under `key`. Never during a CUDA graph capture: the first call per shape must come before it."""
     if triton_mode() == "cuda" and torch.cuda.is_current_stream_capturing():
         raise RuntimeError(
             "a course kernel met a new problem shape during a CUDA graph capture: its first call per shape "

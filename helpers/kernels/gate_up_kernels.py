@@ -1,8 +1,5 @@
-"""The Triton kernels of the gate+up GEMM with a GeGLU epilogue, forward and backward (layer 1 of ``gate_up``).
-
-Each has a Hopper TMA path and a portable pointer path; ``HAS_SCALES`` selects the FP8 variant.
-``dgu`` may alias ``gu``: each program reads its tile before writing it.
-"""
+"""The Triton kernels of the gate+up GEMM with a GeGLU epilogue, forward and backward: a Hopper TMA and a
+portable pointer path; ``HAS_SCALES`` selects e4m3 inputs. ``dgu`` may alias ``gu`` (a tile is read first)."""
 
 from __future__ import annotations
 
@@ -37,11 +34,7 @@ def _pointer_k_loop(
     EVEN_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    """The K loop of the pointer kernels: acc[BM, BN] = sum over K of a[BM, BK] @ b[BK, BN] in fp32.
-
-    a_ptrs/b_ptrs point at the first [BM, BK] and [BK, BN] blocks; a steps BLOCK_K elements along
-    its rows, b steps ``b_step`` elements. Without EVEN_K the last block is masked along K.
-    """
+    """acc[BM, BN] = a @ b over K in fp32 from pointer blocks; without EVEN_K the last block is masked."""
     rk = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for ki in range(tl.cdiv(K, BLOCK_K)):
@@ -186,11 +179,7 @@ def _gate_up_geglu_kernel(
     sx_ptr=None,
     sw_ptr=None,
 ):
-    """One tile per program, plain pointer loads (x and W_packed contiguous along K).
-
-    gu_ptr (STORE_GU only, else None): the [M, 2H] pre-activations, row stride stride_gm.
-    HAS_SCALES: e4m3 inputs with float32 row scales sx_ptr [M] and sw_ptr [2H] (see the TMA kernel).
-    """
+    """One tile per program, plain pointer loads; HAS_SCALES as in the TMA kernel."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N2, BLOCK_N)
     pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
@@ -250,12 +239,7 @@ def _geglu_backward_gemm_tma_kernel(
     STORE_H: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr = False,
 ):
-    """Persistent: tiles of dh = dy @ W_down ([BM, BN], BN columns of hidden), GeGLU backward in the epilogue.
-
-    dy_desc: [M, D] blocks [BM, BK]; wd_desc: W_down [D, H] blocks [BK, BN]; gu_desc and dgu_desc:
-    [M, 2H] blocks [BM, 2BN] (may describe the same memory); h_desc (STORE_H only, else None): [M, H]
-    blocks [BM, BN].
-    """
+    """Persistent: tiles of dh = dy @ W_down with the GeGLU backward in the epilogue (gu and dgu may share memory)."""
     start = tl.program_id(0)
     num_programs = tl.num_programs(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)

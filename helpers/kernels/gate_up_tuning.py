@@ -1,10 +1,5 @@
-"""Tile configurations of the gate+up kernels: the tuned table, the defaults, and the choice per shape.
-
-A launcher takes the caller's configuration, else the nearest entry of the tuned table
-``gate_up_table.json`` (same kind, element size and compute capability), else the default tile that
-fills the GPU's multiprocessors best: a persistent kernel runs ``ceil(tiles / SMs)`` waves, so at
-small M smaller tiles win. A configuration that cannot run here falls back to the next default.
-"""
+"""Tile configurations of the gate+up kernels: the caller's, else the nearest tuned entry, else the default
+that fills the SMs best (a persistent kernel runs ``ceil(tiles / SMs)`` waves, so small M wants small tiles)."""
 
 from __future__ import annotations
 
@@ -23,19 +18,9 @@ import triton
 from .launch_plans import config_label
 
 __all__ = [
-    "KINDS",
-    "gate_up_config",
-    "tma_config",
-    "config_to_dict",
-    "config_from_dict",
-    "default_config",
-    "fallback_chain",
-    "table_config",
-    "load_table",
-    "config_table",
-    "TABLE_PATH",
-    "TABLE_ENV",
-]
+    "KINDS", "gate_up_config", "tma_config", "config_to_dict", "config_from_dict", "default_config", "fallback_chain",
+    "table_config", "load_table", "config_table", "TABLE_PATH", "TABLE_ENV"
+]  # fmt: skip
 
 KINDS = {
     "forward": "gate+up GEMM with a GeGLU epilogue (inference; training in recompute mode)",
@@ -148,11 +133,7 @@ def _ranked(kind: str, path: str, m: int, n: int, sms: int) -> list[triton.Confi
 
 
 def default_config(kind: str, path: str, m: int, n: int, sms: int) -> triton.Config:
-    """The default tile for an ``[m, n]`` GEMM output on a GPU with `sms` multiprocessors.
-
-    `n` counts the kernel's output columns: ``2*hidden`` for the forward kinds, ``hidden`` for
-    ``backward``.
-    """
+    """The default tile for an ``[m, n]`` output (`n`: the kernel's output columns) on a GPU with `sms` SMs."""
     return _ranked(kind, path, m, n, sms)[0]
 
 
@@ -206,12 +187,8 @@ def table_config(
     capability: str,
     table: Mapping[str, Any] | None = None,
 ) -> tuple[triton.Config, dict[str, Any]] | None:
-    """The tuned configuration nearest to this problem, with its table entry, or None.
-
-    Only entries of the same `kind` and element size from a table tuned on a GPU of the same
-    compute `capability` (``"9.0"``) count; the nearest by ``|log2 k/k'| + |log2 n/n'| +
-    |log2 bucket(m)/bucket(m')|`` is used when within :data:`MAX_TABLE_DISTANCE`.
-    """
+    """The nearest tuned configuration (same kind, element size and compute capability, within
+    :data:`MAX_TABLE_DISTANCE` in log2 sizes) with its table entry, or None."""
     table = load_table() if table is None else table
     if not table or str(table.get("capability")) != str(capability):
         return None

@@ -1,9 +1,5 @@
-"""GeGLU pointwise kernel ``gelu_tanh(gate) * up`` in Triton: kernels, launcher and autograd Function.
-
-It reads ``gate`` and ``up`` once and writes once, so it can reach the memory floor; rows may have any
-stride, so the halves of one ``[M, 2H]`` tensor need no copy. ``gelu_tanh(g)`` is computed as
-``g * sigmoid(2z)`` in fp32: no libdevice (the interpreter lacks it) and the same formula on GPU and CPU.
-"""
+"""GeGLU pointwise kernel ``gelu_tanh(gate) * up``: kernels, launcher and autograd Function. Rows may have any
+stride (the halves of one ``[M, 2H]`` tensor need no copy); tanh via sigmoid, since the interpreter has no libdevice."""
 
 from __future__ import annotations
 
@@ -30,11 +26,7 @@ _K1 = tl.constexpr(0.0713548162726009)
 
 @triton.jit
 def _sigmoid_2z(g):
-    """sigmoid(2z) with z = sqrt(2/pi) (g + 0.044715 g^3), for an fp32 tensor g.
-
-    2z is clamped at -80 so exp(-2z) stays finite (exp(80) ~ 5.5e34 < fp32 max): for g below
-    about -9.5 the result is ~2e-35 instead of 0, and no inf is formed (the interpreter warns on it).
-    """
+    """sigmoid(2z) with z = sqrt(2/pi) (g + 0.044715 g^3) in fp32; 2z clamped at -80 so no inf is formed."""
     z2 = tl.maximum(g * (_K0 + _K1 * g * g), -80.0)
     return 1.0 / (1.0 + tl.exp(-z2))
 
@@ -47,12 +39,7 @@ def _gelu_tanh_f32(g):
 
 @triton.jit
 def _geglu_grads(d, g, u):
-    """GeGLU backward on fp32 tensors: ``(dgate, dup, gelu(g))`` for ``h = gelu_tanh(g) * u``, ``dh = d``.
-
-    gelu(g) = g * s with s = sigmoid(2z), 2z = g (K0 + K1 g^2); d(2z)/dg = K0 + 3 K1 g^2, so
-    gelu'(g) = s + g s (1 - s) (K0 + 3 K1 g^2). Shared by the pointwise backward kernel below and
-    the backward GEMM's epilogue (``gate_up_kernels.py``).
-    """
+    """GeGLU backward in fp32: ``(dgate, dup, gelu(g))``; shared by the pointwise backward and the backward GEMM's epilogue."""
     s = _sigmoid_2z(g)
     gelu = g * s
     dgelu = s + gelu * (1.0 - s) * (_K0 + 3.0 * _K1 * g * g)
@@ -92,28 +79,22 @@ def _geglu_kernel(
     EVEN_M: tl.constexpr,
     EVEN_N: tl.constexpr,
     INT64: tl.constexpr,
-    LOAD_POLICY: tl.constexpr = "",
-    STORE_CACHE: tl.constexpr = "",
 ):
-    """out[r, c] = gelu_tanh(gate[r, c]) * up[r, c] on one BLOCK_M x BLOCK_N tile (row strides given).
-
-    LOAD_POLICY / STORE_CACHE: optional cache hints ("evict_first" / ".cs" mark the data as
-    streamed once). Off by default: on the H200 they changed nothing measurable.
-    """
+    """out[r, c] = gelu_tanh(gate[r, c]) * up[r, c] on one BLOCK_M x BLOCK_N tile (row strides given)."""
     rows, cols = _tile_offsets(M, N, BLOCK_M, BLOCK_N, INT64)
     g_ptrs = gate_ptr + rows[:, None] * stride_gate + cols[None, :]
     u_ptrs = up_ptr + rows[:, None] * stride_up + cols[None, :]
     o_ptrs = out_ptr + rows[:, None] * stride_out + cols[None, :]
     if EVEN_M and EVEN_N:
         # No mask at all: the common, fast case (the blog shape is [8192, 3072]).
-        g = tl.load(g_ptrs, eviction_policy=LOAD_POLICY).to(tl.float32)
-        u = tl.load(u_ptrs, eviction_policy=LOAD_POLICY).to(tl.float32)
-        tl.store(o_ptrs, (_gelu_tanh_f32(g) * u).to(out_ptr.dtype.element_ty), cache_modifier=STORE_CACHE)
+        g = tl.load(g_ptrs).to(tl.float32)
+        u = tl.load(u_ptrs).to(tl.float32)
+        tl.store(o_ptrs, (_gelu_tanh_f32(g) * u).to(out_ptr.dtype.element_ty))
     else:
         mask = (rows[:, None] < M) & (cols[None, :] < N)
-        g = tl.load(g_ptrs, mask=mask, other=0.0, eviction_policy=LOAD_POLICY).to(tl.float32)
-        u = tl.load(u_ptrs, mask=mask, other=0.0, eviction_policy=LOAD_POLICY).to(tl.float32)
-        tl.store(o_ptrs, (_gelu_tanh_f32(g) * u).to(out_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE)
+        g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(u_ptrs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(o_ptrs, (_gelu_tanh_f32(g) * u).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -173,10 +154,8 @@ def _cdiv(a: int, b: int) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def _pick_blocks(M: int, N: int) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, num_warps) for an [M, N] problem: compiled, 1024 elements per program in 4
-    warps (one 16-byte vector per thread and input), taller tiles for narrow rows; in the interpreter few
-    large programs, since each costs Python overhead there.
-    """
+    """(BLOCK_M, BLOCK_N, num_warps): compiled, one 16-byte vector per thread and input; in the interpreter few
+    large programs, since each costs Python overhead there."""
     n_pow2 = _next_pow2(N)
     if triton_mode() == "interpreter":
         block_n = min(n_pow2, 4096)
@@ -241,12 +220,8 @@ def _needs_int64(M: int, *strides: int) -> bool:
 
 
 def geglu(gate: torch.Tensor, up: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``gelu_tanh(gate) * up`` in one Triton kernel (fp32 math, output in the inputs' dtype).
-
-    ``gate`` and ``up`` must have the same shape, dtype (bf16, fp16 or fp32) and device; any number
-    of leading dimensions; any row stride, but the last dimension contiguous. ``out``, if given,
-    must match them in shape, dtype and device and is written in place and returned.
-    """
+    """``gelu_tanh(gate) * up`` in one Triton kernel (fp32 math); same shape, dtype and device, last dimension
+    contiguous; ``out``, if given, is written in place."""
     _check_pair(gate, up)
     if out is not None:
         if not isinstance(out, torch.Tensor):
@@ -274,12 +249,8 @@ def launch_geglu(
     block_m: int,
     block_n: int,
     num_warps: int,
-    streaming: bool = False,
 ) -> None:
-    """Launch ``_geglu_kernel`` on checked 2-D views with explicit block sizes (used by the benchmark sweep).
-
-    ``streaming``: add cache hints that the data is used once (evict_first loads, .cs stores).
-    """
+    """Launch ``_geglu_kernel`` on checked 2-D views with explicit block sizes."""
     M, N = g2.shape
     sg, su, so = g2.stride(0), u2.stride(0), o2.stride(0)
     _geglu_kernel[(_cdiv(M, block_m) * _cdiv(N, block_n),)](
@@ -296,8 +267,6 @@ def launch_geglu(
         EVEN_M=M % block_m == 0,
         EVEN_N=N % block_n == 0,
         INT64=M * max(sg, su, so, 1) >= 2**31,
-        LOAD_POLICY="evict_first" if streaming else "",
-        STORE_CACHE=".cs" if streaming else "",
         num_warps=num_warps,
     )
 
@@ -347,11 +316,8 @@ def geglu_backward(dout: torch.Tensor, gate: torch.Tensor, up: torch.Tensor) -> 
 
 
 class GeGLUFunction(torch.autograd.Function):
-    """Differentiable ``gelu_tanh(gate) * up``: forward and backward are Triton kernels.
-
-    The backward recomputes the GeLU from the saved ``gate`` instead of saving ``gelu(gate)``,
-    which saves memory at the cost of a few flops in a memory-bound kernel.
-    """
+    """Differentiable ``gelu_tanh(gate) * up``; the backward recomputes the GeLU from ``gate``: memory saved for a
+    few flops in a memory-bound kernel."""
 
     @staticmethod
     def forward(ctx, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:  # type: ignore[override]

@@ -1,10 +1,5 @@
-"""Launch plans: everything about a kernel launch that depends only on the problem's shape, built once.
-
-A Triton launch from Python binds and specialises every argument on every call; at small shapes that
-host time exceeds the kernel's. A :class:`LaunchPlan` does it once per shape key (argument list,
-descriptor templates, grid, configuration, the compiled kernel's own launcher) and holds no tensors.
-Its launch is a plain kernel launch, so it can be captured in a CUDA graph after a warm-up call.
-"""
+"""Launch plans: what a kernel launch needs that depends only on the shape, built once. Triton binds and
+specialises every argument per call, which at small shapes costs more than the kernel; a plan holds no tensors."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ import triton
 
 from ..triton_env import triton_mode
 
-try:  # host-side TMA descriptors: triton >= 3.4 (the H200 image has 3.6)
+try:  # host-side TMA descriptors: triton >= 3.4
     from triton.tools.tensor_descriptor import TensorDescriptor
 except ImportError:  # pragma: no cover - older triton: only the pointer kernels are used
     TensorDescriptor = None  # type: ignore[assignment,misc]
@@ -30,11 +25,7 @@ MAX_PLANS = 512
 
 
 def _describe(template: Any, base: Any) -> Any:
-    """A copy of a checked descriptor template with another base tensor (same shape, strides, dtype).
-
-    ``TensorDescriptor(...)`` re-checks alignment and block shape on every construction; the
-    plan's key guarantees those facts, so the per-call copy skips them.
-    """
+    """A copy of a checked descriptor template on another tensor, skipping the checks the plan's key guarantees."""
     desc = object.__new__(type(template))
     desc.__dict__.update(template.__dict__)
     desc.base = base
@@ -43,11 +34,8 @@ def _describe(template: Any, base: Any) -> Any:
 
 @dataclass
 class LaunchPlan:
-    """One kernel at one problem shape: its argument list, grid, configuration and fast launcher.
-
-    ``slots`` maps each runtime argument (by the caller's position) to the kernel parameter it
-    fills; a slot whose template is not None wraps its tensor in a copy of that descriptor.
-    """
+    """One kernel at one shape: argument list, grid, configuration and fast launcher; ``slots`` maps each runtime
+    argument to its kernel parameter (wrapped in a copy of its descriptor template when it has one)."""
 
     name: str
     kernel: Any  # a @triton.jit function (or the interpreter's stand-in)
@@ -76,13 +64,8 @@ class LaunchPlan:
         templates: dict[str, Any] | None = None,
         shape: dict[str, Any] | None = None,
     ) -> LaunchPlan:
-        """A plan from the kernel's parameter values by name.
-
-        `values`: every parameter the call does not change (sizes, strides, compile-time constants;
-        the configuration's kwargs are added here); `runtime`: the parameters filled per call, in
-        the order :meth:`launch` receives them; `templates`: descriptor templates for those of them
-        that are tensor descriptors. Unknown or missing parameter names raise ValueError.
-        """
+        """A plan from the kernel's fixed parameter `values` by name and the `runtime` ones filled per call, in
+        :meth:`launch` order; unknown or missing names raise ValueError."""
         names = list(kernel.arg_names)
         defaults = _defaults(kernel)
         # Options of another path (FLATTEN is the persistent kernel's) are dropped, so one
@@ -145,11 +128,7 @@ def _defaults(kernel: Any) -> dict[str, Any]:
 
 
 def _direct_launcher(compiled: Any, grid: tuple[int, ...]) -> Callable[..., Any] | None:
-    """The compiled kernel's launcher for a fixed grid (``CompiledKernel[grid]``), or None.
-
-    It takes the same full argument list as the JIT launch and skips the JIT's per-call binding,
-    specialisation and cache lookup. Triton 3.4-3.9 provide it; anything else keeps JIT launches.
-    """
+    """The compiled kernel's launcher for a fixed grid, skipping the JIT's per-call work; None where Triton lacks it."""
     if compiled is None or hasattr(compiled, "result"):  # interpreter, or an asynchronous compile
         return None
     grid3 = tuple(grid) + (1,) * (3 - len(grid))  # the runner reads grid[0], grid[1], grid[2]

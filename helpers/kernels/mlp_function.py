@@ -1,10 +1,5 @@
-"""Autograd Functions of the fused GeGLU MLP (layer 3, between the launchers and the modules).
-
-:class:`GeGLUMLPFunction` decides what the backward keeps: ``"save"`` keeps ``gu`` and ``h`` (three
-``[M, hidden]`` tensors against eager's four), ``"recompute"`` keeps only ``x`` and recomputes ``gu``
-with one GEMM. The backward's kernel overwrites ``gu`` with ``dgu`` in place, so ``save`` mode refuses
-a second backward through the same graph.
-"""
+"""Autograd Functions of the fused GeGLU MLP. ``"save"`` keeps ``gu`` and ``h`` for the backward, ``"recompute"``
+only ``x``; the backward overwrites ``gu`` in place, so ``save`` refuses a second backward through one graph."""
 
 from __future__ import annotations
 
@@ -27,11 +22,8 @@ def check_mode(mode: object) -> str:
 
 
 class GeGLUMLPFunction(torch.autograd.Function):
-    """``y = F.linear(gelu_tanh(x @ Wg.T + bg) * (x @ Wu.T + bu), W_down, b_down)`` with a fused backward.
-
-    ``apply(x, w_packed, b_packed, w_down, b_down, mode)``: ``w_packed``/``b_packed`` from
-    :func:`pack_gate_up`; ``mode`` one of :data:`MODES` (see the module docstring).
-    """
+    """``y = F.linear(gelu_tanh(x @ Wg.T + bg) * (x @ Wu.T + bu), W_down, b_down)`` with a fused backward:
+    ``apply(x, w_packed, b_packed, w_down, b_down, mode)``."""
 
     @staticmethod
     def forward(ctx, x, w_packed, b_packed, w_down, b_down, mode):  # type: ignore[override]
@@ -77,11 +69,7 @@ class GeGLUMLPFunction(torch.autograd.Function):
 
 
 class GateUpGeGLUFunction(torch.autograd.Function):
-    """Differentiable :func:`gate_up_geglu` alone (no down projection): ``apply(x, w_packed, b_packed)``.
-
-    Forward: the fused kernel, also storing ``gu``. Backward: the GeGLU backward from ``gu`` and the
-    two cuBLAS GEMMs. The MLP uses :class:`GeGLUMLPFunction`, whose backward is fused further.
-    """
+    """Differentiable :func:`gate_up_geglu` alone: ``apply(x, w_packed, b_packed)``; backward from the stored ``gu``."""
 
     @staticmethod
     def forward(ctx, x, w_packed, b_packed):  # type: ignore[override]

@@ -1,8 +1,5 @@
-"""The course's kernels as drop-in ``nn.Module`` layers: the fourth layer of each kernel.
-
-:class:`CourseGeGLUMLP` has the constructor of Liger's ``LigerGEGLUMLP``; both MLPs are built from a
-trained ``SimpleGeGLUMLP`` with ``.from_module(mlp)`` (same weights, same outputs) and are differentiable.
-"""
+"""The course's kernels as drop-in ``nn.Module`` layers, built from a trained ``SimpleGeGLUMLP`` with
+``.from_module(mlp)``; :class:`CourseGeGLUMLP` has Liger's ``LigerGEGLUMLP`` constructor."""
 
 from __future__ import annotations
 
@@ -23,11 +20,7 @@ __all__ = ["GeGLU", "CourseGeGLUMLP", "FusedGeGLUMLP", "config_sizes", "projecti
 
 
 class GeGLU(nn.Module):
-    """``gelu_tanh(gate) * up`` as a module.
-
-    ``GeGLU()(gate, up)`` takes the two halves separately; ``GeGLU()(x)`` takes one tensor whose
-    last dimension holds ``[gate | up]`` and splits it into two strided views (no copy).
-    """
+    """``gelu_tanh(gate) * up`` as a module: ``GeGLU()(gate, up)``, or ``GeGLU()(x)`` split into two views of ``x``."""
 
     def forward(self, gate: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
         if up is None:
@@ -42,11 +35,7 @@ class GeGLU(nn.Module):
 
 
 def config_sizes(config: Any) -> tuple[int, int]:
-    """``(hidden_size, intermediate_size)`` of a config object, checked.
-
-    Accepts anything with those two attributes (a ``transformers`` config, ``helpers.MLPConfig``,
-    a ``SimpleNamespace``).
-    """
+    """``(hidden_size, intermediate_size)`` of any config object with those attributes, checked."""
     missing = [a for a in ("hidden_size", "intermediate_size") if not hasattr(config, a)]
     if missing:
         raise TypeError(
@@ -61,15 +50,8 @@ def config_sizes(config: Any) -> tuple[int, int]:
 
 
 class CourseGeGLUMLP(nn.Module):
-    """``down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))`` with the course's Triton GeGLU kernel.
-
-    Three GEMMs (cuBLAS on a GPU) and one Triton kernel for the GeLU and the product, the same
-    structure and parameter names as Liger's ``LigerGEGLUMLP`` (always the tanh GeLU, no biases),
-    so a ``SimpleGeGLUMLP``'s ``state_dict`` loads into either one unchanged.
-
-    ``concat=True``: one GEMM on the weight ``[Wg; Wu]`` (parameter ``gate_up_proj``) writes
-    ``[..., 2*intermediate]``; the kernel reads its two halves as strided views, no copy between.
-    """
+    """``down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))`` with the course's Triton GeGLU, parameters named as
+    Liger's; ``concat=True`` runs one GEMM on ``[Wg; Wu]`` whose halves the kernel reads as strided views."""
 
     def __init__(self, config: Any, concat: bool = False) -> None:
         super().__init__()
@@ -119,20 +101,8 @@ class CourseGeGLUMLP(nn.Module):
 
 
 class FusedGeGLUMLP(nn.Module):
-    """The GeGLU MLP in two kernels: fused gate+up+GeGLU (Triton), then down_proj (cuBLAS).
-
-    Built like Liger's layers, ``FusedGeGLUMLP(config)`` (reads ``config.hidden_size`` and
-    ``config.intermediate_size``), or ``FusedGeGLUMLP(dim, hidden, bias=...)``; from a trained
-    ``SimpleGeGLUMLP`` with :meth:`from_module` (same outputs, fewer kernels).
-
-    ``gate_up_weight`` is the packed ``[2*hidden, dim]`` weight (rows interleaved gate, up: see
-    :func:`pack_gate_up`); ``gate_up_bias`` likewise, or None.
-
-    ``mode`` (``"save"`` or ``"recompute"``) says what training keeps for the backward
-    (``mlp_function.py``): ``save`` keeps the pre-activations and ``h`` (fastest), ``recompute``
-    keeps nothing ``[tokens, hidden]``-sized (least memory). Without gradients (``torch.no_grad()``,
-    inference) the forward skips autograd altogether: the two launches and nothing else.
-    """
+    """The GeGLU MLP in two kernels, fused gate+up+GeGLU (Triton) then down_proj: ``FusedGeGLUMLP(config)`` or
+    ``(dim, hidden, bias=...)``. ``mode`` says what training keeps; without gradients it skips autograd."""
 
     def __init__(
         self,
@@ -179,10 +149,7 @@ class FusedGeGLUMLP(nn.Module):
 
     @classmethod
     def from_module(cls, mlp: nn.Module, mode: str = "save") -> FusedGeGLUMLP:
-        """A ``FusedGeGLUMLP`` with the weights of ``mlp`` (a ``SimpleGeGLUMLP``), on its device and dtype.
-
-        The gate and up weights are packed once here; the down projection is copied.
-        """
+        """A ``FusedGeGLUMLP`` with the weights of ``mlp``, on its device and dtype."""
         g, u, d = projections(mlp)
         if (g.bias is None) != (u.bias is None):
             raise ValueError("gate_proj and up_proj must both have a bias or both have none")

@@ -42,12 +42,7 @@ def lesson_path() -> str:
 
 
 def environment_report() -> pd.DataFrame:
-    """Used by notebook 00: hardware and versions here, one row per item (columns ``item``, ``value``).
-
-    Covers the CPU and its torch threads, the CUDA version torch was built with, each GPU (name,
-    memory, compute capability, multiprocessors) when one is present, Python, torch, triton,
-    kernels, pandas, plotly, and the path the lessons take here.
-    """
+    """Used by notebook 00: hardware and versions here, one row per item, and the path the lessons take."""
     rows: list[tuple[str, str]] = [
         ("date", _dt.date.today().isoformat()),
         ("python", platform.python_version()),
@@ -120,13 +115,8 @@ class SideBySide:
 
 
 def side_by_side(*panels: Any, titles: Sequence[str] | None = None) -> SideBySide:
-    """Used by notebooks 00-05: DataFrames (or anything with an HTML view) side by side, each titled.
-
-    Pass ``(title, obj)`` pairs, or objects plus ``titles=[...]``. A DataFrame (or a
-    :func:`helpers.chain_tree`) made from a trace carries the trace's description in
-    ``.attrs["trace"]``, used when no title is given, so a live CPU profile and an H200 reference
-    trace are never confused.
-    """
+    """Used by notebooks 00-05: DataFrames (or anything with an HTML view) side by side, titled from ``(title, obj)``
+    pairs or the trace each came from, so a live profile and a reference trace are never confused."""
     if not panels:
         raise ValueError("side_by_side needs at least one panel")
     if titles is not None:
@@ -157,11 +147,7 @@ _KERNEL_MODULES = (
 
 
 def kernel_source(name: str) -> str:
-    """Used by notebooks 06 and 07: the source of one of the course's Triton functions (``"_geglu_kernel"`` ...).
-
-    Used by notebooks 06 and 07 to show the kernels the benchmark runs, read from the files themselves.
-    Raises ValueError listing the names available.
-    """
+    """Used by notebooks 06 and 07: the source of one of the course's Triton functions, read from its file."""
     import importlib
     import inspect
 
@@ -189,14 +175,8 @@ def reference_trace(name: str, missing_ok: bool = False) -> Trace | None:
 
 
 def static_figures(enable: bool | None = None) -> str:
-    """Give every plotly figure a PNG beside its interactive view, for an executed notebook that is read on a page
-    running no JavaScript (GitHub, nbviewer): run it with ``COURSE_STATIC_FIGURES=1`` (e.g. before
-    ``jupyter nbconvert --execute``).
-
-    Off by default: JupyterLab shows one view per output and prefers the PNG, so a learner would lose the
-    interactive figure. ``enable=None`` follows the variable, and needs a Jupyter kernel, kaleido (>= 1) and a
-    Chrome or Chromium (kaleido draws with it). Returns the plotly renderer now in use.
-    """
+    """Give every plotly figure a PNG beside its interactive view when ``COURSE_STATIC_FIGURES=1``, for pages that
+    run no JavaScript; off by default, since JupyterLab would show the PNG instead. Returns the renderer."""
     import plotly.io as pio
 
     base = os.environ.get("PLOTLY_RENDERER") or "plotly_mimetype"

@@ -1,17 +1,13 @@
-"""Used by notebooks 00-09: self-checking exercises: the learner answers, a checker compares with what was measured.
-
-Explanations and hints live in each lesson's :class:`Exercises` book, not in the notebook where a
-learner would read them before answering. :meth:`Exercises.check` never raises on a wrong or missing
-answer: it returns a :class:`Feedback` box.
-"""
+"""Used by notebooks 00-09: self-checking exercises. Explanations and hints live in each lesson's
+:class:`Exercises` book, not in the notebook; a check never raises on a wrong answer, it returns feedback."""
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Number
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -50,12 +46,8 @@ class Feedback:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One question of a lesson: its title, why the answer is what it is, and a hint.
-
-    ``explain`` may hold ``{name}`` fields filled from the ``details`` a check passes (numbers that
-    are only known once the cell has measured them). ``source``, for the feedback's wording: the expected
-    value is ``"measured"``, ``"computed"`` (arithmetic over known sizes) or from a ``"reference"``.
-    """
+    """One question: title, why the answer is what it is (``{name}`` fields filled from a check's ``details``),
+    a hint, and whether the expected value is measured, computed or a reference."""
 
     title: str
     explain: str = ""
@@ -196,12 +188,8 @@ class Exercises:
         details: dict[str, Any] | None = None,
         accept: Callable[[Any], bool] | None = None,
     ) -> Feedback:
-        """Compare the learner's ``answer`` with the measured ``expected`` value and return feedback.
-
-        ``expected`` comes from a measurement, never a constant. A :class:`Tie` accepts any answer
-        of its type and says why. ``accept`` replaces the comparison (for answers with several right
-        forms). ``rel_tol`` overrides the exercise's tolerance.
-        """
+        """Compare ``answer`` with the measured ``expected`` (a :class:`Tie` accepts any answer of its type) and return
+        feedback. ``accept`` replaces the comparison, for answers measured in noisy rounds (a range is right)."""
         ex = self._exercise(key)
         tol = ex.rel_tol if rel_tol is None else rel_tol
         if not isinstance(tol, (int, float)) or tol < 0:
@@ -225,10 +213,7 @@ class Exercises:
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:
-            if accept is not None:
-                equal, reason = bool(accept(answer)), ""
-            else:
-                equal, reason = _same(answer, expected, tol)
+            equal, reason = (bool(accept(answer)), "") if accept is not None else _same(answer, expected, tol)
             if equal:
                 fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {_show(expected)}. {explain}".strip())
             else:
@@ -250,6 +235,15 @@ class Exercises:
         self._exercise(key)
         self.results[key] = feedback
         return feedback
+
+    def report(self, key: str, status: str, message: str, answer: Any = None, expected: Any = None) -> Feedback:
+        """A lesson's own checker's verdict, recorded: the hint added after a wrong answer, the way to it when missing."""
+        ex = self._exercise(key)
+        if status == MISSING:
+            message += f" (stuck? run `nb{self.lesson}.hint({key!r})`)"
+        elif status == WRONG:
+            message += f" Hint: {ex.hint}"
+        return self.record(key, Feedback(ex.title, status, message, answer, expected))
 
     def hint(self, key: str) -> Feedback:
         """The hint of one exercise, on request."""
@@ -287,10 +281,6 @@ class Exercises:
         static_figures()
 
 
-# -- Transition: the notebook-wide functions of the old interface, until every lesson has its book.
-_SESSION: dict[str, Feedback] = {}
-
-
 def check(
     name: str,
     answer: Any,
@@ -300,7 +290,7 @@ def check(
     hint: str = "",
     source: str = "measured",
 ) -> Feedback:
-    """Old interface: a check whose texts stand in the notebook; ``source`` as in :class:`Exercise`."""
+    """A check whose texts stand with the caller (the learner-kernel checker), not in a lesson's book."""
     if not isinstance(name, str) or not name:
         raise TypeError("check() needs a short exercise name as its first argument")
     if source not in SOURCES:
@@ -322,26 +312,4 @@ def check(
             why = f"{reason}. " if reason else ""
             msg = f"you said {answer!r}; {SOURCES[source][2]} {expected!r}{tol}. {why}{explain}".strip()
             fb = Feedback(name, WRONG, msg, answer, expected)
-    _SESSION[name] = fb
     return fb
-
-
-def summary() -> pd.DataFrame:
-    return pd.DataFrame(
-        [{"exercise": f.name, "status": f.status, "message": f.message} for f in _SESSION.values()],
-        columns=["exercise", "status", "message"],
-    )
-
-
-def assert_all_correct() -> pd.DataFrame:
-    table = summary()
-    if table.empty:
-        raise AssertionError("no exercise was checked in this notebook")
-    bad = table[table["status"] != RIGHT]
-    if not bad.empty:
-        raise AssertionError("exercises not right:\n" + bad.to_string(index=False))
-    return table
-
-
-def reset() -> None:
-    _SESSION.clear()

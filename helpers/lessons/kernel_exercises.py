@@ -1,9 +1,5 @@
-"""Used by notebook 06: check and time the GeGLU kernel the learner writes.
-
-:func:`check_geglu_kernel` runs the learner's launcher on awkward shapes with NaN-filled outputs (an
-unwritten element is caught) and guard regions after each tensor (an unmasked store is reported, not
-a crashed kernel), and returns feedback, never a traceback.
-"""
+"""Used by notebook 06: check and time the learner's GeGLU kernel. Outputs start as NaN (an unwritten element
+is caught) with guard regions after each tensor (an unmasked store is reported, not a crash)."""
 
 from __future__ import annotations
 
@@ -61,11 +57,7 @@ def check_geglu_kernel(
     shapes: Sequence[tuple[int, int]] | None = None,
     dtype: torch.dtype | None = None,
 ) -> Feedback:
-    """Used by notebook 06: run ``fn(gate, up, out)`` on each shape and compare ``out`` with the float32 reference.
-
-    Defaults: float32 on [37, 341] and [3, 1000] in the CPU interpreter (tolerance 1e-4); bf16 on
-    [1823, 781] and [8192, 3072] on a GPU (tolerance 1e-2). Returns :class:`helpers.exercises.Feedback`.
-    """
+    """Used by notebook 06: run ``fn(gate, up, out)`` on awkward shapes and compare with the float32 reference."""
     hint = (
         "Fill in the three TODOs of my_geglu_kernel: load gate and up with the mask (as float32), "
         "compute gelu_tanh(g) * u, store it with the mask"
@@ -169,11 +161,7 @@ def time_geglu_kernel(
     dtype: torch.dtype = torch.bfloat16,
     ceilings: Ceilings | None = None,
 ) -> pd.DataFrame:
-    """Used by notebook 06: median time of each launcher on [m, hidden] inputs on a GPU (CUDA events).
-
-    Columns: ``kernel``, ``us``, ``tbps`` (bytes read + written / time), ``pct_of_memory_roof``
-    against `ceilings` (default: measured here now), ``floor_us``.
-    """
+    """Used by notebook 06: median time of each launcher on a GPU, its bandwidth and share of the memory roof."""
     if kernel_device().type != "cuda":
         raise ValueError("timing a Triton kernel needs a CUDA GPU: in the CPU interpreter its speed means nothing")
     ceilings = ceilings or measure_ceilings("cuda")

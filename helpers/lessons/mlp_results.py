@@ -1,7 +1,4 @@
-"""The MLP benchmark's stored tables (``python -m benchmarks mlp``) as notebooks 04 and 06 show them.
-
-Nothing here derives a number: it draws stored tables, or runs the benchmark live on a GPU.
-"""
+"""The MLP benchmark's stored tables as notebooks 04 and 06 show them; nothing here derives a number."""
 
 from __future__ import annotations
 
@@ -49,11 +46,8 @@ def mlp_roofline(results: Results) -> go.Figure:
 
 
 def sweep_figure(results: Results, metric: str = "kernel_us", relative_to: str | None = None) -> go.Figure:
-    """Time per forward against M from the stored ``sweep`` table, one line per variant, the floor dashed (log-log).
-
-    `relative_to`: a variant name; then each line is that variant's time divided by this one's.
-    Raises ValueError when the run stored no such time (an older or a CPU run).
-    """
+    """Time per forward against M from the stored ``sweep`` table, one line per variant (or relative to one),
+    the floor dashed."""
     if metric not in _METRIC_WORDS:
         raise ValueError(f"metric must be one of {sorted(_METRIC_WORDS)}, got {metric!r}")
     df = results.table("sweep")

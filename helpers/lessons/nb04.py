@@ -1,7 +1,4 @@
-"""Lesson 04, `torch.compile`: what this notebook alone uses.
-
-Its exercises, compile measurements and timing rounds; a difference inside the spread is a tie.
-"""
+"""Lesson 04, `torch.compile`: what this notebook alone uses."""
 
 from __future__ import annotations
 
@@ -85,11 +82,8 @@ assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
 def stride_outcome(fn: Callable, x: torch.Tensor, other: torch.Tensor) -> tuple[str, SweepResult | None, str]:
-    """What Dynamo does when ``other`` (same shape as ``x``, other strides) follows ``x``: the outcome in one word.
-
-    Returns (``"recompile"``, ``"reuse"`` or ``"error"``; the sweep, None after an error; the error's message).
-    Counted with the ``eager`` backend (Dynamo's decisions without code generation).
-    """
+    """What Dynamo does when ``other`` (same shape, other strides) follows ``x``: ``"recompile"``, ``"reuse"`` or
+    ``"error"``, with the sweep and the error (counted with the ``eager`` backend)."""
     if not isinstance(x, torch.Tensor) or not isinstance(other, torch.Tensor) or x.shape != other.shape:
         raise ValueError("x and other must be tensors of the same shape (only their strides should differ)")
     try:
@@ -100,10 +94,8 @@ def stride_outcome(fn: Callable, x: torch.Tensor, other: torch.Tensor) -> tuple[
 
 
 def call_rounds(fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats: int = 5) -> dict[str, list[float]]:
-    """Microseconds per synchronised call of each function, ``rounds`` times (each the median of ``repeats``).
-
-    The functions take turns round by round, so a slow spell of the machine hits all of them.
-    """
+    """Microseconds per synchronised call of each function, `rounds` times, the functions taking turns so a slow
+    spell of the machine hits all of them."""
     if not isinstance(fns, Mapping) or len(fns) < 1:
         raise TypeError("fns must be a non-empty dict {label: function or module}")
     rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
@@ -117,10 +109,7 @@ def call_rounds(fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats: 
 def end_to_end_rounds(
     fns: Mapping[str, Callable], *inputs, rounds: int = 5, iters: int = 50
 ) -> dict[str, dict[str, list[float]]]:
-    """Per function, ``rounds`` measurements of :func:`helpers.time_end_to_end` (back to back and synchronised, us).
-
-    Returns ``{label: {"nosync_us": [...], "sync_us": [...]}}``, the functions taking turns round by round.
-    """
+    """Per function, `rounds` :func:`helpers.time_end_to_end` measurements, the functions taking turns."""
     if not isinstance(fns, Mapping) or len(fns) < 1:
         raise TypeError("fns must be a non-empty dict {label: function or module}")
     rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
@@ -146,10 +135,8 @@ def rounds_frame(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> pd.
 
 
 def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> bool | Tie:
-    """Whether the first of two variants is faster: True or False when the middle halves of their rounds are apart, else a Tie.
-
-    A recording that kept one number per variant (fewer than 3 rounds) cannot show its spread: a tie.
-    """
+    """Whether the first variant is faster, or a Tie when the middle halves of their rounds overlap (or there are
+    fewer than 3 rounds)."""
     if len(rounds) != 2:
         raise ValueError(f"give exactly two variants, got {list(rounds)}")
     (a, ra), (b, rb) = rounds.items()

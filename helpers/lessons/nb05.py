@@ -1,8 +1,4 @@
-"""Lesson 05, hand-tuned kernels with the `kernels` library: what this notebook alone uses.
-
-Its exercises, the Hub loader's report, and the spread of kernel times, so a ranking is only
-stated where it is beyond the noise.
-"""
+"""Lesson 05, hand-tuned kernels with the `kernels` library: what this notebook alone uses."""
 
 from __future__ import annotations
 
@@ -56,10 +52,7 @@ assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
 def geglu_step_spread(traces: Mapping[str, Trace]) -> pd.DataFrame:
-    """Per variant, the GeGLU kernels' time of each profiled step: median, fastest and slowest step (us).
-
-    The GeGLU kernels are those whose role (:func:`helpers.mlp.plans.kernel_role`) is pointwise work.
-    """
+    """Per variant, the GeGLU kernels' time per profiled step: median, fastest and slowest (us)."""
     if not isinstance(traces, Mapping) or not traces:
         raise TypeError("traces must be a non-empty dict {label: Trace}")
     rows = []

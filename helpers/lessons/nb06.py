@@ -1,8 +1,4 @@
-"""Lesson 06, writing your own fused kernels: what this notebook alone uses.
-
-Its exercises and checkers, the course's kernels and plans as the lesson reads them, and the
-sentences it writes over recorded results.
-"""
+"""Lesson 06, writing your own fused kernels: what this notebook alone uses."""
 
 from __future__ import annotations
 
@@ -86,19 +82,12 @@ assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
 def check_geglu_kernel(fn, **kwargs) -> Feedback:
-    """Check the learner's GeGLU launcher (``fn(gate, up, out)``) and record the result in this lesson's book.
-
-    The checking itself is :func:`helpers.lessons.kernel_exercises.check_geglu_kernel`; keyword
-    arguments (``shapes``, ``dtype``) go to it.
-    """
+    """Check the learner's GeGLU launcher and record the result in this lesson's book."""
     return EXERCISES.record("geglu_kernel", _check_geglu_kernel(fn, **kwargs))
 
 
 def sync_margin(times: pd.DataFrame) -> dict[str, object]:
-    """The variant whose synchronised call is closest to its kernel time, and that margin (us).
-
-    ``times``: rows with ``variant``, ``kernel_us`` and ``e2e_sync_us`` (rows missing either are skipped).
-    """
+    """The variant whose synchronised call is closest to its kernel time, and that margin (us)."""
     if not {"variant", "kernel_us", "e2e_sync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, kernel_us and e2e_sync_us")
     rows = times.dropna(subset=["kernel_us", "e2e_sync_us"])

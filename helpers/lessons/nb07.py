@@ -1,9 +1,5 @@
-"""Lesson 07, The attention block, read from traces: what this notebook alone uses.
-
-Its exercises (explanations, hints), its checkers (the learner's kernel, their predictions), its views
-(the GPU traces, the score sweep, the plan's costs per kernel, the benchmark's roofline) and the
-attention names no other lesson uses (``nb07.manual_attention``, ``nb07.workloads`` ...).
-"""
+"""Lesson 07, The attention block, read from traces: what this notebook alone uses (its exercises, checkers
+and views, and the attention names no other lesson uses)."""
 
 from __future__ import annotations
 
@@ -41,8 +37,7 @@ from .results import Results, load_results, reference_ceilings
 __all__ = [
     "AttentionShape", "SDPA_OPS", "attention_flops", "attention_reference", "backend_in_trace", "flash_attention",
     "flex_block_mask", "flex_fn", "manual_attention", "manual_attention_plan", "peak_memory", "reference_ceilings",
-    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "triton_mode",
-    "visible_pairs", "workloads",
+    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "triton_mode", "visible_pairs", "workloads"
 ]  # fmt: skip
 
 _GQA = "with fewer key/value heads than query heads (GQA) the keys and values are repeated first, which adds copies"
@@ -124,14 +119,7 @@ check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
-def _record(key: str, status: str, message: str, answer: object = None) -> Feedback:
-    """A custom checker's feedback in the book: the explanation once right, the hint only after a wrong answer."""
-    ex = EXERCISES.book[key]
-    if status == MISSING:
-        message += f" (stuck? run `nb07.hint({key!r})`)"
-    elif status == WRONG:
-        message += f" Hint: {ex.hint}"
-    return EXERCISES.record(key, Feedback(ex.title, status, message, answer))
+_record = EXERCISES.report
 
 
 # -- the learner's kernel ------------------------------------------------------------------------
@@ -145,11 +133,8 @@ TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 1e-2}
 def check_attention_kernel(
     fn: Callable | None, cases: Sequence[tuple] | None = None, dtype: torch.dtype | None = None
 ) -> Feedback:
-    """Run the learner's launcher ``fn(q, k, v, out, causal)`` on awkward lengths, ``out`` filled with NaN first.
-
-    Compared with the float64 reference: float32 in the CPU interpreter, bf16 on a GPU. All-NaN output
-    (the learner copy's skeleton) is "not answered yet"; an exception is feedback, not a traceback.
-    """
+    """Run the learner's ``fn(q, k, v, out, causal)`` on awkward lengths (``out`` NaN-filled) against the float64
+    reference; all-NaN output is "not answered yet", an exception is feedback."""
     if fn is None or fn is Ellipsis:
         return _record("kernel", MISSING, "write my_online_softmax_update, run its cell, then run this cell again")
     if not callable(fn):
@@ -308,10 +293,7 @@ WINDOW_ALIASES = {
 
 
 def check_faster_window(answer: object, rounds: Mapping[str, Sequence[float]], details: Mapping) -> Feedback:
-    """The sliding-window race: the learner's ``"sdpa"`` or ``"flex"`` (or their long names) against the rounds.
-
-    A tie (the middle halves of the rounds overlap) accepts either name.
-    """
+    """The sliding-window race: the learner's ``"sdpa"`` or ``"flex"`` against the rounds (a tie accepts either)."""
     if isinstance(answer, str):
         key = " ".join(answer.strip().lower().split())
         answer = WINDOW_ALIASES.get(key, WINDOW_ALIASES.get(key.replace(" ", "_"), answer))
@@ -323,11 +305,8 @@ _LAUNCHER_ALIASES = {"aten::copy_": "aten::clone"}
 
 
 def plan_kernel_costs(kernels: pd.DataFrame, shape: AttentionShape, dtype: torch.dtype | str) -> pd.DataFrame:
-    """Each kernel of one hand-written call (``helpers.kernel_table``) with the bytes and FLOPs of its plan step.
-
-    Matched in order by the launching operator; kernels no step explains (a memset) are counted in
-    ``attrs["unmatched"]``. The rows go to ``helpers.roofline_frame``.
-    """
+    """Each kernel of one hand-written call with the bytes and FLOPs of its plan step, matched in order by the
+    launching op (unexplained kernels counted in ``attrs["unmatched"]``)."""
     missing = {"short_name", "duration_us", "launched_by"} - set(kernels.columns)
     if missing:
         raise ValueError(f"kernels must be a helpers.kernel_table(...) frame; missing columns {sorted(missing)}")

@@ -1,9 +1,5 @@
-"""Lesson 08, A whole model, from trace to fix: what this notebook alone uses (its exercises, their explanations and hints, its views).
-
-The model's own code lives in :mod:`helpers.decoder` (re-exported here as the lesson uses it); the
-views, the checks and the live run of the decoder benchmark (a program, ``python -m benchmarks
-decoder``) are defined below.
-"""
+"""Lesson 08, A whole model, from trace to fix: what this notebook alone uses, the decoder's names it uses
+re-exported (the model lives in :mod:`helpers.decoder`)."""
 
 from __future__ import annotations
 
@@ -41,31 +37,13 @@ from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
-__all__ = [  # the model's names this lesson uses, beside its own
-    "PARTS",
-    "Generator",
-    "TrainingStep",
-    "allocator_history",
-    "build_model",
-    "compile_blocks",
-    "decode_timing",
-    "graph_prediction",
-    "idle_share",
-    "kernel_parts",
-    "memory_figure",
-    "memory_over_time_figure",
-    "memory_peaks",
-    "part_breakdown",
-    "peak_memory_by_op",
-    "prefill_timing",
-    "profile_memory",
-    "queue_latency_us",
-    "random_tokens",
-    "reference_trace",
-    "swap_layers",
-    "weight_read_floor_us",
-    "workloads",
-]
+# the model's names this lesson uses, beside its own
+__all__ = [
+    "PARTS", "Generator", "TrainingStep", "allocator_history", "build_model", "compile_blocks", "decode_timing",
+    "graph_prediction", "idle_share", "kernel_parts", "memory_figure", "memory_over_time_figure", "memory_peaks",
+    "part_breakdown", "peak_memory_by_op", "prefill_timing", "profile_memory", "queue_latency_us", "random_tokens",
+    "reference_trace", "swap_layers", "weight_read_floor_us", "workloads"
+]  # fmt: skip
 
 EXERCISES = Exercises(
     "08",
@@ -178,12 +156,8 @@ def check_graph_step(
     measured_us: float | None = None,
     source: str = "",
 ) -> Feedback:
-    """The CUDA-graph exercise: the learner's predicted replayed step against the model computed from the traces.
-
-    The model (:func:`graph_prediction`: kernel time plus one queue latency per gap) is what the lesson
-    teaches; within 5 % is right, so "kernel time only" and the median-wait variant are wrong. The
-    measured replay (without the profiler), when known, is shown beside it in the explanation.
-    """
+    """The CUDA-graph exercise: the predicted replayed step against :func:`graph_prediction` (the taught model),
+    right within 5 %; the measured replay, when known, is shown beside it."""
     model = graph_prediction(decode_trace, latency_trace)
     measured = "not measured here" if measured_us is None else f"{measured_us:,.0f} us"
     details = {"predicted_us": model["predicted_us"], "source": source or "no measurement", "measured": measured}
@@ -193,11 +167,8 @@ def check_graph_step(
 def graph_table(
     decode_trace: Trace, latency_trace: Trace | None, eager_us: float, measured_graph_us: float | None
 ) -> pd.DataFrame:
-    """The CUDA-graph prediction beside the measurements, each labelled profiled or not.
-
-    `eager_us` and `measured_graph_us`: decode steps timed without the profiler. The speedups divide
-    the unprofiled eager step; the profiled one is shown to say how much the profiler inflated it.
-    """
+    """The CUDA-graph prediction beside the measurements, each labelled profiled or not (the speedups divide the
+    unprofiled eager step)."""
     model = graph_prediction(decode_trace, latency_trace)
     rows = [
         ("eager step, profiled (first kernel to last)", model["eager_window_us"]),
@@ -279,11 +250,7 @@ def breakdown_figure(breakdown: pd.DataFrame, title: str | None = None) -> go.Fi
 
 
 def gemm_layouts(trace: Trace) -> pd.DataFrame:
-    """GEMM kernels of a training-step trace by ``phase`` (forward, backward) and ``layout`` (first two letters).
-
-    Columns: ``phase``, ``layout`` (None when the name does not say), ``kernels`` and ``time_us`` per
-    step, ``example`` (one kernel name).
-    """
+    """GEMM kernels of a training step by phase (forward, backward) and layout, per step, with an example name."""
     k = kernel_parts(check_trace(trace))
     if k.empty:
         raise ValueError(f"{trace.info.describe()} has no GPU kernels: GEMM layouts are read from kernel names")
@@ -332,14 +299,9 @@ def check_variant(
     speedup: float | None,
     measured_speedup: float | Sequence[float] | None,
 ) -> list[Feedback]:
-    """The transfer exercise's three answers, checked against the variant's trace and its measured fix.
-
-    `part`: the bottleneck, as :func:`part_breakdown` names it; `fix`: a name of :func:`fixes`;
-    `speedup`: the prefill's predicted speedup with the fix, within 10% of `measured_speedup` (measured
-    without a profiler; when None, any number is accepted). Given the speedup of several rounds, the check
-    is against their median, and a prediction inside the rounds' own range (widened by the 10%) counts too:
-    the machine's noise is not the learner's error.
-    """
+    """The transfer exercise's three answers against the variant's trace: the bottleneck part, a fix, and the
+    predicted prefill speedup within 10% of `measured_speedup` (any number when None). Given several rounds' speedups,
+    the check is against their median, and a prediction inside their range (widened by the 10%) counts too."""
     b = part_breakdown(check_trace(trace))
     top = bottleneck(b)
     share = float(b.set_index("part").loc[top, "share"])

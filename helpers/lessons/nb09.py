@@ -1,9 +1,5 @@
-"""Lesson 09, Several GPUs: a data-parallel training step read from per-rank traces: what this notebook alone uses.
-
-Its exercises (explanations and hints), where its runs go, the runs on GPUs it reads (launched here,
-or recorded on two H200s) and their tables, the worker script's own code; and the engine and model
-functions only this lesson uses.
-"""
+"""Lesson 09, Several GPUs: what this notebook alone uses: its exercises, where its runs go, the runs on
+GPUs it reads (launched here or recorded on two H200s) and their tables."""
 
 from __future__ import annotations
 
@@ -26,9 +22,9 @@ from ..distributed.runs import SUMMARY, load_run, rank_files, run_summary, runs_
 from ..distributed.workloads import configurations
 from ..paths import LOCAL_TRACES_DIR, TRACES_DIR
 from ..trace.collectives import collectives, communication_per_step, rank_table, step_windows
-from ..trace.compare import kernel_breakdown
 from ..trace.overlap import overlap
 from ..trace.ranks import MultiRankTrace
+from ..trace.work import kernel_breakdown
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
@@ -110,10 +106,8 @@ def _alive(pid: int) -> bool:
 
 
 def runs_folder() -> Path:
-    """``traces/local/09_several_gpus/<pid>/`` for this kernel's runs (a lesson and its learner copy never share one).
-
-    Folders left by kernels that have ended are removed (only those named by a process id).
-    """
+    """``traces/local/09_several_gpus/<pid>/``: one folder per kernel (a lesson and its learner copy never share
+    one); folders of ended kernels are removed."""
     RUNS_PARENT.mkdir(parents=True, exist_ok=True)
     for old in RUNS_PARENT.iterdir():
         if old.is_dir() and old.name.isdigit() and int(old.name) != os.getpid() and not _alive(int(old.name)):
@@ -140,10 +134,7 @@ def _on_gpus(folder: str | os.PathLike | None) -> bool:
 
 
 def gpu_run(name: str, live: str | os.PathLike | None = None) -> tuple[MultiRankTrace, dict[str, Any]] | None:
-    """``(run, summary)`` of a run on GPUs: `live` (a run launched here) when it ran on GPUs, else the H200 recording.
-
-    None when neither exists.
-    """
+    """``(run, summary)`` of a run on GPUs: `live` when it ran on GPUs, else the H200 recording; None without either."""
     folder = live if _on_gpus(live) else reference_run(name)
     if folder is None:
         return None
@@ -151,11 +142,8 @@ def gpu_run(name: str, live: str | os.PathLike | None = None) -> tuple[MultiRank
 
 
 def gpu_results(runs: str | os.PathLike | None = None, timeout_s: float = 300.0) -> Results:
-    """The tables of the runs on GPUs: of the runs under `runs` when they ran on GPUs, else of the H200 recording.
-
-    The runs launched here are read by ``python -m benchmarks ddp --runs`` (a program, with a
-    timeout and progress), into ``<runs>/ddp.json``.
-    """
+    """The tables of the runs on GPUs under `runs` (read by ``python -m benchmarks ddp --runs``, a program), else
+    of the H200 recording."""
     folders = [p for p in Path(runs).iterdir() if (p / SUMMARY).is_file()] if runs is not None else []
     if not folders or not all(_on_gpus(p) for p in folders):
         return load_results(REFERENCE_RESULTS)
@@ -201,14 +189,8 @@ def _spread(steps: list[float]) -> float:
 
 
 def measured_change(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """How much the step time changed from run `base` to run `new` (summaries), and whether it stands out of the noise.
-
-    ``change_ms`` (difference of the step times, each a median of the timed steps), ``noise_ms``
-    (the larger spread of the two runs' timed steps, fastest to slowest, leaving out each run's
-    single fastest and slowest step), ``within_noise`` (the change is no larger than that: these
-    runs cannot tell the two settings apart, so a prediction cannot be judged on them). Each run
-    was launched once, so the spread between launches is not in it.
-    """
+    """How much the step time changed from run `base` to `new`, and whether that is within the noise (the larger
+    spread of their timed steps without each run's extremes): then a prediction cannot be judged on them."""
     a, b = timed_steps(base), timed_steps(new)
     if len(a) < 3 or len(b) < 3:
         raise ValueError(f"need at least 3 timed steps per run to know the spread, got {len(a)} and {len(b)}")
@@ -218,15 +200,8 @@ def measured_change(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]
 
 
 def per_rank(run: MultiRankTrace, summary: dict[str, Any]) -> pd.DataFrame:
-    """Each rank of a profiled run beside the same run without the profiler, medians per step, in ms.
-
-    ``profiled_step_ms`` (a step in the trace) against ``unprofiled_step_ms`` (timed without the
-    profiler); ``compute_ms``, ``communication_ms``, ``hidden_ms`` (communication with compute
-    beside it), ``hidden_pct``; on GPUs ``gpu_waits_for_cpu_ms`` (GPU idle, nothing queued: the
-    host is late). ``waited_least`` marks the rank with the least communication time: at every
-    collective it arrived last and found the others already there, so its collectives hold
-    transfers, not waiting.
-    """
+    """Each rank of a profiled run beside the same run unprofiled (medians per step, ms): compute, communication,
+    what was hidden; ``waited_least`` marks the rank that arrived last at every collective (it waited least)."""
     steps = communication_per_step(run)
     if steps.empty:
         raise ValueError(f"{run.info.describe()} has no profiled step with a collective")
@@ -250,12 +225,8 @@ def per_rank(run: MultiRankTrace, summary: dict[str, Any]) -> pd.DataFrame:
 
 
 def hta_differences(run: MultiRankTrace) -> pd.DataFrame:
-    """Per rank, the kernel time `helpers` counts and what HolisticTraceAnalysis's defaults leave of it (us).
-
-    HTA drops the last profiler step and keeps times in whole microseconds (cut, not rounded):
-    ``kernel_us`` (every kernel), ``without_last_step_us``, ``as_hta_us`` (both). An emulation to
-    set beside HTA's own table, not HTA itself.
-    """
+    """Per rank, the kernel time `helpers` counts and what HolisticTraceAnalysis's defaults leave of it (it drops
+    the last step and cuts times to whole microseconds): an emulation, not HTA itself."""
     kernels = run.kernels()
     if kernels.empty:
         raise ValueError(f"{run.info.describe()} has no device kernel: HTA's kernel breakdown needs a GPU trace")
@@ -289,12 +260,8 @@ def nccl_log_lines(folder: str | os.PathLike, limit: int = 12) -> list[str]:
 def one_bucket_terms(
     run25: MultiRankTrace, summary25: dict[str, Any], run_one: MultiRankTrace, summary_one: dict[str, Any]
 ) -> dict[str, float]:
-    """The one-bucket change accounted for from the traces (ms), each term on the rank that waited least in its run.
-
-    ``allreduce_ms`` (the one all-reduce per step), ``tail_ms`` (the 25 MB run's last all-reduce
-    end minus its backward's end, for the job), ``compute_ms`` (compute per step with 25 MB buckets
-    minus with one), ``total`` (the first minus the other two).
-    """
+    """The one-bucket change accounted for from the traces (ms), each term on the rank that waited least:
+    the one all-reduce, the 25 MB run's tail, the compute difference, and what is left."""
     least25, least_one = (
         r[r["waited_least"]].iloc[0] for r in (per_rank(run25, summary25), per_rank(run_one, summary_one))
     )
@@ -334,11 +301,8 @@ def check_straggler_cost(answer: Any, slow_summary: dict[str, Any], base_summary
 
 
 def param_comms(folder: str | os.PathLike, rank: int = 0, limit: int = 6) -> pd.DataFrame:
-    """What the profiler recorded of each collective call (its ``record_param_comms`` operators) on one rank.
-
-    Columns: ``collective``, ``elements`` (in and out), ``dtype``, ``group_size``, ``ranks``. NCCL's
-    choice of algorithm and protocol is not among them: that is in NCCL's own log (``NCCL_DEBUG=INFO``).
-    """
+    """What the profiler recorded of each collective call on one rank (NCCL's algorithm and protocol are only in
+    its own log, ``NCCL_DEBUG=INFO``)."""
     path = next((p for p in rank_files(folder) if p.name.startswith(f"rank{rank}.")), None)
     if path is None:
         raise FileNotFoundError(f"{folder} has no trace of rank {rank}")

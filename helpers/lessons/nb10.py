@@ -1,9 +1,6 @@
-"""Lesson 10, Your own model: from trace to fixes: what this notebook alone uses.
-
-Its exercises (explanations and hints, keyed by exercise name), the diagnosis it teaches
-(``nb10.diagnose``, ``nb10.critical_path``, ``nb10.path_summary`` from :mod:`helpers.diagnose`),
-the planted training loop (``nb10.build_loop``), timing rounds, and the checkers: every check
-built on a timing compares rounds, and a difference inside their spread is a tie.
+"""Lesson 10, Your own model: from trace to fixes: what this notebook alone uses (its exercises, the
+diagnosis it teaches, the planted training loop, timing rounds and checkers; a difference inside the
+spread of rounds is a tie).
 """
 
 from __future__ import annotations
@@ -79,24 +76,14 @@ check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
-def _record(key: str, status: str, message: str, answer: object = None, expected: object = None) -> Feedback:
-    """A custom checker's feedback in the book: the explanation once right, the hint only after a wrong answer."""
-    ex = EXERCISES.book[key]
-    if status == MISSING:
-        message += f" (stuck? run `nb10.hint({key!r})`)"
-    elif status == WRONG:
-        message += f" Hint: {ex.hint}"
-    return EXERCISES.record(key, Feedback(ex.title, status, message, answer, expected))
+_record = EXERCISES.report
 
 
 # -- timing ---------------------------------------------------------------------------------------
 
 
 def step_rounds(steps: Mapping[str, Callable[[], object] | Loop], rounds: int = 5, repeats: int = 10) -> dict[str, list[float]]:  # fmt: skip
-    """Microseconds per training step of each variant, unprofiled, ``rounds`` times (each the median of ``repeats``).
-
-    The variants take turns round by round, so a slow spell of the machine hits all of them.
-    """
+    """Microseconds per training step of each variant, unprofiled, `rounds` times, the variants taking turns."""
     if not isinstance(steps, Mapping) or not steps:
         raise TypeError("steps must be a non-empty dict {label: loop or step function}")
     rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
@@ -241,13 +228,9 @@ def check_costliest(answer: object, findings: pd.DataFrame, details: dict | None
 
 
 def check_saving(key: str, predicted_us: float | None, before: Sequence[float], after: Sequence[float], findings: pd.DataFrame, problem: str | None = None, details: dict | None = None, ratio: float | None = None) -> Feedback:  # fmt: skip
-    """A predicted saving (us per step), checked against the taught prediction; the measurement is reported beside it.
-
-    The taught prediction is the bound itself (``saving_upper_bound_us``): the top finding's alone, or the sum over
-    every finding of `problem` (default: the top finding's problem); right within 2 % of either (1 us when it is 0).
-    Another answer inside the middle half of the measured saving is a tie: this machine cannot tell it from the
-    measurement. The measured saving, with its quartiles, is reported and never grades the taught answer.
-    `ratio` (unprofiled over profiled step time) is only shown, as the profiler's cost.
+    """A predicted saving (us per step) checked against the taught prediction, the bound (``saving_upper_bound_us``)
+    of the top finding or of every finding of `problem`, right within 2 %; another answer inside the middle
+    half of the measured saving is a tie. The measurement is reported beside it and never grades the answer.
     """
     ex = EXERCISES._exercise(key)
     if problem is not None and problem not in PROBLEMS:
@@ -279,10 +262,8 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
 
 
 def predicted_saving(findings: pd.DataFrame, problem: str) -> float:
-    """The unprofiled saving predicted for fixing one planted `problem`: the sum of the bounds
-    (``saving_upper_bound_us``) of its findings, as the trace shows them, unscaled; 0 when the diagnosis found
-    nothing for it. The profiler's cost is roughly fixed per operator, so it inflates a fix's few large operators
-    less than the step's average: one step-wide unprofiled/profiled ratio would under-predict."""
+    """The unprofiled saving predicted for fixing `problem`: the sum of its findings' bounds, unscaled (0 when none).
+    The profiler's cost is roughly per operator, so a step-wide unprofiled/profiled ratio would under-predict."""
     if not isinstance(findings, pd.DataFrame) or "rule" not in findings.columns:
         raise TypeError("findings must be the table returned by nb10.diagnose(trace)")
     if problem not in PROBLEMS:

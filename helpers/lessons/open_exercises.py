@@ -12,15 +12,8 @@ from ..trace.queries import op_call_times
 
 
 def busiest_op(trace: Trace, under: str | None = None) -> str:
-    """Used by notebooks 00 and 02: the ATen operator that does the arithmetic of a profiled call.
-
-    Candidates are the operators that compute (:func:`helpers.trace.aten_ops.computes`, and not a
-    copy such as the bias ``aten::copy_`` of a CPU ``addmm``). On a trace with device kernels: the
-    one whose *own* launched kernels take the most device time (a wrapper such as ``aten::linear``
-    launches none itself). On a CPU-only trace: the one with the most time in its own code per call
-    (median over calls, so one stalled call does not decide). `under`: only operators inside the
-    dispatch tree of that operator. Raises ValueError when no operator qualifies.
-    """
+    """Used by notebooks 00 and 02: the ATen operator that does the arithmetic of a profiled call (under `under`):
+    with kernels, the one whose own kernels take most device time; on a CPU, the most own time per call (median)."""
     check_trace(trace)
     names = None
     if under is not None:

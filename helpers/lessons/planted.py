@@ -67,10 +67,7 @@ class Loop:
 
 
 def build_loop(fixed: Iterable[str] = (), device: str | torch.device | None = None, seed: int = 0) -> Loop:
-    """The planted training loop on `device` (default: the GPU when there is one), with `fixed` problems removed.
-
-    Same seed, same weights and data whatever is fixed, so two loops compute the same thing.
-    """
+    """The planted training loop on `device` with the `fixed` problems removed; same seed, weights and data always."""
     fixed = frozenset(fixed)
     unknown = fixed - set(PROBLEMS)
     if unknown:

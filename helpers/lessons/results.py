@@ -1,7 +1,5 @@
-"""The one reader of recorded benchmark results (``benchmarks/results/*.json``): what the file stores, as tables.
-
-It derives nothing: a table here is the table the benchmark stored, so a lesson shows what was judged.
-"""
+"""The one reader of recorded benchmark results (``benchmarks/results/*.json``): it derives nothing, so a lesson
+shows the tables the benchmark stored and judged."""
 
 from __future__ import annotations
 

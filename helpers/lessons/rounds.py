@@ -11,10 +11,7 @@ from numbers import Number
 
 @dataclass(frozen=True)
 class Tie:
-    """An expected value that the measurement cannot settle: every answer of the right type is accepted.
-
-    ``why`` says what was measured (the two medians and their spreads), so the learner sees the noise.
-    """
+    """An expected value the measurement cannot settle: any answer of the right type is accepted, ``why`` shows the noise."""
 
     why: str
     kind: type = bool
@@ -22,11 +19,8 @@ class Tie:
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether ``a`` was faster than ``b`` over repeated rounds, or a tie when their spreads overlap.
-
-    A spread is the middle half of the rounds (first to third quartile): one round slowed by another
-    program on the machine widens a min-max range until everything ties, but barely moves the quartiles.
-    """
+    """Whether ``a`` was faster than ``b`` over rounds, or a tie when their middle halves overlap (quartiles, not
+    min-max: one slowed round would make everything tie)."""
 
     a_median: float
     b_median: float

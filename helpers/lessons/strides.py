@@ -27,11 +27,7 @@ def _storage_ptr(t: torch.Tensor) -> int:
 
 
 def layout_table(views: Mapping[str, torch.Tensor]) -> pd.DataFrame:
-    """Used by notebook 01: shape, stride, storage offset and storage of each tensor, against the first one.
-
-    Columns: ``name``, ``shape``, ``stride``, ``storage_offset``, ``is_contiguous``,
-    ``storage_elements`` (elements of the underlying buffer), ``shares_storage_with_first``.
-    """
+    """Used by notebook 01: shape, stride, offset, contiguity and storage of each tensor, against the first one."""
     items = _check_views(views)
     first = next(iter(items.values()))
     rows = []
@@ -63,12 +59,8 @@ def storage_index(t: torch.Tensor) -> torch.Tensor:
 
 
 def strides_figure(views: Mapping[str, torch.Tensor], max_elements: int = 64):
-    """Used by notebook 01: one buffer (top strip) and each tensor as a grid of the indices it reads.
-
-    Every tensor must share the first one's storage (views of one buffer) and have 1 or 2
-    dimensions and at most `max_elements` elements. Colours follow the storage index, so the same
-    element has the same colour in the buffer and in every view. Returns the figure.
-    """
+    """Used by notebook 01: one buffer (top strip) and each view of it (1-D or 2-D) as a grid of the indices it
+    reads, coloured by storage index."""
     import matplotlib.pyplot as plt
     from matplotlib import colormaps
 

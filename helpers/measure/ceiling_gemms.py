@@ -1,7 +1,5 @@
-"""The matmul ceilings of a GPU: the best rate of a few large GEMMs, in bf16 and (where it runs) FP8.
-
-FP8 gets its own ceiling: an FP8 GEMM judged against the bf16 rate would show well over 100 %.
-"""
+"""The matmul ceilings of a GPU: the best rate of a few large GEMMs in bf16 and, where it runs, FP8
+(judged against the bf16 rate an FP8 GEMM would show well over 100 %)."""
 
 from __future__ import annotations
 
@@ -20,12 +18,8 @@ FP8_MIN_CAPABILITY = (8, 9)
 def best_matmul_rate(
     device: torch.device, dtype: torch.dtype, repeats: int, warmup: int
 ) -> tuple[float, tuple[int, int, int]]:
-    """(FLOP/s, (m, n, k)) of the fastest ``torch.mm`` over :data:`CUDA_MATMUL_SHAPES` in `dtype`.
-
-    A deep K runs faster than the cube, as the weight gradient of notebook 08's LM head does. Each
-    shape runs with A stored row-major and column-major: a weight gradient (x.T @ dy) is the second
-    kind, and cuBLAS picks another kernel for it.
-    """
+    """(FLOP/s, (m, n, k)) of the fastest ``torch.mm`` over :data:`CUDA_MATMUL_SHAPES`, each with A row- and
+    column-major (a weight gradient is the second kind, and cuBLAS picks another kernel for it)."""
     rate, best = 0.0, CUDA_MATMUL_SHAPES[0]
     for m, n, k in CUDA_MATMUL_SHAPES:
         b = torch.randn(k, n, dtype=dtype, device=device)
@@ -46,12 +40,8 @@ def fp8_supported(device: torch.device) -> bool:
 
 
 def best_fp8_matmul_rate(device: torch.device, repeats: int, warmup: int) -> tuple[float, tuple[int, int, int]] | None:
-    """(FLOP/s, (m, n, k)) of the fastest e4m3 ``torch._scaled_mm`` (bf16 out), or None where FP8 does not run.
-
-    Over :data:`CUDA_MATMUL_SHAPES`, A row-major and B column-major (the layout ``_scaled_mm``
-    requires), tensor-wise scales, with and without ``use_fast_accum``: the ceiling is the best
-    the device reached, so a trace's kernel using either mode stays under it.
-    """
+    """(FLOP/s, (m, n, k)) of the fastest e4m3 ``torch._scaled_mm``, with and without fast accumulation (a kernel
+    in either mode stays under it); None where FP8 does not run."""
     if not fp8_supported(device):
         return None
     e4m3 = torch.float8_e4m3fn

@@ -1,8 +1,5 @@
-"""The ceilings of a device (memory roof, matmul rate), measured one way, with provenance.
-
-A kernel's floor is its bytes and FLOPs divided by these; a reference set recorded elsewhere lets a
-CPU-only learner judge a recorded trace. A kernel faster than its floor means the ceiling is wrong.
-"""
+"""The ceilings of a device (memory roof, matmul rates), measured one way. A kernel's floor is its bytes and
+FLOPs divided by these; a kernel faster than its floor means the ceiling is wrong."""
 
 from __future__ import annotations
 
@@ -24,14 +21,8 @@ from .timing import time_device, time_per_call
 
 @dataclass(frozen=True)
 class Ceilings:
-    """The two ceilings of a device and how they were obtained.
-
-    `copy_bytes_per_s` counts bytes read + bytes written by a large device-to-device copy;
-    `matmul_flop_per_s` is 2*m*n*k / time of a large matmul; `fp8_matmul_flop_per_s` the same for
-    an e4m3 ``torch._scaled_mm`` (None where FP8 does not run or was not measured: FP8 GEMMs are
-    then not judged against a rate). `source` is "measured" (by
-    `measure_ceilings` in this process) or "reference" (recorded elsewhere, loaded from a dict).
-    """
+    """The ceilings of a device: copy bandwidth (bytes read + written), the bf16 matmul rate, the FP8 rate (None
+    where not measured: FP8 GEMMs are then not judged), and whether they were measured here or recorded elsewhere."""
 
     device: str
     device_type: str
@@ -49,7 +40,7 @@ class Ceilings:
     read_bytes_per_s: float | None = None
     # the device's last-level cache: memory-bound work smaller than it may never reach DRAM
     l2_bytes: int | None = None
-    # bytes per second of write-only traffic (a large Tensor.fill_): on an H200 a fill streams
+    # bytes per second of write-only traffic (a large Tensor.fill_): on HBM a fill can stream
     # faster than a copy or a sum, so a kernel that mostly writes is judged against this
     write_bytes_per_s: float | None = None
     fp8_matmul_flop_per_s: float | None = None
@@ -145,11 +136,8 @@ OPTIONAL_FIELDS = ("recorded", "read_bytes_per_s", "l2_bytes", "write_bytes_per_
 
 
 def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
-    """Build `Ceilings` from a dict such as one read from JSON (`Ceilings.as_dict()` output).
-
-    Missing or unknown keys raise ValueError naming them, so that a typo in a stored file is not
-    silently ignored.
-    """
+    """`Ceilings` from a dict (``Ceilings.as_dict()``); missing or unknown keys raise ValueError, so a typo in a
+    stored file is never ignored."""
     if not isinstance(d, Mapping):
         raise TypeError(f"ceilings_from_dict expects a dict, got {type(d).__name__}")
     known = {f.name for f in fields(Ceilings)}
@@ -174,10 +162,6 @@ def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
             positive_number(key, values[key])
             values[key] = float(values[key])
     return Ceilings(**values)
-
-
-# The schema benchmarks/ceilings.py writes (measure_ceilings' values with the run's provenance).
-CEILINGS_SCHEMA = "course-ceilings/1"
 
 
 def reference_ceilings_for(device: str) -> Ceilings | None:
@@ -307,12 +291,8 @@ _CACHE: dict[str, Ceilings] = {}
 
 
 def measure_ceilings(device: torch.device | str | None = None, refresh: bool = False) -> Ceilings:
-    """Measure copy, read and write bandwidth and the matmul rate of `device` (None: CUDA if available, else CPU).
-
-    Measured once per process per device and cached: later calls return the same object;
-    `refresh=True` measures again and replaces the cached value. Raises ValueError for a device
-    that is not cpu/cuda or not present, TypeError for something that is not a device at all.
-    """
+    """Measure the copy bandwidth and matmul rates of `device` (None: CUDA if available, else CPU), once per
+    process per device unless `refresh`."""
     resolved = resolve_device(device)
     key = str(resolved)
     if refresh or key not in _CACHE:
@@ -321,13 +301,8 @@ def measure_ceilings(device: torch.device | str | None = None, refresh: bool = F
 
 
 def ceilings_for(trace: Any) -> Ceilings:
-    """The ceilings of the machine that recorded `trace`, so its kernels are judged against their own GPU.
-
-    A live profile: measured here (:func:`measure_ceilings` on the GPU it ran on, or the CPU). A
-    recorded trace: the ceilings registered for its device (:func:`register_reference_ceilings`).
-    Anything else raises ValueError: pass ceilings measured on the machine that recorded it (never
-    this machine's for another's trace).
-    """
+    """The ceilings of the machine that recorded `trace`: measured here for a live profile, the registered set for
+    a recorded trace's device; ValueError otherwise (never this machine's for another's trace)."""
     from ..trace.model import check_trace
 
     check_trace(trace)

@@ -61,11 +61,8 @@ class FirstCall:
 
 
 def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool = True) -> FirstCall:
-    """Time the first call of `fn` (a freshly compiled function: it compiles now) and the next `later` calls.
-
-    Also reports Inductor's on-disk FX graph cache hits and misses during the first call: a
-    second process (or a re-run) can skip most of the work, so a fast "compile" may be a cache hit.
-    """
+    """Time the first call of freshly compiled `fn` (it compiles now) and the next `later` calls, with Inductor's
+    FX graph cache hits during the first call: a fast "compile" may be a cache hit."""
     check_callable(fn)
     device = device_of(inputs)
     before = _inductor_cache_counts()
@@ -85,14 +82,8 @@ def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool =
 
 
 def first_calls(fns: dict[str, Callable], inputs: Sequence[torch.Tensor], progress: bool = True) -> pd.DataFrame:
-    """The first call of each function with each input, in order, and the graphs Dynamo compiled meanwhile.
-
-    For comparing start-up costs: a ``torch.compile``'d model compiles on its first call and
-    again when a shape change fails a guard; a hand-written Triton kernel is compiled by Triton's
-    JIT on its first launch for a new specialisation; eager code compiles nothing. Columns:
-    ``variant``, ``input_shape``, ``first_call_s``, ``graphs_compiled``, and ``later_call_s`` (the
-    median of later calls with that input). Each call is synchronised.
-    """
+    """The first call of each function with each input in order, synchronised, and the graphs Dynamo compiled
+    meanwhile: compile recompiles when a shape fails a guard, a Triton kernel compiles per specialisation."""
     if not isinstance(fns, dict) or not fns:
         raise TypeError("fns must be a non-empty dict {label: function or module}")
     if isinstance(inputs, torch.Tensor) or not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
@@ -138,12 +129,7 @@ def _wrapper_name(name: str) -> str | None:
 
 
 def compile_wrapper_rows(trace: Trace) -> pd.DataFrame:
-    """The rows torch.compile adds around a compiled forward, with their CPU cost per call.
-
-    Columns: ``row`` (the graph hash of ``## Call CompiledFxGraph <hash> ##`` is cut off),
-    ``calls``, ``self_cpu_us_per_call`` (time in the row itself, not in the ops it runs),
-    ``cpu_total_us_per_call``. Empty for an eager trace.
-    """
+    """The rows torch.compile adds around a compiled forward with their CPU cost per call (empty for eager)."""
     if not isinstance(trace, Trace):
         raise TypeError(f"expected a Trace, got {type(trace).__name__}")
     ops = trace.ops(include_annotations=True)
@@ -165,13 +151,8 @@ def compile_wrapper_rows(trace: Trace) -> pd.DataFrame:
 
 
 def call_split(trace: Trace) -> pd.DataFrame:
-    """Each profiled call's CPU time against its device time, one row per profiler step.
-
-    ``cpu_us``: the call's span on the CPU (the ``record_function`` label ``helpers.profile`` puts
-    around each call); ``device_us``: the summed time of the kernels, memsets and copies it
-    launched; ``cpu_minus_device_us``; ``cpu_bound``: the CPU took longer than the device work,
-    so with a synchronise after every call, the CPU side sets the pace.
-    """
+    """Each profiled call's CPU span against the device time of what it launched, one row per step; ``cpu_bound``
+    when the CPU took longer, so with a synchronise per call the CPU sets the pace."""
     if not isinstance(trace, Trace):
         raise TypeError(f"expected a Trace, got {type(trace).__name__}")
     ev = trace.events

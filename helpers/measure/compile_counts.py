@@ -1,7 +1,5 @@
-"""How many graphs ``torch.compile`` compiles, and why: count them, with torch's own counter inside.
-
-Private torch internals are read behind guards, so a release that changes them gives a clear error.
-"""
+"""How many graphs ``torch.compile`` compiles, and why; private torch internals are read behind guards, so
+a release that changes them gives a clear error."""
 
 from __future__ import annotations
 
@@ -78,12 +76,8 @@ def _torch_counter(backend: str) -> Any | None:
 
 
 class CompileCounter:
-    """A ``torch.compile`` backend that records every graph it is given, then compiles it with `backend`.
-
-    Dynamo decides when to compile; the backend only how long it takes, so ``CompileCounter("eager")``
-    counts the same graphs fast. Built on torch's ``CompileCounterWithBackend`` where it exists; adds each
-    graph's input shapes with the symbols that mark a dynamic size.
-    """
+    """A ``torch.compile`` backend that records every graph it is given (input shapes, dynamic symbols) and
+    compiles it with `backend`: Dynamo decides when to compile, so ``"eager"`` counts the same graphs fast."""
 
     def __init__(self, backend: str = "inductor") -> None:
         if not isinstance(backend, str):
@@ -199,19 +193,9 @@ def shape_sweep(
     label: str | None = None,
     progress: bool = True,
 ) -> SweepResult:
-    """Compile `fn` afresh and call it once per input, counting the graphs compiled at each call.
-
-    - `dynamic`: passed to ``torch.compile`` (None: Dynamo's default, "automatic dynamic").
-    - `mark_dynamic`: a dimension to mark dynamic on every input with ``torch._dynamo.mark_dynamic``.
-    - `backend`: the real backend behind the counter ("inductor", or "eager" to count fast).
-
-    Calls ``torch._dynamo.reset()`` before and after (Dynamo keeps compiled code per Python
-    function, so an earlier compile of the same model would otherwise be reused, and this sweep's
-    graphs would be reused by later cells). Columns of the table: ``call``,
-    ``input_shape``, ``new_graphs``, ``graphs_so_far``, ``graph`` (static / dynamic and its
-    symbolic input shape, or "reused"), ``why`` (Dynamo's recompile reason), ``fx_cache``
-    (Inductor's on-disk cache during the call: "hit" when an identical graph was compiled before,
-    "miss"; empty for other backends), ``seconds``.
+    """Compile `fn` afresh and call it once per input, counting the graphs each call compiled, with Dynamo's
+    recompile reason and Inductor's FX cache result. Resets Dynamo before and after, so no other cell's
+    compiled code is reused, nor this sweep's by later cells.
     """
     check_callable(fn)
     if isinstance(inputs, torch.Tensor) or not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):

@@ -1,7 +1,4 @@
-"""Where things run: device resolution, synchronisation, names, and the provenance of a measurement.
-
-One owner for each, so every timing, profile and benchmark labels its results the same way.
-"""
+"""Where things run: device resolution, synchronisation, names and a measurement's provenance, one owner each."""
 
 from __future__ import annotations
 
@@ -18,11 +15,7 @@ import torch
 
 
 def resolve_device(device: torch.device | str | None = None) -> torch.device:
-    """A concrete device: None means CUDA when available, else CPU; ``"cuda"`` gets its index.
-
-    Raises ValueError for a device that is not cpu/cuda or not present here, TypeError for
-    something that is not a device at all.
-    """
+    """A concrete device: None means CUDA when available, else CPU; ``"cuda"`` gets its index."""
     if device is None:
         return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
     if isinstance(device, str):
@@ -126,10 +119,8 @@ def nvidia_smi(field: str) -> str | None:
 
 
 def provenance(device: torch.device, command: str | None = None) -> dict[str, Any]:
-    """Where and when a measurement was made: device, versions, date (UTC), command, git commit.
-
-    Stored next to every committed benchmark result and reference trace.
-    """
+    """Where and when a measurement was made (device, versions, UTC date, command, git commit), stored with
+    every committed result and reference trace."""
     from ..triton_env import triton_mode
 
     if device.type == "cuda":

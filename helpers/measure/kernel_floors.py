@@ -1,7 +1,5 @@
-"""Each kernel of a trace against its floor: the bytes and FLOPs it must move and do, from recorded shapes.
-
-A kernel whose family has no known floor gets none, and the ``basis`` column says why: a floor is never guessed.
-"""
+"""Each kernel of a trace against its floor, from recorded shapes; a family with no known floor gets none
+and ``basis`` says why: a floor is never guessed."""
 
 from __future__ import annotations
 
@@ -21,22 +19,9 @@ from .ceilings import Ceilings, ceilings_for
 from .roofline import achieved, gemm_bytes, gemm_flops
 
 COLUMNS = [
-    "step",
-    "short_name",
-    "family",
-    "duration_us",
-    "bytes_moved",
-    "flops",
-    "floor_us",
-    "pct_of_floor",
-    "bound_by",
-    "achieved_tbps",
-    "achieved_tflops",
-    "basis",
-    "gemm_mnk",
-    "launched_by",
-    "name",
-]
+    "step", "short_name", "family", "duration_us", "bytes_moved", "flops", "floor_us", "pct_of_floor", "bound_by",
+    "achieved_tbps", "achieved_tflops", "basis", "gemm_mnk", "launched_by", "name"
+]  # fmt: skip
 
 
 def _tensors(dims_text: str, types_text: str) -> list[tuple[tuple[int, ...], DType]]:
@@ -85,26 +70,10 @@ class Work:
 # rows of a large table): the tensors' sizes say nothing about their traffic.
 INDEXED_OPS = frozenset({"scatter_gather", "index_select", "index", "embedding", "index_add", "gather", "scatter"})
 # Elementwise ops whose result is a bool tensor (1 byte per element, whatever the inputs).
-BOOL_RESULT_OPS = frozenset(
-    {
-        "isnan",
-        "isinf",
-        "isneginf",
-        "isposinf",
-        "isfinite",
-        "eq",
-        "ne",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "logical_and",
-        "logical_or",
-        "logical_not",
-        "logical_xor",
-        "signbit",
-    }
-)
+BOOL_RESULT_OPS = frozenset({
+    "isnan", "isinf", "isneginf", "isposinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+    "logical_or", "logical_not", "logical_xor", "signbit"
+})  # fmt: skip
 
 
 def _converted_to(op: str | None) -> DType | None:
@@ -175,17 +144,8 @@ def kernel_work(name: str, kind: str, launcher: str, dims_text: str, types_text:
 
 
 def kernel_floors(trace: Trace, ceilings: Ceilings | None = None, step: int | str | None = None) -> pd.DataFrame:
-    """Every device event of a profiler step with its floor and how close it came (``pct_of_floor``).
-
-    `ceilings`: those of the machine that recorded the trace (default :func:`ceilings_for`: measured
-    here for a live profile, the registered recorded set for a shipped H200 trace). `step`: a
-    profiler step number, None for the first, ``"all"`` for every step. Columns: ``step``,
-    ``short_name``, ``family``, ``duration_us``, ``bytes_moved``, ``flops``, ``floor_us``,
-    ``pct_of_floor`` (floor / duration * 100; 100 means at the ceiling), ``bound_by``,
-    ``achieved_tbps``, ``achieved_tflops``, ``basis`` (how the work was counted, or why there is no
-    floor), ``gemm_mnk`` (``(m, n, k)`` of a GEMM, else None), ``launched_by``, ``name``. Raises
-    ValueError for a step that is not in the trace.
-    """
+    """Every device event of a profiler step (None: the first; ``"all"``) with its floor and ``pct_of_floor``
+    (100 means at the ceiling), against the ceilings of the machine that recorded it by default."""
     check_trace(trace)
     ceil = ceilings if ceilings is not None else ceilings_for(trace)
     if not isinstance(ceil, Ceilings):

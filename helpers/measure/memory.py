@@ -1,7 +1,5 @@
-"""Where memory goes during a step: by category over time, the CUDA allocator's history, and the peak of one call.
-
-Private torch APIs are read behind version checks that raise a clear error if a release changes them.
-"""
+"""Where memory goes during a step: by category over time, the CUDA allocator's history, the peak of one call;
+private torch APIs are read behind version checks."""
 
 from __future__ import annotations
 
@@ -21,15 +19,8 @@ from .device import device_of, synchronize
 
 # The profiler's categories, in the order the figure stacks them (the steady ones at the bottom).
 CATEGORIES = (
-    "parameters",
-    "optimizer state",
-    "gradients",
-    "activations",
-    "inputs",
-    "temporaries",
-    "autograd detail",
-    "unknown",
-)
+    "parameters", "optimizer state", "gradients", "activations", "inputs", "temporaries", "autograd detail", "unknown"
+)  # fmt: skip
 _NAMES = {
     "PARAMETER": "parameters",
     "OPTIMIZER_STATE": "optimizer state",
@@ -54,13 +45,8 @@ def _profiler_internals() -> tuple[Any, dict]:
 
 
 def memory_timeline(prof: Any, device: torch.device | str | None = None) -> pd.DataFrame:
-    """Memory in use by category over time, from a finished ``torch.profiler.profile``.
-
-    The profile must have been recorded with ``profile_memory=True, record_shapes=True,
-    with_stack=True``. `device` picks whose memory (default: CUDA when the profile saw a GPU,
-    else the CPU). Columns: ``time_us`` (from the first event), one column per category of
-    :data:`CATEGORIES` (bytes), ``total``. ``df.attrs`` holds ``device`` and ``peak_bytes``.
-    """
+    """Memory in use by category over time from a finished profile recorded with ``profile_memory``,
+    ``record_shapes`` and ``with_stack``; ``df.attrs`` holds the device and the peak."""
     if not hasattr(prof, "_memory_profile"):
         raise TypeError(f"memory_timeline needs a torch.profiler.profile object, got {type(prof).__name__}")
     timeline_cls, category_index = _profiler_internals()
@@ -93,12 +79,8 @@ def memory_timeline(prof: Any, device: torch.device | str | None = None) -> pd.D
 
 
 def profile_memory(fn: Callable, *inputs: Any, steps: int = 1, warmup: int = 1) -> pd.DataFrame:
-    """Run ``fn(*inputs)`` `steps` times under a memory profiler; returns :func:`memory_timeline`.
-
-    `warmup` calls run first, unprofiled, so one-time allocations (optimizer state created on
-    the first step, cuBLAS workspaces) show as already present rather than as growth. `fn` runs
-    with gradients enabled (a training step). The device is the inputs' (CPU when there are none).
-    """
+    """Memory by category over `steps` calls of ``fn(*inputs)`` with gradients; `warmup` calls run first, so
+    one-time allocations (optimizer state, workspaces) show as present, not as growth."""
     check_callable(fn)
     steps = bounded_int("steps", steps, 1, MAX_STEPS, "each profiled step keeps every allocation in memory")
     warmup = bounded_int("warmup", warmup, 0, MAX_STEPS)
@@ -119,10 +101,7 @@ def profile_memory(fn: Callable, *inputs: Any, steps: int = 1, warmup: int = 1) 
 
 
 def memory_peaks(timeline: pd.DataFrame) -> pd.DataFrame:
-    """Per category: bytes in use at the moment of the peak total, and the category's own maximum.
-
-    Columns: ``category``, ``at_peak_mb``, ``max_mb``, ``share_of_peak`` (0-1). The last row is the total.
-    """
+    """Per category: bytes in use at the peak total and the category's own maximum; the last row is the total."""
     if not isinstance(timeline, pd.DataFrame):
         raise TypeError(f"timeline must be a DataFrame from helpers.memory_timeline, got {type(timeline).__name__}")
     missing = [c for c in (*CATEGORIES, "total") if c not in timeline.columns]
@@ -175,13 +154,8 @@ def memory_figure(timeline: pd.DataFrame, title: str = "Memory in use by categor
 
 
 def allocator_history(fn: Callable, *inputs: Any, max_entries: int = 200_000) -> pd.DataFrame:
-    """The CUDA caching allocator's alloc and free events while ``fn(*inputs)`` runs once (GPU only).
-
-    Columns: ``index`` (event order), ``action`` (alloc / free ...), ``bytes``, ``allocated_mb``
-    (running total of the allocations seen here), ``time_us`` (when this torch records it), ``frame``
-    (the innermost Python frame that asked, when recorded). At most `max_entries` events are kept
-    (the allocator's ring buffer); ``df.attrs["dropped"]`` says if the buffer overflowed.
-    """
+    """The CUDA caching allocator's allocs and frees while ``fn(*inputs)`` runs once, with the Python frame that
+    asked; ``df.attrs["dropped"]`` says when its ring buffer of `max_entries` overflowed."""
     check_callable(fn)
     max_entries = bounded_int("max_entries", max_entries, 1, 10_000_000)
     if not torch.cuda.is_available():
@@ -247,13 +221,8 @@ def _cpu_peak(fn: Callable, inputs: tuple) -> int:
 
 
 def peak_memory(fn: Callable, *inputs: Any) -> int:
-    """Peak bytes allocated by one call of ``fn(*inputs)`` (under ``no_grad``), beyond what was held before.
-
-    Counts what the call allocates and still holds at its peak, its output included. CUDA: the
-    caching allocator's ``max_memory_allocated`` after ``reset_peak_memory_stats``; CPU: the highest
-    running total of the profiler's allocation events (``profile_memory=True``). The device is the
-    inputs' (CPU when they hold no tensor).
-    """
+    """Peak bytes one call of ``fn(*inputs)`` allocates beyond what was held before, its output included
+    (CUDA: the allocator's peak; CPU: the profiler's allocation events)."""
     check_callable(fn)
     device = device_of(inputs) or torch.device("cpu")
     with torch.no_grad():
@@ -268,11 +237,7 @@ def peak_memory(fn: Callable, *inputs: Any) -> int:
 
 
 def saved_bytes(fn: Callable[[], Any], exclude: tuple[torch.Tensor, ...] = ()) -> int:
-    """Bytes of the distinct tensors autograd saves for the backward while ``fn()`` runs.
-
-    Counted with ``torch.autograd.graph.saved_tensors_hooks``; tensors sharing storage with one in
-    `exclude` (the parameters, the input) are not counted, nor is a storage counted twice.
-    """
+    """Bytes of the distinct tensors autograd saves while ``fn()`` runs, storages shared with `exclude` left out."""
     skip = {t.untyped_storage().data_ptr() for t in exclude}
     seen: dict[int, int] = {}
 

@@ -99,15 +99,8 @@ def infer_device(fn: Callable, inputs: tuple, kwargs: dict | None = None) -> tor
 
 
 def key_averages_frame(prof: Any, group_by_input_shape: bool = False) -> pd.DataFrame:
-    """Any ``torch.profiler.profile`` object (one you ran yourself) as a DataFrame, one row per op.
-
-    The same numbers as ``prof.key_averages().table()``, as columns you can sort and filter:
-    ``name``, ``calls``, ``self_cpu_us``, ``cpu_total_us``, ``self_device_us``,
-    ``device_total_us`` (and ``input_shapes`` with `group_by_input_shape`, which needs a profile
-    recorded with ``record_shapes=True``). Field names are read defensively: torch >= 2.4 says
-    "device", older versions only "cuda". With a ``schedule``, every active step is kept where
-    torch allows it (``acc_events``); otherwise the table holds the last cycle only.
-    """
+    """Any ``torch.profiler.profile`` you ran as a DataFrame, one row per op: ``key_averages().table()``'s numbers
+    as columns (device fields read under both torch spellings); with a ``schedule``, every active step torch keeps."""
     if not hasattr(prof, "key_averages"):
         raise TypeError(f"key_averages_frame needs a torch.profiler.profile object, got {type(prof).__name__}")
     kwargs: dict[str, Any] = {"group_by_input_shape": bool(group_by_input_shape)}
@@ -165,18 +158,9 @@ def profile(
     kwargs: dict | None = None,
     profile_memory: bool = False,
 ) -> Trace:
-    """Profile `steps` calls of ``fn_or_module(*inputs)`` and return a :class:`Trace`.
-
-    - Activities follow the inputs: CPU always, plus CUDA when the inputs live on a GPU.
-    - `warmup` calls run before the profiler starts (first-call costs such as cuBLAS handles or
-      torch.compile stay out of the picture); the profiler then skips one more step of its own.
-    - Every step is wrapped in ``record_function(label)`` and ends with a device synchronise, so
-      each ``ProfilerStep#N`` holds exactly one call and its kernels.
-    - Runs under ``torch.no_grad()`` unless ``grad=True`` (the course profiles inference).
-    - ``profile_memory=True`` records every allocation and free: read them with
-      :func:`helpers.trace.memory_view.memory_over_time` and ``peak_memory_by_op``.
-    - At most :data:`MAX_STEPS` steps and :data:`MAX_WARMUP` warm-up calls (the profiler's memory
-      grows with every step); inputs on the ``meta`` device are refused (nothing would run).
+    """Profile `steps` calls of ``fn_or_module(*inputs)`` and return a :class:`Trace`. Activities follow the inputs'
+    device; `warmup` calls run unprofiled first; every step holds one call in ``record_function(label)`` and
+    ends with a synchronise; ``no_grad`` unless `grad`.
     """
     if not callable(fn_or_module):
         raise TypeError(

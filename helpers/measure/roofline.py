@@ -1,7 +1,4 @@
-"""Bytes, FLOPs, floors and achieved rates: how close a kernel gets to what the device can do.
-
-Units: bytes, FLOPs, microseconds in; TB/s and TFLOP/s (10**12) in the tables.
-"""
+"""Bytes, FLOPs, floors and achieved rates: how close a kernel gets to what the device can do (TB/s, TFLOP/s)."""
 
 from __future__ import annotations
 
@@ -33,10 +30,7 @@ def gemm_flops(m: int, n: int, k: int) -> int:
 
 
 def gemm_bytes(m: int, n: int, k: int, dtype: torch.dtype | str) -> int:
-    """Minimum bytes of a GEMM: read A [m, k] and B [k, n] once, write C [m, n] once.
-
-    Real kernels re-read tiles from L2; this is the DRAM traffic an ideal kernel needs.
-    """
+    """Minimum bytes of a GEMM: A and B read once, C written once (what an ideal kernel moves from DRAM)."""
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     return (m * k + k * n + m * n) * dtype_size(dtype)
 
@@ -51,20 +45,10 @@ def elementwise_bytes(numel: int, dtype: torch.dtype | str, reads: int, writes: 
 
 
 ACHIEVED_KEYS: tuple[str, ...] = (
-    "duration_us",
-    "bytes_moved",
-    "flops",
-    "arithmetic_intensity",
-    "achieved_tbps",
-    "achieved_tflops",
-    "pct_of_bandwidth",
-    "pct_of_peak_flops",
-    "memory_floor_us",
-    "compute_floor_us",
-    "floor_us",
-    "pct_of_floor",
-    "bound_by",
-)
+    "duration_us", "bytes_moved", "flops", "arithmetic_intensity", "achieved_tbps", "achieved_tflops",
+    "pct_of_bandwidth", "pct_of_peak_flops", "memory_floor_us", "compute_floor_us", "floor_us", "pct_of_floor",
+    "bound_by"
+)  # fmt: skip
 
 
 def achieved(
@@ -74,13 +58,8 @@ def achieved(
     *,
     ceilings: Ceilings,
 ) -> dict[str, Any]:
-    """How a measured duration compares with the ceilings: a dict with the keys of `ACHIEVED_KEYS`.
-
-    Give the bytes the kernel must move, the FLOPs it must do, or both; a value that needs the missing
-    input is None. ``floor_us`` is the larger of the memory and compute floors, ``pct_of_floor`` is
-    ``floor_us / duration_us * 100`` and ``bound_by`` says which floor is larger. `ceilings` is required
-    and keyword-only: judging a trace with another machine's ceilings gives nonsense.
-    """
+    """A measured duration against the ceilings (the keys of `ACHIEVED_KEYS`) from the bytes and/or FLOPs;
+    `ceilings` is keyword-only and required: another machine's ceilings give nonsense."""
     if not isinstance(ceilings, Ceilings):
         raise TypeError(
             f"ceilings must be a Ceilings (from measure_ceilings() or reference_ceilings()), got {type(ceilings).__name__}"
@@ -126,11 +105,7 @@ def _row_values(row: Any, i: int) -> tuple[str, Any, Any, Any]:
 
 
 def roofline_frame(rows: Iterable[Any], ceilings: Ceilings) -> pd.DataFrame:
-    """One row per variant: `name` plus the keys of `achieved()`.
-
-    `rows` holds (name, duration_us, bytes, flops) tuples (bytes or flops may be None), or dicts
-    with keys name, duration_us, bytes (or bytes_moved), flops.
-    """
+    """One row per variant from (name, duration_us, bytes, flops) tuples or dicts: the keys of `achieved()`."""
     records = []
     for i, row in enumerate(rows):
         name, duration, nbytes, nflops = _row_values(row, i)
@@ -146,25 +121,15 @@ def roofline_frame(rows: Iterable[Any], ceilings: Ceilings) -> pd.DataFrame:
 
 
 def roofline_figure(df: pd.DataFrame, ceilings: Ceilings) -> go.Figure:
-    """Roofline plot of a `roofline_frame`: FLOP/byte (log x) against achieved TFLOP/s (log y).
-
-    Draws the memory slope (bandwidth x intensity) and the compute roof, one marker trace per
-    variant with its numbers on hover. Rows without both bytes and FLOPs have no intensity and are
-    listed under the plot instead of drawn. Returns the figure; does not show it.
-    """
+    """Roofline plot of a `roofline_frame` (log FLOP/byte against log TFLOP/s); rows without both bytes and
+    FLOPs are listed under it."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a DataFrame from roofline_frame, got {type(df).__name__}")
     if not isinstance(ceilings, Ceilings):
         raise TypeError(f"ceilings must be a Ceilings, got {type(ceilings).__name__}")
     needed = {
-        "name",
-        "arithmetic_intensity",
-        "achieved_tflops",
-        "duration_us",
-        "achieved_tbps",
-        "pct_of_floor",
-        "bound_by",
-    }
+        "name", "arithmetic_intensity", "achieved_tflops", "duration_us", "achieved_tbps", "pct_of_floor", "bound_by"
+    }  # fmt: skip
     missing = sorted(needed - set(df.columns))
     if missing:
         raise ValueError(f"df lacks columns {missing}: build it with roofline_frame")
@@ -230,14 +195,8 @@ def roofline_figure(df: pd.DataFrame, ceilings: Ceilings) -> go.Figure:
 
 
 def tile_waves(problems: Mapping[str, tuple[int, int]], tiles: Iterable[str], sms: int) -> pd.DataFrame:
-    """How each output tile size splits each GEMM output into tiles, and the tiles into waves.
-
-    `problems` maps a name to ``(rows, cols)`` of the output as the GEMM kernel sees it, with the
-    tile's first size along `rows`; `tiles` are tile strings such as ``"256x128"`` or
-    ``"256x128x64"`` (a trailing K-step is ignored); `sms` is the number of multiprocessors.
-    Columns: ``gemm``, ``output``, ``tile``, ``tiles``, ``waves`` (tiles / sms), ``last_wave_busy``
-    (fraction of multiprocessors with a tile in the last wave).
-    """
+    """How tile sizes split each GEMM output into tiles and the tiles into waves over `sms` multiprocessors, and
+    how busy the last wave keeps them."""
     if isinstance(sms, bool) or not isinstance(sms, (int, np.integer)) or sms < 1:
         raise ValueError(f"sms must be a positive integer, got {sms!r}")
     if not isinstance(problems, Mapping) or not problems:

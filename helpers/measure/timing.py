@@ -1,7 +1,4 @@
-"""How the course times code: one way, used by every notebook, benchmark and ceiling.
-
-Medians, not means, so one call paused by another process does not move the number.
-"""
+"""How the course times code, one way everywhere: medians, so a call paused by another process does not move it."""
 
 from __future__ import annotations
 
@@ -20,10 +17,7 @@ MAX_REPEATS = 100_000
 
 
 def time_per_call(fn: Callable, *inputs: Any, repeats: int = 20, warmup: int = 3, grad: bool = False) -> float:
-    """Median wall-clock seconds of ``fn(*inputs)``, synchronising after every call.
-
-    Runs under ``no_grad`` unless `grad`. `warmup` calls run first and are not timed.
-    """
+    """Median wall-clock seconds of ``fn(*inputs)``, synchronising after every call (``no_grad`` unless `grad`)."""
     check_callable(fn)
     repeats, warmup = bounded_int("repeats", repeats, 1, MAX_REPEATS), bounded_int("warmup", warmup, 0, MAX_REPEATS)
     device = device_of(inputs)
@@ -41,18 +35,8 @@ def time_per_call(fn: Callable, *inputs: Any, repeats: int = 20, warmup: int = 3
 
 
 def time_end_to_end(fn: Callable, *inputs: Any, iters: int = 50, rounds: int = 1) -> dict[str, float]:
-    """Wall time per call in microseconds, two ways.
-
-    ``nosync_us``: `iters` calls issued back to back, one synchronise at the end, divided by
-    `iters` (the device queue overlaps the host's launch work with the device's work);
-    ``sync_us``: median of `iters` calls each followed by a synchronise. On CUDA the back-to-back
-    loop is also timed with CUDA events (``nosync_events_us``). ``enqueue_us``: host time per call
-    to issue the back-to-back calls, before the final synchronise (while the device is slower
-    than the host, this is the host's own cost per call: Python, dispatch, launches).
-
-    `rounds` > 1 runs the back-to-back loop that many times and reports the median round: a GPU
-    shared with another process (a workshop Space, tests in parallel) slows some rounds, not most.
-    """
+    """Wall time per call in us: back to back with one synchronise (``nosync_us``; also CUDA events), each call
+    synchronised (``sync_us``), and the host's enqueue time per call; the median of `rounds` back-to-back loops."""
     check_callable(fn)
     iters = bounded_int("iters", iters, 1, MAX_REPEATS)
     rounds = bounded_int("rounds", rounds, 1, MAX_REPEATS // iters)
@@ -101,43 +85,3 @@ def time_device(fn: Callable[[], Any], repeats: int = 10, warmup: int = 3) -> fl
         end.record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1e3
-
-
-def time_graphed(fn: Callable, *inputs: Any, iters: int = 20, calls_per_graph: int = 1) -> dict[str, Any]:
-    """Device time per call of ``fn(*inputs)`` replayed from a CUDA graph (CUDA only, under ``no_grad``).
-
-    Warms up on a side stream (compiles, tunes, allocates), captures `calls_per_graph` calls in one
-    ``torch.cuda.CUDAGraph``, replays it `iters` times between two CUDA events, and checks the
-    replay against a direct call. Returns ``graphed_us`` (per call) and ``max_abs_diff`` (replay vs
-    direct; graphs replay the same kernels, so 0 for deterministic ones). The graph and its memory
-    pool are released on return.
-    """
-    check_callable(fn)
-    iters = bounded_int("iters", iters, 1, MAX_REPEATS)
-    calls_per_graph = bounded_int("calls_per_graph", calls_per_graph, 1, 1000)
-    device = device_of(inputs)
-    if device is None or device.type != "cuda":
-        raise ValueError("time_graphed needs CUDA inputs: CUDA graphs exist on NVIDIA GPUs only")
-    with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                direct = fn(*inputs)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(calls_per_graph):
-                static_out = fn(*inputs)
-        graph.replay()
-        torch.cuda.synchronize()
-        diff = float((static_out.float() - direct.float()).abs().max()) if static_out.numel() else 0.0
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        per_call_us = start.elapsed_time(end) * 1e3 / (iters * calls_per_graph)
-        del graph, static_out, direct
-    return {"graphed_us": per_call_us, "max_abs_diff": diff}

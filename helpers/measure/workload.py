@@ -1,7 +1,4 @@
-"""A workload ready to profile or time: a callable, its inputs, and what they are.
-
-One shape for every subject's workloads, so notebooks, benchmarks and the recording script handle them alike.
-"""
+"""A workload ready to profile or time (a callable, its inputs, what they are): one shape for every subject."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Where fusing the GeLU and the product wins: bytes moved, time, and bandwidth, from traces.
-
-Eager runs GeGLU as two memory-bound passes moving 5 tensors, a fused kernel moves 3, so time follows
-bytes. Everything is read from a :class:`Trace`: which kernels (or CPU operators) do the GeGLU, their
-time per forward, and the tensor sizes.
-"""
+"""Where fusing the GeLU and the product wins, read from traces: eager's two memory-bound passes move 5
+tensors, a fused kernel 3, so time follows bytes."""
 
 from __future__ import annotations
 
@@ -44,12 +40,8 @@ class GeGLUSizes:
 
 
 def geglu_sizes(trace: Trace) -> GeGLUSizes:
-    """Tokens, hidden size and dtype of the GeGLU in `trace`.
-
-    Read from the provenance the recording script stores (``shapes``, ``dtype``), else from the
-    first ``aten::mm`` the profiler recorded with shapes (the gate projection: ``[tokens, dim] x
-    [dim, hidden]``). Raises ValueError when neither is there.
-    """
+    """Tokens, hidden size and dtype of the GeGLU in `trace`: from the recording's provenance, else the first
+    ``aten::mm`` recorded with shapes (the gate projection)."""
     check_trace(trace)
     extra = trace.info.extra or {}
     shapes, dtype = extra.get("shapes"), extra.get("dtype")
@@ -70,14 +62,8 @@ def geglu_sizes(trace: Trace) -> GeGLUSizes:
 
 
 def geglu_work(trace: Trace) -> pd.DataFrame:
-    """The events that compute the GeGLU, one row per event per profiler step.
-
-    On a trace with device kernels: the fused kernel (``triton_poi_fused_..gelu_mul..``, Liger's,
-    the course's) or the eager pair (GeLU and mul elementwise kernels). On a CPU-only trace: the
-    C++ kernel torch.compile generated, else the ``aten::gelu`` and ``aten::mul`` operators (their
-    self CPU time is the work). Columns: ``step``, ``name``, ``role`` (geglu / gelu / mul),
-    ``duration_us``, ``where`` (device kernel / CPU kernel / CPU operator).
-    """
+    """The events computing the GeGLU, per step: a fused kernel or eager's gelu and mul (on a CPU: the generated
+    C++ kernel or the ``aten::gelu``/``aten::mul`` ops)."""
     check_trace(trace)
     kernels = trace.kernels(allow_empty=True)
     if not kernels.empty:
@@ -160,16 +146,8 @@ ROLE_ORDER = ("gate/up GEMMs", "GeGLU pointwise", "down GEMM", "other", "memset"
 
 
 def kernels_by_role(traces: Mapping[str, Trace], ceilings: ceilings_mod.Ceilings | None = None) -> pd.DataFrame:
-    """Where each variant's time goes, role by role: the GeGLU MLP's kernels attributed one by one.
-
-    For each trace (label -> Trace): its kernels grouped by the part of the MLP they compute (``gate/up
-    GEMMs``: GEMMs whose output is [tokens, hidden]; ``down GEMM``: the one that reads hidden;
-    ``GeGLU pointwise``: GeLU and mul, fused or not; ``memset``; ``other``), from the recorded
-    shapes and the kernel names, never from what a variant is supposed to do. Columns: ``role``,
-    ``variant``, ``kernels`` (their short names), ``launches`` (per forward), ``us_per_forward``
-    (median over the profiled steps), ``floor_us``, ``pct_of_floor`` (against `ceilings`, default
-    those of the machine that recorded each trace).
-    """
+    """Each variant's time by part of the MLP (gate/up GEMMs, down GEMM, GeGLU pointwise, memset, other), from
+    recorded shapes and kernel names, never from what a variant is supposed to do, against its floor."""
     from ..measure.kernel_floors import kernel_floors
 
     if not isinstance(traces, Mapping) or not traces:

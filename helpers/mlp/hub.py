@@ -1,8 +1,5 @@
-"""Load a hand-tuned GeGLU MLP layer, online or offline, and say how it was found.
-
-Every route ends at the course's own kernel, which always loads, so lesson 05 runs offline; each
-candidate is checked against ``SimpleGeGLUMLP`` before it is used.
-"""
+"""Load a hand-tuned GeGLU MLP layer online or offline and say how it was found; every route ends at the
+course's own kernel, so lesson 05 runs offline. Each candidate is checked against ``SimpleGeGLUMLP``."""
 
 from __future__ import annotations
 
@@ -47,12 +44,8 @@ _CHECK = MLPConfig(hidden_size=48, intermediate_size=80)  # not powers of two: m
 
 
 def check_layer(layer_class: type, device: str | torch.device = "cpu", atol: float = 1e-4) -> float:
-    """Build ``layer_class(config)`` at a tiny size, copy a ``SimpleGeGLUMLP``'s weights in, compare outputs.
-
-    Returns the largest absolute difference (float32). Raises TypeError when the class does not
-    take a config (e.g. liger-kernels versions 2 and 3) or has other parameters, and ValueError
-    when the outputs differ by more than `atol`.
-    """
+    """Build ``layer_class(config)`` small, load a ``SimpleGeGLUMLP``'s weights, and return the largest
+    difference; TypeError for a class that takes no config (liger-kernels 2 and 3), ValueError past `atol`."""
     dev = torch.device(device)
     with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
         torch.manual_seed(0)
@@ -239,18 +232,8 @@ def load_geglu_mlp(
     hub_timeout: float = 3.0,
     verify: bool = True,
 ) -> KernelLoad:
-    """Find a working GeGLU MLP layer class, trying `sources` in order (see the module docstring).
-
-    - `repo_id`, `version`, `layer`: the Hub kernel and its layer (Liger's ``LigerGEGLUMLP``, version 1).
-    - `revision`, `lockfile`: the exact pin, a commit sha or a ``kernels`` lock file (default: the
-      course's lock file when it exists; see :func:`helpers.mlp.hub_pin.kernel_pin`).
-    - `local_repo`, `local_layer`: the local kernel repository (default: the course's ``local_kernels/course-geglu``).
-    - `device`: where the candidate is checked (default: CUDA when available, else CPU).
-    - `verify`: check each candidate against ``SimpleGeGLUMLP`` on a tiny input before accepting it.
-
-    Returns a :class:`KernelLoad`; raises :class:`KernelLoadError` (an ImportError) with every
-    attempt when no source works.
-    """
+    """Find a working GeGLU MLP layer, trying `sources` in order: Liger's Hub kernel (pinned by `revision` or
+    `lockfile`), its cache, the liger-kernel package, the local kernel repository. KernelLoadError lists every try."""
     if isinstance(sources, str):
         raise TypeError(f"sources must be a sequence of names such as ('cache', 'local'), got the string {sources!r}")
     sources = tuple(sources)

@@ -51,12 +51,8 @@ def offline_requested() -> bool:
 
 @contextlib.contextmanager
 def offline_mode() -> Iterator[None]:
-    """Run the ``kernels``/``huggingface_hub`` calls inside in offline mode, then restore the settings.
-
-    ``huggingface_hub`` reads ``HF_HUB_OFFLINE`` once, when it is imported, into
-    ``huggingface_hub.constants.HF_HUB_OFFLINE``; ``kernels.get_kernel`` reads that constant at
-    each call. Setting the environment variable alone after import changes nothing, so this sets both.
-    """
+    """Offline mode for the ``kernels``/``huggingface_hub`` calls inside: the environment variable alone changes
+    nothing once ``huggingface_hub`` is imported, so its constant is set too."""
     from huggingface_hub import constants
 
     old_constant = constants.HF_HUB_OFFLINE
@@ -81,11 +77,7 @@ def cache_dir() -> Path:
 
 
 def cached_versions(repo_id: str = LIGER_REPO) -> dict[int, str]:
-    """Versions of a Hub kernel present in the local cache: ``{version: commit}``, read from ``refs/v<N>``.
-
-    Reads files only, never the network. A snapshot downloaded by commit hash writes no
-    ``refs/v<N>`` (so ``version=N`` cannot find it offline): download by branch, see :func:`helpers.mlp.hub_pin.prefetch`.
-    """
+    """Versions of a Hub kernel in the local cache ``{version: commit}``, from ``refs/v<N>`` (files only)."""
     from huggingface_hub.file_download import repo_folder_name
 
     if not isinstance(repo_id, str) or repo_id.count("/") != 1:
@@ -115,12 +107,8 @@ class HubStatus:
 
 
 def hub_status(timeout: float = 3.0, endpoint: str | None = None) -> HubStatus:
-    """Probe the Hub with one HEAD request; never waits much longer than `timeout` seconds.
-
-    ``HF_HUB_OFFLINE=1`` answers at once without any request. The request runs in a daemon thread
-    (name resolution ignores socket timeouts and can hang on a machine without network), and any
-    HTTP answer, even an error status, counts as online: the server is reachable.
-    """
+    """Probe the Hub with one HEAD request in a daemon thread (name resolution ignores socket timeouts); any HTTP
+    answer counts as online. ``HF_HUB_OFFLINE=1`` answers at once."""
     from huggingface_hub import constants
 
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
@@ -157,12 +145,8 @@ def hub_status(timeout: float = 3.0, endpoint: str | None = None) -> HubStatus:
 def explain_kernels_error(
     err: BaseException, repo_id: str = LIGER_REPO, version: int | None = LIGER_VERSION
 ) -> str | None:
-    """What an error raised by ``kernels.get_kernel`` means, in plain words; None when not recognised.
-
-    The important one: without network and without ``HF_HUB_OFFLINE=1``, ``get_kernel`` first asks
-    the Hub whether the publisher is trusted, that request fails, and the library reports
-    "could not verify publisher trust status": the repository is not untrusted, the Hub was not reached.
-    """
+    """What a ``kernels.get_kernel`` error means in plain words (None when not recognised): offline, "could not
+    verify publisher trust status" means the Hub was not reached, not that the repository is untrusted."""
     text = str(err)
     which = f"{repo_id}" + (f" version {version}" if version is not None else "")
     if _TRUST_ERROR in text:
@@ -235,13 +219,7 @@ def capture_library_warnings() -> Iterator[list[str]]:
 
 
 def describe_repository(path: str | os.PathLike = COURSE_KERNEL_REPO, backend: str | None = None) -> pd.DataFrame:
-    """The build variants of a kernel repository in the ``kernels`` layout, and which one this machine loads.
-
-    One row per ``build/<variant>/`` folder: ``variant``, ``decision`` (kernels' own verdict for
-    this machine: "loaded here" for the preferred variant, "compatible", or the reason it is
-    rejected), and from ``metadata.json`` ``name``, ``version``, ``backend``, ``license``, plus the
-    Python ``files`` of the variant.
-    """
+    """The build variants of a kernel repository, with ``kernels``' own verdict for this machine and their metadata."""
     from kernels import Metadata, VariantAccepted
     from kernels.variants import get_variants_local, resolve_variants
 
@@ -303,11 +281,8 @@ class RawCall:
 
 
 def raw_get_kernel(repo_id: str = LIGER_REPO, version: int = LIGER_VERSION, timeout: float = 30.0) -> RawCall:
-    """Call ``kernels.get_kernel(repo_id, version=version)`` exactly as a learner would, with no help.
-
-    Runs in a daemon thread and gives up waiting after `timeout` seconds, so a machine whose
-    network hangs cannot hang the notebook. Returns a :class:`RawCall`.
-    """
+    """``kernels.get_kernel(repo_id, version=version)`` as a learner would call it, in a daemon thread given up
+    after `timeout` seconds so a hanging network cannot hang the notebook."""
     import kernels
 
     result: dict[str, Any] = {}

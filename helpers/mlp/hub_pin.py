@@ -1,8 +1,5 @@
-"""What pins the hand-tuned kernel, and the checks every loading route makes before trusting it.
-
-Offline, ``kernels`` skips its trust check, so the publisher and cached files are checked here
-before anything is imported.
-"""
+"""What pins the hand-tuned kernel and the checks every loading route makes before trusting it: offline,
+``kernels`` skips its trust check, so the publisher and cached files are checked here first."""
 
 from __future__ import annotations
 
@@ -63,11 +60,8 @@ def kernel_pin(
     revision: str | None = None,
     lockfile: str | os.PathLike | None = None,
 ) -> KernelPin:
-    """The pin for `repo_id`: `revision` (a full commit sha), else the lock file, else the branch ``v<version>``.
-
-    `lockfile` defaults to :data:`KERNEL_LOCK_FILE` when that file exists. A lock file that does
-    not lock `repo_id`, or locks it for another version, is an error, not a silent fallback.
-    """
+    """The pin for `repo_id`: `revision`, else the lock file, else the branch ``v<version>``; a lock file that
+    does not lock `repo_id` at that version is an error, not a fallback."""
     if revision is not None:
         if not isinstance(revision, str) or not _SHA.match(revision):
             raise ValueError(
@@ -133,11 +127,8 @@ def cached_commit(pin: KernelPin) -> str | None:
 
 
 def check_cache_before_import(pin: KernelPin) -> tuple[str | None, str]:
-    """Before ``kernels`` imports anything from the cache: the publisher, and every file of the commit it will read.
-
-    Returns ``(commit, summary)``; ``(None, ...)`` when the cache holds nothing for the pin (the
-    load then fails in ``kernels``, whose error is explained). Raises UntrustedKernelError.
-    """
+    """Before ``kernels`` imports from the cache: check the publisher and every file of the commit it will read;
+    ``(None, ...)`` when nothing is cached."""
     check_publisher(pin.repo_id)
     commit = cached_commit(pin)
     if commit is None:
@@ -155,21 +146,14 @@ def check_cache_before_import(pin: KernelPin) -> tuple[str | None, str]:
 
 @contextlib.contextmanager
 def checked_cache_import(pin: KernelPin) -> Iterator[str | None]:
-    """Check the cache for `pin` (:func:`check_cache_before_import`), then let the block import without writing bytecode.
-
-    Yields the commit that was checked (None when nothing is cached: the library's load then fails).
-    """
+    """Check the cache for `pin`, then let the block import without writing bytecode; yields the checked commit."""
     commit, _ = check_cache_before_import(pin)
     with no_bytecode():
         yield commit
 
 
 def check_cached_kernel(module: ModuleType, pin: KernelPin, verified: str | None = None) -> str:
-    """After an offline load: the module came from the commit checked before the import; returns a summary.
-
-    `verified` is the commit :func:`check_cache_before_import` checked (checked here when None).
-    Raises UntrustedKernelError otherwise.
-    """
+    """After an offline load: the module came from the commit checked before the import; returns a summary."""
     publisher = check_publisher(pin.repo_id)
     commit, variant = snapshot_commit(module)
     if commit is None or variant is None:
@@ -218,12 +202,8 @@ def prefetch(
     revision: str | None = None,
     lockfile: str | os.PathLike | None = None,
 ) -> Path:
-    """Download the pinned Hub kernel into the cache so that offline loads work later; returns the snapshot.
-
-    With an exact pin the library downloads that commit itself; without one the branch ``v<version>`` is
-    downloaded by name, which writes the ``refs/v<version>`` an offline ``get_kernel(version=N)`` resolves
-    through. Only this machine's build variant is fetched, unless `all_variants`. Needs network.
-    """
+    """Download the pinned Hub kernel (by branch when not pinned exactly, which writes the ``refs/v<N>`` an offline
+    load resolves through) for offline loads later; this machine's variant only unless `all_variants`."""
     import kernels
     from huggingface_hub import snapshot_download
 

@@ -1,9 +1,5 @@
-"""The Hub kernel cache, checked against a record of its files before anything from it is imported.
-
-Importing runs the kernel's code, so a check made afterwards comes too late: :func:`verify_snapshot`
-compares every file of the pinned commit with the SHA-256 record :func:`record_snapshot` wrote when the
-cache was filled, and refuses extra files (``.pyc`` among them), other content and stray links.
-"""
+"""The Hub kernel cache checked against a record of its files before anything is imported (importing runs
+its code): extra files (``.pyc`` among them), other content and stray links are refused."""
 
 from __future__ import annotations
 
@@ -56,11 +52,8 @@ def _load_record() -> dict:
 
 
 def record_snapshot(repo_id: str, commit: str) -> Path:
-    """Record the SHA-256 of every file of the cached `commit` of `repo_id` (just downloaded); returns the record's path.
-
-    Compiled ``__pycache__`` files are never recorded (nothing compiled is trusted). A link must
-    lead to a file in the cache's blobs, named by its content (git SHA-1 or SHA-256), and hold it.
-    """
+    """Record the SHA-256 of every file of the just-downloaded `commit` (no compiled files; links only to
+    content-named blobs); returns the record's path."""
     folder = repo_cache_folder(repo_id)
     snapshot = folder / "snapshots" / commit
     if not snapshot.is_dir():
@@ -99,10 +92,7 @@ def _check_link(folder: Path, rel: str, path: Path) -> None:
 
 
 def verify_snapshot(repo_id: str, commit: str) -> str:
-    """Check the cached `commit` of `repo_id` against :data:`CACHE_RECORD` before it is imported; returns a summary.
-
-    Raises :class:`UntrustedKernelError` naming the first path that fails.
-    """
+    """Check the cached `commit` against :data:`CACHE_RECORD` before import; UntrustedKernelError names the first bad path."""
     folder = repo_cache_folder(repo_id)
     snapshot = folder / "snapshots" / commit
     again = (

@@ -1,10 +1,5 @@
-"""The models the course profiles, defined once.
-
-`SimpleGeGLUMLP` is the MLP of the blog post "Profiling in PyTorch (Part 2)": three bias-free
-linear layers (gate, up, down) and a tanh-approximated GeLU gate:
-
-    down( gelu_tanh(x @ Wg.T) * (x @ Wu.T) )
-"""
+"""The models the course profiles, defined once: `SimpleGeGLUMLP` is the blog's MLP,
+``down(gelu_tanh(x @ Wg.T) * (x @ Wu.T))`` with three bias-free linears."""
 
 from __future__ import annotations
 
@@ -85,20 +80,10 @@ class MLPConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
 
-    @classmethod
-    def from_shape(cls, shape: MLPShape) -> MLPConfig:
-        """The config of an :class:`helpers.MLPShape` (``dim`` -> hidden_size, ``hidden`` -> intermediate_size)."""
-        if not isinstance(shape, MLPShape):
-            raise TypeError(f"shape must be a helpers.MLPShape, got {type(shape).__name__}")
-        return cls(hidden_size=shape.dim, intermediate_size=shape.hidden)
-
 
 def liger_style_layer(layer_class: type, mlp: nn.Module) -> nn.Module:
-    """A Liger-style layer (``layer_class(config)`` with gate/up/down Linears) holding `mlp`'s weights.
-
-    `mlp` is a bias-free ``SimpleGeGLUMLP``; the new layer lands on its device and dtype, in its
-    train/eval mode. The one way the course turns a hub or package layer class into a drop-in.
-    """
+    """A Liger-style layer (``layer_class(config)``) holding the bias-free `mlp`'s weights, on its device, dtype
+    and mode: the one way a hub or package layer becomes a drop-in."""
     gate, _, _ = projections(mlp)
     if any(getattr(mlp, n).bias is not None for n in ("gate_proj", "up_proj", "down_proj")):
         raise ValueError("the hand-tuned GeGLU MLP layers are bias-free; build SimpleGeGLUMLP(dim, hidden, bias=False)")

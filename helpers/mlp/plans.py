@@ -1,10 +1,5 @@
-"""The GeGLU MLP's plans: which kernels it launches, the bytes and FLOPs each must move and do,
-and the least time a plan can take on given ceilings (used by notebooks 03-06 and the benchmark).
-
-A *plan* names a kernel structure (``unfused``: 3 GEMMs + gelu + mul; ``pointwise-fused``: 3
-GEMMs + one GeGLU pass; ...). Each kernel is assumed to read its inputs from memory once and write
-its outputs once: the traffic an ideal kernel of that plan needs.
-"""
+"""The GeGLU MLP's plans (which kernels it launches: ``unfused``, ``pointwise-fused`` ...), the bytes and FLOPs
+each kernel must move and do once, and the least time a plan can take on given ceilings."""
 
 from __future__ import annotations
 
@@ -21,19 +16,12 @@ from .model import MLPShape
 
 
 def geglu_bytes(m: int, hidden: int, dtype: torch.dtype | str) -> int:
-    """Bytes of `gelu(gate) * up` on [m, hidden]: read gate and up, write the product.
-
-    At the blog's shape (m = 64 * 128 = 8192, hidden = 3072, bf16) this is 150,994,944 B = 151 MB.
-    """
+    """Bytes of `gelu(gate) * up` on [m, hidden]: read gate and up, write the product."""
     return elementwise_bytes(positive_int("m", m) * positive_int("hidden", hidden), dtype, reads=2, writes=1)
 
 
 def geglu_mlp_flops(m: int, dim: int, hidden: int) -> int:
-    """FLOPs of the GeGLU MLP's three GEMMs (gate, up: [m, dim] x [dim, hidden]; down: back).
-
-    The GeLU and the product add a few FLOPs per element of [m, hidden], under 1 % of the GEMMs,
-    and are left out. At the blog's shape (8192, 768, 3072): 115,964,116,992 = 116 GFLOP.
-    """
+    """FLOPs of the GeGLU MLP's three GEMMs; the GeLU and product add under 1 % and are left out."""
     m, dim, hidden = positive_int("m", m), positive_int("dim", dim), positive_int("hidden", hidden)
     return 2 * gemm_flops(m, hidden, dim) + gemm_flops(m, dim, hidden)
 
@@ -69,12 +57,7 @@ def plan_kernels(
     dim: int | None = None,
     hidden: int | None = None,
 ) -> pd.DataFrame:
-    """The kernels of `plan` at a shape: ``kernel``, ``role`` (gemm / pointwise), ``bytes``, ``flops``.
-
-    Bytes: what the kernel must read and write once (``gemm_bytes`` for a GEMM: A, B and C once;
-    a pointwise kernel: its inputs and output). FLOPs: ``2*m*n*k`` per GEMM, 0 for pointwise work
-    (a few per element, under 1% of the GEMMs). Give `shape` or ``m``, ``dim``, ``hidden``.
-    """
+    """The kernels of `plan` at a shape with the bytes each must move once and its FLOPs (0 for pointwise work)."""
     if plan not in PLANS:
         raise ValueError(f"unknown plan {plan!r}; plans are {', '.join(PLANS)}")
     M, D, H = _shape_args(shape, m, dim, hidden)
@@ -120,11 +103,7 @@ def plan_bytes(plan: str, shape: MLPShape | None = None, dtype: torch.dtype | st
 def plan_floor_us(
     plan: str, ceilings: Ceilings, shape: MLPShape | None = None, dtype: torch.dtype | str = torch.bfloat16, **dims: int
 ) -> float:
-    """Least time `plan` can take: the sum over its kernels of max(bytes / bandwidth, FLOPs / peak).
-
-    Kernels run one after another, so the floors add up; each kernel is bounded by whichever of
-    memory and compute it saturates first.
-    """
+    """Least time `plan` can take: kernels run one after another, each bounded by memory or compute."""
     if not isinstance(ceilings, Ceilings):
         raise TypeError(f"ceilings must be a helpers.Ceilings, got {type(ceilings).__name__}")
     k = plan_kernels(plan, shape, dtype, **dims)
@@ -157,8 +136,6 @@ def mlp_floor_us(shape: MLPShape, dtype: torch.dtype | str, ceilings: Ceilings) 
     return max(compute, memory) * 1e6
 
 
-# Roles of the kernels of a GeGLU MLP, read from their names by :func:`kernel_role`.
-ROLES = ("gemm", "geglu", "gelu", "mul", "pointwise", "memset", "copy", "other")
 # The roles of memory-bound work between the GEMMs (the GeGLU pass, however it is split).
 POINTWISE_ROLES = frozenset({"geglu", "gelu", "mul", "pointwise"})
 # Tensors of [tokens, hidden] each GeGLU kernel reads + writes: a fused kernel reads gate and up and
@@ -167,13 +144,8 @@ TENSORS_MOVED = {"geglu": 3, "gelu": 2, "mul": 3}
 
 
 def kernel_role(name: str) -> str:
-    """What a kernel does in a GeGLU MLP, from its name (:func:`helpers.decode_kernel`).
-
-    ``gemm`` (any matrix product, the course's gate+up kernel and Inductor's GEMM templates
-    included), ``geglu`` (one kernel computing gelu(gate) * up: Inductor's, Liger's, the course's),
-    ``gelu`` or ``mul`` (eager's two elementwise kernels), ``pointwise`` (other elementwise work),
-    ``memset``, ``copy`` or ``other``.
-    """
+    """What a kernel does in a GeGLU MLP, from its name: gemm, geglu (gelu(gate) * up in one kernel), gelu or mul
+    (eager's pair), pointwise, memset, copy or other."""
     d = decode_kernel(name)
     family = d["family"]
     if family in ("gemm", "memset", "copy"):
@@ -188,12 +160,8 @@ def kernel_role(name: str) -> str:
 
 
 def infer_plan(kernel_names: Iterable[str]) -> str | None:
-    """The plan one forward's kernels follow, read from what the trace shows (None when unclear).
-
-    Counted per forward: GEMM kernels, GeGLU passes and eager's separate gelu and mul kernels. A GEMM
-    template's name lists the ops Inductor traced into it, which does not prove it computed them, so it
-    means ``gemm-fused-geglu`` only when no separate GeGLU pass runs.
-    """
+    """The plan one forward's kernels follow (None when unclear). A GEMM template's name lists the ops Inductor
+    traced into it without proving it computed them: ``gemm-fused-geglu`` only when no separate GeGLU pass runs."""
     names = list(kernel_names)
     decoded = {n: decode_kernel(n) for n in set(names)}
     roles = [kernel_role(n) for n in names]

@@ -16,14 +16,8 @@ from ..kernels.modules import CourseGeGLUMLP, FusedGeGLUMLP, projections
 from .model import liger_style_layer
 
 __all__ = [
-    "VARIANTS",
-    "VARIANT_NAMES",
-    "VariantSpec",
-    "Variant",
-    "VariantUnavailable",
-    "build_variant",
-    "variant_table",
-]
+    "VARIANTS", "VARIANT_NAMES", "VariantSpec", "Variant", "VariantUnavailable", "build_variant", "variant_table"
+]  # fmt: skip
 
 
 class VariantUnavailable(RuntimeError):
@@ -164,11 +158,8 @@ class Variant:
 
 
 def build_variant(name: str, mlp: nn.Module) -> Variant:
-    """Build variant `name` (a key of :data:`VARIANTS`) from `mlp`, on `mlp`'s device and dtype.
-
-    Compiled variants compile lazily, on their first call. Raises :class:`VariantUnavailable` when
-    the variant cannot be built here, ValueError for an unknown name.
-    """
+    """Build variant `name` from `mlp` on its device and dtype (compiled ones compile on first call);
+    VariantUnavailable when it cannot be built here."""
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}; choose from {', '.join(VARIANT_NAMES)}")
     projections(mlp)

@@ -1,8 +1,5 @@
-"""The workloads the course profiles, defined once for notebooks, tests and the recording script.
-
-GPU: the blog's shapes in bf16; CPU: small float32 shapes. The reference traces were recorded from
-these same definitions, so a live profile and its reference are comparable.
-"""
+"""The workloads the course profiles, defined once for notebooks, tests and the recording script, so a live
+profile and its reference trace are comparable (GPU: the blog's shapes in bf16; CPU: small float32)."""
 
 from __future__ import annotations
 
@@ -92,12 +89,8 @@ def compiled(built: Built, mode: str | None = None, dynamic: bool | None = None,
 
 
 def views_then_copies(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Read a 2-D tensor through five metadata-only views, then make two real copies.
-
-    Views (no data moves): ``t``, ``transpose``, ``view``, ``reshape`` of a contiguous tensor,
-    ``as_strided``. Copies: ``contiguous()`` of the transpose, and ``flatten()`` of the transpose
-    (a transposed tensor cannot be flattened by changing strides alone, so ``reshape`` copies).
-    """
+    """Read a 2-D tensor through five metadata-only views, then make two real copies (a transposed tensor cannot
+    be flattened by changing strides alone)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or not x.is_contiguous():
         raise ValueError("views_then_copies needs a contiguous 2-D tensor")
     rows, cols = x.shape
@@ -110,12 +103,8 @@ def views_then_copies(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def views_and_copies(device=None, dtype=None, rows: int | None = None, cols: int | None = None, seed: int = 0) -> Built:
-    """:func:`views_then_copies` on a [rows, cols] tensor (notebook 01).
-
-    Default size: the MLP's activations ``[batch * seq, dim]`` (the blog's [8192, 768] in bf16 on a
-    GPU); on a CPU a [1024, 1024] float32 tensor, large enough that a copy clearly costs more than
-    a view.
-    """
+    """:func:`views_then_copies` on a [rows, cols] tensor (notebook 01): the MLP's activations on a GPU, on a CPU a
+    tensor large enough that a copy clearly costs more than a view."""
     dev = _resolve(device)
     dt = dtype or default_dtype(dev)
     if rows is None or cols is None:
@@ -142,17 +131,9 @@ L2_BEATING_ROWS, L2_BEATING_COLS = 32768, 2048
 def transpose_copies(
     device=None, dtype=None, rows: int | None = None, cols: int | None = None, seed: int = 0, tiled: bool | None = None
 ) -> Built:
-    """Three copies of one [rows, cols] tensor, to compare their bandwidth (notebook 01).
-
-    ``x.clone()`` (a straight copy: same layout in and out), ``x.t().contiguous()`` (ATen's
-    elementwise copy kernel reading a transposed tensor: one side of every access jumps by a whole
-    row), and with `tiled` the same transpose compiled by ``torch.compile``, whose generated kernel
-    moves the data through tiles (reads rows of a tile, writes rows of its transpose). `tiled`
-    defaults to True on a GPU and False on a CPU (compiling C++ there takes seconds and the
-    question is about GPU memory). On a GPU the default tensor, [32768, 2048] bf16 (128 MiB), is
-    twice the H200's 60 MB L2 cache, so every copy runs from DRAM (a tensor that fits in L2 would
-    "beat" the DRAM bandwidth); on a CPU the default sizes of
-    :func:`views_and_copies`.
+    """Three copies of one tensor to compare their bandwidth (notebook 01): a clone, a transposed copy, and with
+    `tiled` (GPU default) the transpose compiled into a tiled kernel. The GPU default is twice the H200's L2,
+    so every copy runs from DRAM.
     """
     dev = _resolve(device)
     if dev.type == "cuda" and rows is None and cols is None:
@@ -177,13 +158,8 @@ def geglu_mlp_hand_tuned(
     seed: int = 0,
     sources: tuple[str, ...] = ("hub", "cache", "package", "local"),
 ) -> Built:
-    """:func:`geglu_mlp`'s model (same weights, same input) with a hand-tuned GeGLU kernel (notebook 05).
-
-    The layer comes from :func:`helpers.mlp.hub.load_geglu_mlp`, trying `sources` in order:
-    Liger's ``LigerGEGLUMLP`` from the Hub, the Hub cache or the liger-kernel package, or the
-    course's own kernel repository (``("local",)``). Raises :class:`helpers.KernelLoadError`
-    (an ImportError) when none of them works here.
-    """
+    """:func:`geglu_mlp`'s model with a hand-tuned GeGLU layer from :func:`helpers.mlp.hub.load_geglu_mlp`
+    (notebook 05); KernelLoadError when no source works here."""
     from .hub import load_geglu_mlp
 
     eager = geglu_mlp(device, dtype, shape, seed)

@@ -1,5 +1,5 @@
 """Layer 1: read and model a trace (imports no torch): files, events and their links, :class:`Trace`,
-kernel names, queries, comparison, timeline, several ranks, overlap and achieved FLOP/s.
+kernel names, queries, kernel breakdown, timeline, several ranks, overlap and achieved FLOP/s.
 """
 
 from __future__ import annotations
@@ -7,15 +7,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# The engine's public names, for a trace from anywhere (``from helpers import trace``; ``trace.load_traces(...)``):
-# name -> module. The lessons' names are in ``helpers`` itself; these work on any Kineto trace. Functions named
-# as their module (compare, overlap, collectives) are reached through it: ``trace.overlap.overlap(run)``.
+# The engine's public names for any Kineto trace (``from helpers import trace``; ``trace.load_traces(...)``):
+# name -> module. The lessons' names are in ``helpers`` itself.
 _API: dict[str, str] = {
     "Trace": "model", "load_trace": "model", "NoKernelsError": "model",
     "load_traces": "ranks", "combine_ranks": "ranks", "MultiRankTrace": "ranks",
     "decode_kernel": "kernel_names", "decode_kernels": "kernel_names",
-    "compare_kernels": "compare", "kernel_breakdown": "compare",
-    "idle_gaps": "overlap", "rank_summary": "overlap",
+    "kernel_breakdown": "work",
+    "idle_gaps": "overlap",
     "communication_per_step": "collectives", "rank_table": "collectives",
     "achieved_flops": "flops",
 }  # fmt: skip

@@ -1,8 +1,5 @@
-"""Columns from slices of trace events: the typed decoding of one slice and the builder that joins them.
-
-No object is kept per event: strings are shared through lookup tables, numbers go into numpy arrays.
-What it leaves out or changes it counts for the notes; more than `max_events` entries it refuses.
-"""
+"""Columns from slices of trace events: no object is kept per event (strings are shared through lookup
+tables, numbers go into numpy arrays); what it leaves out or changes it counts for the notes."""
 
 from __future__ import annotations
 
@@ -95,10 +92,8 @@ if msgspec is not None:
     _memory_decoder = memory_decoder(_Event, _Args)  # slices holding [memory] events: their args too
 
     def decode_slice(data: bytes) -> list:
-        """Parse one slice of events: typed records when the fields have the usual types, else dicts.
-
-        Raises ValueError on invalid JSON (the stream then knows a cut was not an event boundary).
-        """
+        """Parse one slice: typed records when the fields have the usual types, else dicts; ValueError on
+        invalid JSON (the stream then knows a cut was not an event boundary)."""
         try:
             return (_memory_decoder if MEMORY_KEY in data else _typed_decoder).decode(data)
         except msgspec.ValidationError:
@@ -111,11 +106,7 @@ else:  # pragma: no cover - depends on the environment
 
 
 class _Builder:
-    """Accumulates columns from slices of events (typed records or dicts); keeps no per-event object.
-
-    `max_events`: more entries than this in ``traceEvents`` is refused (:class:`TraceTooLargeError`);
-    `max_arg_bytes`: longer shapes or launch configurations are left out with a note.
-    """
+    """Accumulates columns from slices of events (typed records or dicts); refuses more than `max_events`."""
 
     def __init__(
         self, source: str = "the trace", max_events: int | None = None, max_arg_bytes: int | None = None

@@ -1,10 +1,5 @@
-"""What each trace event category means: one owner for the category sets every reader uses.
-
-Which categories run on the device, which launch device work and which are the profiler's own spans
-decide how a trace becomes lanes, trees and tables. torch 1.8-1.9 names are mapped to today's
-(:data:`CATEGORY_ALIASES`); NVIDIA, AMD, XPU, PrivateUse1 and MTIA are read; device records that are
-not work (annotations, syncs, CUPTI range-profiler replays) are kept apart.
-"""
+"""What each trace event category means: the one owner of the category sets every reader uses
+(device, launch, profiler spans; torch 1.8-1.9 names mapped to today's; device records that are not work)."""
 
 from __future__ import annotations
 
@@ -24,17 +19,9 @@ CATEGORY_ALIASES = {
     "Trace": "Trace",
 }
 # Categories of events that run on the device (drawn on device stream lanes).
-DEVICE_CATEGORIES = frozenset(
-    {
-        "kernel",
-        "gpu_memset",
-        "gpu_memcpy",
-        "gpu_user_annotation",
-        "cuda_sync",
-        "cuda_profiler_range",
-        "mtia_ccp_events",
-    }
-)
+DEVICE_CATEGORIES = frozenset({
+    "kernel", "gpu_memset", "gpu_memcpy", "gpu_user_annotation", "cuda_sync", "cuda_profiler_range", "mtia_ccp_events"
+})  # fmt: skip
 # Device categories that are work (a kernel, a memset, a memcpy), as opposed to annotations.
 DEVICE_WORK_KIND = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 # MTIA records all device activity under one category: the event name says what it was.
@@ -48,19 +35,10 @@ NOT_WORK = {
     "durations are replay times, not kernel times",
 }
 # Host-side categories that take part in the dispatch tree.
-HOST_TREE_CATEGORIES = frozenset(
-    {
-        "cpu_op",
-        "user_annotation",
-        "cuda_runtime",
-        "cuda_driver",
-        "overhead",
-        "cpu_instant_event",
-        "xpu_runtime",
-        "privateuse1_runtime",
-        "mtia_runtime",
-    }
-)
+HOST_TREE_CATEGORIES = frozenset({
+    "cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "overhead", "cpu_instant_event", "xpu_runtime",
+    "privateuse1_runtime", "mtia_runtime"
+})  # fmt: skip
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "privateuse1_runtime", "mtia_runtime"})
 # Host events that are not part of a program's work (the profiler's own spans).
 IGNORED_CATEGORIES = frozenset({"Trace", "trace"})
@@ -75,11 +53,7 @@ def canonical_category(cat: str) -> str:
 
 
 def work_kinds(events: pd.DataFrame) -> np.ndarray:
-    """Per row: "kernel", "memset" or "memcpy" for device work, "" otherwise.
-
-    The one definition of "a kernel row": device annotations, synchronisation records and
-    range-profiler records are not work (see :data:`NOT_WORK`).
-    """
+    """Per row: "kernel", "memset" or "memcpy" for device work, "" otherwise: the one definition of a kernel row."""
     out = np.full(len(events), "", dtype=object)
     rows = np.flatnonzero(
         events["on_device"].to_numpy() & events["cat"].isin([*DEVICE_WORK_KIND, MTIA_CATEGORY]).to_numpy()

@@ -1,9 +1,5 @@
-"""Collectives of a multi-rank trace, communication per step, ranks side by side (any torch.distributed run).
-
-NCCL collectives are device kernels sized by their ``In/Out msg nelems`` arguments; gloo collectives
-are ``gloo:<collective>`` ranges sized by ``Input Dims``. An event belongs to the step in which it (or
-its launch) started.
-"""
+"""Collectives of a multi-rank trace and communication per step: NCCL kernels sized by their
+``In/Out msg nelems`` args, gloo ranges by ``Input Dims``; an event belongs to the step it started in."""
 
 from __future__ import annotations
 
@@ -38,11 +34,7 @@ def _t0(trace: Trace) -> float:
 
 
 def step_windows(trace: Trace) -> pd.DataFrame:
-    """Every profiler step of every rank: ``rank``, ``step``, ``start_us``, ``end_us``, ``step_us``, ``lane``.
-
-    Times from the start of the trace (the origin of :func:`helpers.trace.overlap.device_work`).
-    Raises ValueError when the trace has no profiler steps.
-    """
+    """Every profiler step of every rank, times from the start of the trace; ValueError without steps."""
     check_trace(trace)
     ev = trace.events
     ranks, _ = event_ranks(trace)
@@ -214,17 +206,8 @@ def compute_spans(trace: Trace) -> tuple[pd.DataFrame, bool]:
 
 
 def collectives(trace: Trace) -> pd.DataFrame:
-    """Every collective of every rank, one row each, in time order.
-
-    Columns: ``rank``, ``step`` (by time, see the module docstring), ``collective`` (all_reduce,
-    all_gather, reduce_scatter, broadcast ...), ``where`` ("GPU kernel" or "gloo thread"), ``name``,
-    ``start_us`` (from the start of the trace), ``duration_us``, ``bytes`` (the whole buffer:
-    an all-gather's output, a reduce-scatter's input; NaN when the trace does not say),
-    ``overlapped_us`` (time compute ran beside it on the same rank), ``overlap_pct``,
-    ``launch_us`` (when the host launched it; NaN for gloo); for NCCL also ``dtype``,
-    ``algorithm``, ``protocol`` (decoded from the kernel's name).
-    Raises ValueError when the trace holds no collective.
-    """
+    """Every collective of every rank in time order: its step, kind, bytes (NaN when the trace does not say),
+    and how much of it compute on the same rank overlapped; ValueError when the trace holds none."""
     check_trace(trace)
     windows = step_windows(trace)
     work = device_work(trace)
@@ -269,17 +252,8 @@ def collectives(trace: Trace) -> pd.DataFrame:
 
 
 def communication_per_step(trace: Trace) -> pd.DataFrame:
-    """Per rank and profiler step: the step's time, its compute and communication, and what of it was exposed.
-
-    Columns: ``rank``, ``step``, ``step_us`` (the ``ProfilerStep`` on the rank's main thread),
-    ``collectives``, ``communication_us`` and ``compute_us`` (unions of intervals), ``overlap_us``,
-    ``exposed_communication_us`` (communication with no compute beside it), ``overlap_pct``,
-    ``host_idle_us`` (time in the step when no operator ran on any of the rank's host threads:
-    a sleeping rank, a rank waiting), ``start_idle_us`` (of that, the time from the step's start to
-    its first operator: a rank that starts its step late, as behind a slow data loader, shows it
-    here, and the other ranks wait that long at their first collective), ``on`` ("GPU" or "CPU":
-    where compute and communication ran).
-    """
+    """Per rank and step: step time, compute and communication (unions of intervals), their overlap, what
+    communication was exposed, and host idle time (``start_idle_us``: a step started late, as behind a slow loader)."""
     windows = step_windows(trace)
     comm = collectives(trace)
     compute, on_gpu = compute_spans(trace)
@@ -316,13 +290,8 @@ def communication_per_step(trace: Trace) -> pd.DataFrame:
 
 
 def rank_table(trace: Trace) -> pd.DataFrame:
-    """One row per rank: the median step of :func:`communication_per_step`, and how often its step was the longest.
-
-    The slowest rank of a synchronised job is the one that waits least in its collectives; when it
-    starts its steps late (a sleeping rank, a slow data loader), ``start_idle_us`` shows by how much.
-    On GPUs the others' extra communication time overstates that: a profiled rank's collectives also
-    wait on its own host.
-    """
+    """One row per rank: its median step and how often its step was the longest. The slowest rank waits least in
+    its collectives; on GPUs a profiled rank's collectives also wait on its own host, which overstates the others'."""
     per_step = communication_per_step(trace)
     steps = per_step[per_step["step"] >= 0]
     if steps.empty:

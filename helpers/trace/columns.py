@@ -1,9 +1,5 @@
-"""Values of trace events into numpy columns: integers with holes, floats, and shared strings.
-
-Trace fields come in every type (``pid`` as a string, an id as ``null``, shapes as lists): these
-helpers turn a slice of values into arrays without a Python object per row where they can, and
-fall back to converting one by one where the values are unusual.
-"""
+"""Values of trace events into numpy columns (integers with holes, floats, shared strings), one by one only
+where the values are unusual (``pid`` as a string, an id as ``null``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Match each device event to the host call that launched it: by correlation id, process by process.
-
-Ids repeat across processes merged into one file, so a device's events are matched only to the
-launches of the process that drives it. An id reused within a process matches the latest launch that
-started before the work, and the notes count such events. A graph launch matches all its kernels.
-"""
+"""Match each device event to the host call that launched it, by correlation id within its process (ids
+repeat across merged processes); a reused id matches the latest earlier launch; a graph launch all its kernels."""
 
 from __future__ import annotations
 
@@ -59,11 +55,7 @@ def match_launches(
     launch_rows: np.ndarray,
     dev_rows: np.ndarray,
 ) -> LaunchMatch:
-    """Launch call (a row index, -1 for none) of each of `dev_rows`.
-
-    `corr` holds correlation ids (valid where `corr_ok`), `pid` process codes, `ts` start times,
-    `names` event names (for the notes); `launch_rows` are the candidate launch calls.
-    """
+    """Launch call (row index, -1 for none) of each of `dev_rows`, among the candidate `launch_rows`."""
     launch = np.full(len(dev_rows), -1, dtype=np.int64)
     want = np.flatnonzero(corr_ok[dev_rows])
     if len(want) == 0 or len(launch_rows) == 0:
@@ -144,11 +136,7 @@ def _owners(l_corr: np.ndarray, l_pid: np.ndarray, q_corr: np.ndarray, q_pid: np
 
 
 def graph_launched(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """For each of `rows` (device events): True when its launch call ran a captured graph.
-
-    A graph launch (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch) is one host call whose
-    correlation id many kernels share; any launch call shared by several device events counts too.
-    """
+    """For each device row: True when its launch call ran a captured graph (or launched several device events)."""
     launch = events["launch"].to_numpy()[rows]
     out = np.zeros(len(rows), dtype=bool)
     has = np.flatnonzero(launch >= 0)

@@ -13,13 +13,8 @@ from .model import Trace, check_trace
 
 @dataclass(frozen=True)
 class ChainTree:
-    """A dispatch tree drawn as a tree: connectors (``├─``, ``└─``, ``│``) in a left-aligned monospace
-    column, so it reads as a tree in a notebook (HTML) and in a terminal (text) alike.
-
-    ``frame`` holds one row per node: ``tree`` (the drawn line), ``name`` (full name), ``kind`` (op /
-    kernel / memset / ...), ``count`` (over all merged calls), ``per_call`` (count / calls of the
-    root), ``depth``, ``path``.
-    """
+    """A dispatch tree drawn with connectors in a left-aligned monospace column, so it reads as a tree in a
+    notebook and a terminal alike; ``frame`` is the table behind it."""
 
     title: str
     frame: pd.DataFrame
@@ -67,13 +62,8 @@ class ChainTree:
 
 
 def chain_tree(trace: Trace, op: str) -> ChainTree:
-    """``Trace.chain(op)`` drawn as a tree, kernels shown by their short decoded name.
-
-    Returns a :class:`ChainTree`: it renders as a left-aligned tree with connectors in a notebook
-    (a kernel's ATen C++ signature becomes e.g. ``elementwise_kernel<copy>``); ``.frame`` is the
-    table behind it. ``per_call`` counts each node per call of `op` (0.67 for a memset that two
-    of three merged GEMM calls issue).
-    """
+    """``Trace.chain(op)`` drawn as a tree, kernels by their short decoded name; ``per_call`` counts each node
+    per call of `op` (0.67 for a memset that two of three merged calls issue)."""
     check_trace(trace)
     chain = trace.chain(op)
     calls = int(chain["calls_of_root"].iloc[0])

@@ -49,10 +49,7 @@ _BY_CPP: dict[str, DType] = {c: d for d in DTYPES for c in d.cpp}
 
 
 def lookup(name: str) -> DType:
-    """The :class:`DType` of any spelling ("bf16", "torch.bfloat16", "c10::BFloat16", "f16" ...).
-
-    Raises TypeError for a non-string, ValueError (listing the known names) for an unknown one.
-    """
+    """The :class:`DType` of any spelling ("bf16", "torch.bfloat16", "c10::BFloat16" ...); ValueError lists the known."""
     if not isinstance(name, str):
         raise TypeError(f"a dtype name must be a str, got {type(name).__name__}: {name!r}")
     key = name.strip().removeprefix("torch.").removeprefix("const ").strip()

@@ -1,10 +1,5 @@
-"""Turn a Chrome/Kineto trace into tables: one row per event, plus the links between them.
-
-Fields are read defensively (torch versions differ, ``pid``/``tid`` can be strings, ``dur`` can be
-missing, lanes come from events, never from metadata). The derived columns (``lane``, ``parent``,
-``depth``, ``launch``, ``launched_by``, ``annotation``, ``step``) are described in
-:mod:`helpers.trace.links`. Columns are built slice by slice with numpy, as a trace can hold a million events.
-"""
+"""A Chrome/Kineto trace as tables: one row per event, fields read defensively (torch versions differ,
+lanes come from events, never from metadata), derived columns from :mod:`helpers.trace.links`."""
 
 from __future__ import annotations
 
@@ -32,12 +27,8 @@ from .tables import TraceTables
 # --------------------------------------------------------------------------- public entry points
 @contextlib.contextmanager
 def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while millions of small dicts are made and dropped.
-
-    Parsed JSON holds no reference cycles, yet every few thousand new dicts the collector walks
-    all live objects (torch alone brings hundreds of thousands): on a million-event trace that
-    walking cost more than the parsing. Reference counting still frees everything as usual.
-    """
+    """Pause the cyclic garbage collector while millions of small dicts are made: parsed JSON holds no cycles,
+    yet the collector would walk every live object every few thousand dicts."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -50,11 +41,7 @@ def _no_cyclic_gc() -> Iterator[None]:
 def events_from_document(
     doc: dict[str, Any], source: str = "the trace", max_events: int | None = None, max_arg_bytes: int | None = None
 ) -> TraceTables:
-    """Build :class:`TraceTables` from a parsed trace document (see :mod:`helpers.trace.files`).
-
-    `max_events` (default :data:`MAX_EVENTS`) and `max_arg_bytes` (default :data:`MAX_ARG_BYTES`):
-    see :class:`_Builder`; `source` names the trace in messages.
-    """
+    """Build :class:`TraceTables` from a parsed trace document; `source` names the trace in messages."""
     raw = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(raw, list):
         raise ValueError("trace document has no 'traceEvents' list")
@@ -73,13 +60,8 @@ def events_from_file(
     max_events: int | None = None,
     max_arg_bytes: int | None = None,
 ) -> tuple[TraceTables, dict[str, Any]]:
-    """Build :class:`TraceTables` from a trace file, streaming its events (see :class:`tracestream.EventStream`).
-
-    Returns the tables and the document's other top-level keys (``traceEvents`` left empty).
-    `max_bytes`: the most JSON text read (see :class:`helpers.trace.files.TraceText`); `max_events`
-    and `max_arg_bytes`: see :func:`events_from_document`. The tables
-    remember where the events lie in the file (``source``), so that a copy can be saved.
-    """
+    """Build :class:`TraceTables` from a trace file by streaming its events; returns them and the document's
+    other top-level keys. The tables remember where the events lie in the file, so a copy can be saved."""
     max_events = check_count(max_events, MAX_EVENTS, "max_events")
     stream = tracestream.stream_events(path, block_bytes, decode_slice, max_bytes, max_events)
     builder = _Builder(stream.source_name, max_events, max_arg_bytes)

@@ -1,9 +1,5 @@
-"""Reading Chrome/Kineto trace files (``.json`` or ``.json.gz``) as text and as whole documents.
-
-Files are untrusted input: decompressed bytes are counted and reading stops past `max_bytes` (a gzip
-bomb never fills memory), damaged JSON is reported with its byte offset, and nesting deeper than
-:data:`MAX_DEPTH` is one clear error. Large traces are read in slices by :mod:`helpers.trace.stream`.
-"""
+"""Reading trace files (``.json`` or ``.json.gz``) as untrusted input: decompressed bytes are counted against
+`max_bytes` (a gzip bomb never fills memory), damaged JSON is reported with its byte offset."""
 
 from __future__ import annotations
 
@@ -67,11 +63,8 @@ def check_limit(max_bytes: int | None) -> int:
 
 
 class TraceTooLargeError(ValueError):
-    """A trace is past one of the stated limits on reading it (text bytes, events ...).
-
-    The message names the option that raises the limit, on the call that was made: a function that
-    reads traces for another (``load_run`` for ``load_trace``) re-says it with :meth:`for_call`.
-    """
+    """A trace is past a stated limit; the message names the option that raises it (re-said by
+    :meth:`for_call` for a function that reads traces for another)."""
 
     def __init__(self, what: str, option: str, suggested: int, call: str = "helpers.load_trace(path") -> None:
         self.what, self.option, self.suggested, self.call = what, option, suggested, call
@@ -93,12 +86,8 @@ def _damaged_gzip(p: Path, err: BaseException) -> ValueError:
 
 
 def text_size(path: str | os.PathLike) -> int:
-    """Bytes of JSON text in a trace file as its size fields say: its size, or for gzip its trailer.
-
-    An estimate for choosing how to read, never a limit: the trailer holds the size modulo 4 GiB
-    and a file of several gzip members can say anything, so readers count the real bytes as they
-    decompress (see `max_bytes`). A file is never smaller than its compressed form.
-    """
+    """Bytes of JSON text a file's size fields claim (gzip: its trailer, modulo 4 GiB): an estimate to choose how
+    to read, never a limit."""
     p = as_path(path)
     size = p.stat().st_size
     with open(p, "rb") as fh:
@@ -109,15 +98,8 @@ def text_size(path: str | os.PathLike) -> int:
 
 
 class TraceText:
-    """The decompressed text of a trace file, read in blocks and counted against limits.
-
-    - `max_bytes` (default :data:`MAX_TEXT_BYTES`): reading stops past this many bytes of text.
-    - Without an explicit `max_bytes`, a gzip file whose text outgrows :data:`MAX_RATIO` times the
-      compressed bytes read so far is refused too: a 2 MB gzip bomb stops after ~32 MB of text,
-      not at the limit. An explicit `max_bytes` replaces that check (for a real, very repetitive trace).
-
-    Gzip is detected from the content, not the name. Use as a context manager.
-    """
+    """The decompressed text of a trace file, read in blocks and counted against `max_bytes`; without an explicit
+    `max_bytes`, gzip text outgrowing :data:`MAX_RATIO` times its compressed bytes is refused early too."""
 
     def __init__(self, path: str | os.PathLike, max_bytes: int | None = None) -> None:
         self.path = as_path(path)
@@ -183,11 +165,8 @@ class TraceText:
 def read_document(
     path: str | os.PathLike, max_bytes: int | None = None, max_events: int | None = None
 ) -> dict[str, Any]:
-    """Read and parse a ``.json`` or ``.json.gz`` trace file (at most `max_bytes` of text, see :class:`TraceText`).
-
-    `max_events`: a text holding more events than this (counted by their ``"ph"`` keys, before
-    parsing: millions of dicts are what costs memory) is refused.
-    """
+    """Read and parse a trace file; a text holding more than `max_events` events (counted before parsing:
+    the dicts are what costs memory) is refused."""
     source = repr(str(path))
     with TraceText(path, max_bytes) as text:
         first = text.read(1 << 20)

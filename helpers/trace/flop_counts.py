@@ -1,8 +1,5 @@
-"""How many floating-point operations an operator does, from its recorded input shapes (no torch).
-
-A multiply-add counts 2. :data:`FORMULAS` maps an ATen operator's base name to its family and formula;
-:data:`BASIS` says what each count assumes.
-"""
+"""FLOPs of an operator from its recorded input shapes (no torch), a multiply-add counting 2;
+:data:`BASIS` says what each count assumes."""
 
 from __future__ import annotations
 
@@ -10,8 +7,6 @@ import json
 import math
 from collections.abc import Callable
 from functools import lru_cache
-
-Shapes = list[list[int]]
 
 
 @lru_cache(maxsize=4096)
@@ -53,13 +48,8 @@ def _bmm(s):  # (a[B, M, K], b[B, K, N])
 
 
 def grouped_mm_flops(a: tuple, b: tuple) -> tuple[int, str]:
-    """FLOPs of ``torch._grouped_mm(a, b, offs=...)`` (and its scaled forms) and the layout assumed.
-
-    The layouts torch accepts (its meta registration's output shapes): ``offs`` splits the jagged
-    dimension of a 2-D operand. Only the offsets' count is recorded, not their values, so the
-    count takes every row (or column) of the jagged dimension as used: the kernel skips the part
-    past ``offs[-1]``, which makes the count an upper bound there.
-    """
+    """FLOPs of ``torch._grouped_mm`` and its scaled forms, and the layout assumed: only the count of the offsets
+    is recorded, so every row of the jagged dimension counts (an upper bound)."""
     if len(a) == 2 and len(b) == 3:  # MoE forward: A [M_total, K] split by offs over M, B [G, K, N]
         (m, k), (_g, k2, n) = a, b
         basis = "2d x 3d: A [M_total, K] split over G groups by offs, B [G, K, N]: 2*M_total*N*K (all M_total rows)"
@@ -201,11 +191,7 @@ SCALAR_TYPES = {"5": "fp16", "6": "fp32", "7": "fp64", "15": "bf16", "23": "fp8_
 
 
 def count(op: str, shapes: tuple) -> tuple[int, str]:
-    """(FLOPs, basis) of one call of the operator ``op`` (base name) on parsed shapes.
-
-    Raises KeyError for an operator without a formula, ValueError/IndexError/TypeError for shapes
-    it does not fit.
-    """
+    """(FLOPs, basis) of one call of ``op`` on parsed shapes; KeyError without a formula."""
     family, formula = FORMULAS[op]
     value = formula(shapes)
     if isinstance(value, tuple):

@@ -1,10 +1,5 @@
-"""Achieved TFLOP/s of matrix products, attention and convolutions, from the shapes a trace recorded.
-
-With ``record_shapes=True`` the FLOPs follow from the inputs' shapes alone
-(:mod:`helpers.trace.flop_counts`), so dividing by the device time of the kernels an operator launched
-gives its rate with no torch and no re-run. Each kernel is credited to the innermost such operator
-above its launcher, so nothing is counted twice; FP8 rows are judged against the FP8 matmul rate.
-"""
+"""Achieved TFLOP/s of matrix products, attention and convolutions from the shapes a trace recorded, no re-run:
+each kernel is credited to the innermost such operator above its launcher, so nothing counts twice."""
 
 from __future__ import annotations
 
@@ -113,38 +108,16 @@ def _ceiling_rates(ceilings: Any) -> tuple[float, float | None]:
 
 
 COLUMNS = [
-    "op",
-    "family",
-    "dtype",
-    "input_shapes",
-    "calls",
-    "gflop_per_call",
-    "device_us",
-    "us_per_call",
-    "tflops",
-    "kernels",
-    "basis",
-    "note",
-]
+    "op", "family", "dtype", "input_shapes", "calls", "gflop_per_call", "device_us", "us_per_call", "tflops", "kernels",
+    "basis", "note"
+]  # fmt: skip
 NO_FP8_CEILING = "no FP8 ceiling recorded"
 
 
 def achieved_flops(trace: Trace, ceilings: Any = None) -> pd.DataFrame:
-    """Achieved TFLOP/s of each matrix product, grouped GEMM, attention and convolution, by operator and shapes.
-
-    One row per (operator, input shapes): ``op``, ``family`` (gemm / attention / convolution),
-    ``dtype`` (of the first input, from ``Input type``: ``fp8_e4m3`` for an FP8 GEMM),
-    ``input_shapes``, ``calls`` (a captured operator counts once per graph replay of its kernels), ``gflop_per_call`` (NaN when the shapes do not give it),
-    ``device_us`` (time of all the device work the calls launched: kernels, and memsets such as
-    cuBLAS's workspace zeroing; see the module docstring),
-    ``us_per_call``, ``tflops`` (achieved rate), ``kernels`` (distinct kernel names), ``basis``
-    (the formula and what it assumes; a scaled or grouped GEMM's output dtype when recorded), ``note``.
-    With ``ceilings`` (a :class:`helpers.measure.ceilings.Ceilings` of the machine that recorded
-    the trace) two more columns, ``ceiling_tflops`` and ``pct_of_ceiling``: FP8 rows against the
-    FP8 matmul rate, NaN with the note "no FP8 ceiling recorded" when it was not measured; other
-    rows against the matmul rate. Sorted by device time. Empty when no such operator launched a
-    kernel (record with ``record_shapes=True`` to get shapes).
-    """
+    """Achieved TFLOP/s per (operator, input shapes), sorted by device time (kernels and the memsets they
+    launched); a captured operator counts one call per graph replay of its kernels. With `ceilings`, the share
+    of the matmul rate (FP8 rows: of the FP8 rate, when one was measured)."""
     check_trace(trace)
     rates = None if ceilings is None else _ceiling_rates(ceilings)
     cols = COLUMNS[:9] + (["ceiling_tflops", "pct_of_ceiling"] if rates else []) + COLUMNS[9:]

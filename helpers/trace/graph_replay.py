@@ -1,9 +1,5 @@
-"""Kernels replayed from a CUDA/HIP graph, tied to the operators that captured them.
-
-A replay runs the captured work in capture order, so the k-th kernel of a replay is the k-th launch
-of the latest capture that ended before it and made as many launches; when none matches, its kernels
-keep the graph launch alone and the notes say why.
-"""
+"""Kernels replayed from a CUDA/HIP graph, tied to the operators that captured them: the k-th kernel of a
+replay is the k-th launch of the latest capture that ended before it with as many launches."""
 
 from __future__ import annotations
 
@@ -37,11 +33,7 @@ def tie_graph_replays(
     launched_by: np.ndarray,
     enclosing_op: np.ndarray,
 ) -> None:
-    """Set `launched_by` of replayed device rows to the op around their captured launch (in place).
-
-    `is_call`: host launch-category rows; `launch`: each device row's launch call (-1 if none);
-    `enclosing_op`: each host row's innermost cpu_op. Counts go to ``events.attrs["graph_replays"]``.
-    """
+    """Set `launched_by` of replayed device rows to the op around their captured launch, in place."""
     graph_calls = np.flatnonzero(is_call & _by_name(name_codes, _GRAPH_LAUNCH))
     if not len(graph_calls):
         return

@@ -118,12 +118,8 @@ _KEY_TOKEN = re.compile(rb'"((?:[^"\\]|\\.)*)"([ \t\r\n]*:)?|[\[\]{}]', re.S)
 
 
 def events_key_count(data: bytes) -> int:
-    """How many top-level ``traceEvents`` keys the JSON object in `data` holds.
-
-    A JSON parser keeps the last of two equal keys without a word; the streamed reader meets the
-    first. Only text where the key appears twice, or a key holds an escape (``"trace\\u0045vents"``),
-    is scanned (strings and brackets, linear).
-    """
+    """How many top-level ``traceEvents`` keys `data` holds: a parser keeps the last of two equal keys, the
+    streamed reader meets the first, so a second one must be found."""
     if len(_EVENTS_KEY.findall(data)) < 2 and not _ESCAPED_KEY.search(data):
         return 1
     depth = count = 0
@@ -152,12 +148,8 @@ def check_start(data: bytes, source: str, where: int) -> None:
 
 
 def parse_document(data: bytes, source: str = "<bytes>", base: int = 0) -> dict[str, Any]:
-    """Parse trace JSON into a document with a ``traceEvents`` list.
-
-    A bare JSON list of events (allowed by the Chrome trace format) is wrapped into a document; a
-    UTF-8 byte-order mark before the JSON is skipped. `base`: where `data` starts in the file's
-    text (for byte offsets in error messages).
-    """
+    """Parse trace JSON into a document with a ``traceEvents`` list (a bare list of events is wrapped);
+    `base` is where `data` starts in the file, for byte offsets in errors."""
     if data[:3] == BOM:
         data, base = data[3:], base + 3
     first = NON_SPACE.search(data)

@@ -72,11 +72,7 @@ def _lanes(events: pd.DataFrame, on_device: np.ndarray, codes: dict) -> tuple[np
 
 
 def _nest_lane_stack(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parents and depths of one thread's events by a stack walk (the reference algorithm).
-
-    Events are in (start, longest first) order. Used when the vectorised pass finds events that
-    do not nest cleanly (partial overlaps beyond the tolerance).
-    """
+    """Parents and depths of one thread's events by a stack walk: the reference, for events that do not nest cleanly."""
     n = len(ts)
     parent = [-1] * n
     depth = [0] * n
@@ -98,15 +94,8 @@ def _nest_lane_stack(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def _nest_lane_vectorised(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Parents and depths of one thread's events without a Python loop; the bool says whether it verified.
-
-    With events in (start, longest first) order and cleanly nested, the events still open when
-    event i starts are exactly its ancestors, so depth(i) = #(earlier events that end after i
-    starts), and its parent is the latest earlier event one level up. Events of zero duration
-    never enclose anything, so they are left out of the counting. The result is checked (each
-    parent open at its child's start and enclosing its end); the caller falls back to the stack
-    walk for a thread where the check fails.
-    """
+    """Parents and depths without a Python loop, for cleanly nested events in (start, longest first) order: the
+    open events at i's start are its ancestors. Checked afterwards; the bool says whether the check held."""
     n = len(ts)
     idx = np.arange(n)
     positive = end > ts
@@ -201,12 +190,8 @@ def _step_numbers(codes: np.ndarray, uniques: np.ndarray) -> np.ndarray:
 
 
 def annotate(events: pd.DataFrame, use_stack: bool = False, codes: dict | None = None) -> None:
-    """Add the derived columns: on_device, lane, parent, depth, launch, launched_by, annotation, step.
-
-    `codes` maps "name", "cat", "pid", "tid" to (codes per row, distinct values) when the caller
-    has them (the column builder does); otherwise they are computed here. `use_stack` forces the
-    reference stack walk for the nesting (tests compare both).
-    """
+    """Add the derived columns; `codes` reuses the builder's (codes, values) per column; `use_stack` forces the
+    reference nesting walk."""
     n = len(events)
     codes = dict(codes or {})
     for col in ("name", "cat", "pid", "tid"):

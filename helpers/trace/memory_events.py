@@ -31,10 +31,7 @@ MEMORY_KEY = b'"[memory]"'  # a slice of JSON text without it holds no memory ev
 
 
 def memory_decoder(event_cls: Any, args_cls: Any) -> Any:
-    """A msgspec decoder for slices that hold ``[memory]`` events: `event_cls` whose args also read their keys.
-
-    Only such slices pay for the extra fields; the loader decodes all others with its lean records.
-    """
+    """A msgspec decoder for slices that hold ``[memory]`` events, so only those pay for the extra fields."""
     import msgspec  # only called where the loader found msgspec
 
     fields = [(col, int, msgspec.field(default=_MISSING, name=key)) for col, key in MEMORY_ARGS.items()]

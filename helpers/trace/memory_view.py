@@ -1,8 +1,5 @@
-"""Memory from a saved trace alone: memory over time per device, and the peak by operator.
-
-Read from the ``[memory]`` events of a trace recorded with ``profile_memory=True``, with no torch.
-Times are milliseconds from the trace's first event; sizes are MB (1e6 bytes).
-"""
+"""Memory from a saved trace's ``[memory]`` events (``profile_memory=True``), no torch: over time per device,
+and the peak by operator. Times in ms from the first event, sizes in MB."""
 
 from __future__ import annotations
 
@@ -61,14 +58,8 @@ def _bounded(rows: np.ndarray, t: np.ndarray, values: np.ndarray, max_points: in
 
 
 def memory_over_time(trace: Trace, max_points: int = MAX_POINTS) -> pd.DataFrame:
-    """Memory in use over time, per device, from a trace's ``[memory]`` events.
-
-    Columns: ``device`` ('CPU', 'GPU 0' ...), ``time_ms`` (from the trace's first event),
-    ``allocated_mb`` (the allocator's total after each event), ``reserved_mb`` (cached by the CUDA
-    allocator; empty on a CPU). A device with more than `max_points` events is thinned to about
-    that many, keeping each time bucket's lowest and highest value (the peak is always kept).
-    ``df.attrs["peak_mb"]``: the peak per device.
-    """
+    """Memory allocated and reserved over time per device; thinned to about `max_points` per device keeping each
+    bucket's extremes, so the peak (``df.attrs["peak_mb"]``) is always kept."""
     memory = _memory(trace)
     if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 3:
         raise ValueError(f"max_points must be an int >= 3, got {max_points!r}")
@@ -161,13 +152,7 @@ def _enclosing_ops(trace: Trace, memory: pd.DataFrame) -> tuple[np.ndarray, np.n
 
 
 def memory_by_op(trace: Trace) -> pd.DataFrame:
-    """Every allocation and free of the trace with the operator running when it happened.
-
-    Columns: ``device``, ``time_ms``, ``bytes`` (+ allocation, - free), ``addr``, ``allocated_mb``
-    (the total after it), ``op`` (the innermost ``cpu_op`` around it on its thread, e.g.
-    ``aten::empty``), ``top_op`` (the outermost, e.g. ``aten::linear``); both "(no operator
-    running)" when none was.
-    """
+    """Every allocation and free with the innermost (``op``) and outermost (``top_op``) operator running then."""
     memory = _memory(trace)
     inner, outer = _enclosing_ops(trace, memory)
     names = trace.events["name"].to_numpy(dtype=object)
@@ -197,14 +182,8 @@ def _pick_device(table: pd.DataFrame, device: str | None) -> str:
 
 
 def peak_memory_by_op(trace: Trace, device: str | None = None, by: str = "top_op") -> pd.DataFrame:
-    """The allocations live at a device's peak, grouped by the operator that made them.
-
-    `device`: 'CPU', 'GPU 0' ... (default: the GPU with the highest peak, else the CPU). `by`:
-    ``"top_op"`` (the outermost operator, e.g. ``aten::linear``) or ``"op"`` (the innermost, e.g.
-    ``aten::empty``). Columns: ``op``, ``live_mb``, ``allocations``, ``share_of_peak`` (0-1),
-    largest first; a row for memory held before the trace began (allocated with no event in it).
-    ``df.attrs``: ``device``, ``peak_mb``, ``peak_time_ms``.
-    """
+    """The allocations live at a device's peak (default: the GPU with the highest), grouped by operator (`by`:
+    ``"top_op"`` or ``"op"``), largest first, with a row for memory held before the trace began."""
     if by not in ("top_op", "op"):
         raise ValueError(f"by must be 'top_op' (outermost operator) or 'op' (innermost), got {by!r}")
     table = memory_by_op(trace)

@@ -1,9 +1,5 @@
-"""Where a GPU's time goes: computing, communicating, both at once, or idle, and why it was idle.
-
-Busy, compute, communication and their overlap are unions of intervals computed with numpy, never by
-sampling; exposed communication is what the collectives cost the step. An idle gap is ``cpu-bound``
-when the next kernel's launch call ended after the GPU went idle, else ``waiting`` (:func:`idle_gaps`).
-"""
+"""Where a GPU's time goes (computing, communicating, both, idle) as unions of intervals, never sampled. An idle
+gap is ``cpu-bound`` when the next kernel's launch call ended after the GPU went idle, else ``waiting``."""
 
 from __future__ import annotations
 
@@ -15,7 +11,7 @@ import pandas as pd
 from .categories import work_kinds
 from .kernel_names import decode_kernels
 from .model import Trace, check_trace
-from .ranks import MultiRankTrace, event_ranks
+from .ranks import event_ranks
 
 CAUSES = ("cpu-bound", "waiting", "unknown")
 _LANE = re.compile(r"^(.*?) stream \S+(?: \(pid (\S+)\))?$")
@@ -64,11 +60,8 @@ def _gpu_of(lanes: np.ndarray) -> np.ndarray:
 
 
 def device_work(trace: Trace) -> pd.DataFrame:
-    """Device work of `trace`, one row each: rank, gpu, step, start/end (us), class, launch times.
-
-    ``work`` is "communication", "memory" (memcpy / memset) or "compute"; ``launch_start`` and
-    ``launch_end`` are the host launch call's times (NaN when no launch call is linked).
-    """
+    """Device work, one row each: rank, gpu, step, start/end (us), class (compute, communication or memory),
+    and the launch call's times."""
     check_trace(trace)
     ev = trace.events
     kinds = work_kinds(ev)
@@ -102,15 +95,8 @@ def device_work(trace: Trace) -> pd.DataFrame:
 
 
 def idle_gaps(trace: Trace, min_us: float = 0.0) -> pd.DataFrame:
-    """Every stretch of time a GPU had nothing running, between its first and last device work.
-
-    Columns: ``rank``, ``gpu``, ``step`` (of the work that ends the gap), ``start_us``, ``end_us``
-    (from the start of the trace), ``idle_us``, ``cause`` ("cpu-bound", "waiting" or "unknown":
-    see the module docstring), ``next_kernel`` (the work that ends the gap), ``launch_lead_us``
-    (gap start minus the end of that work's launch call: positive = it was queued that long before
-    the GPU went idle; negative = its launch call was still running). Gaps shorter than `min_us`
-    are left out.
-    """
+    """Every stretch a GPU had nothing running between its first and last work of at least `min_us`, with its
+    cause and ``launch_lead_us`` (how long before the gap the next work's launch call had ended)."""
     work = device_work(trace)
     out = []
     for (rank, gpu), g in work.groupby(["rank", "gpu"], sort=True):
@@ -146,18 +132,8 @@ def idle_gaps(trace: Trace, min_us: float = 0.0) -> pd.DataFrame:
 
 
 def overlap(trace: Trace, per_step: bool = False) -> pd.DataFrame:
-    """Compute, communication, their overlap and idle time per GPU of each rank (us).
-
-    One row per (rank, gpu), or per (rank, gpu, step) with `per_step`. Columns: ``window_us``
-    (first device work start to last device work end), ``busy_us``, ``compute_us``,
-    ``communication_us``, ``memory_us`` (memcpy / memset), ``overlap_us`` (compute and
-    communication at the same time), ``exposed_communication_us`` (communication with no compute
-    beside it), ``overlap_pct`` (share of communication hidden behind compute), ``idle_us`` and
-    ``idle_cpu_bound_us`` / ``idle_waiting_us`` / ``idle_unknown_us`` (see :func:`idle_gaps`). With
-    `per_step`, a step's window may hold other steps' work too (asynchronous GPUs): its idle time
-    is the GPU's gaps inside the window.
-    Raises :class:`helpers.NoKernelsError` when the trace holds no device work.
-    """
+    """Compute, communication, their overlap and idle time per GPU of each rank (and step with `per_step`);
+    NoKernelsError without device work."""
     work = device_work(trace)
     if work.empty:
         trace.kernels()  # raises NoKernelsError with the reason
@@ -194,23 +170,3 @@ def overlap(trace: Trace, per_step: bool = False) -> pd.DataFrame:
 
 def _se(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return frame["start_us"].to_numpy(), frame["end_us"].to_numpy()
-
-
-def rank_summary(run: MultiRankTrace) -> pd.DataFrame:
-    """One row per rank of a run (:func:`helpers.load_traces`): the mean host time of its steps, how
-    often it was the slowest, and its GPU time split into compute, communication, overlap and idle
-    (summed over its GPUs, see :func:`overlap`)."""
-    if not isinstance(run, MultiRankTrace):
-        raise TypeError(
-            f"rank_summary needs a run of several ranks from helpers.load_traces, got {type(run).__name__}; "
-            "for one trace use helpers.overlap(trace)"
-        )
-    gpu = overlap(run).groupby("rank").sum(numeric_only=True)
-    gpu["overlap_pct"] = 100.0 * gpu["overlap_us"] / gpu["communication_us"].where(gpu["communication_us"] > 0)
-    try:
-        steps = run.step_times()
-    except ValueError:  # recorded without profiler steps
-        return gpu.reset_index()
-    gpu.insert(0, "mean_step_us", [steps[f"rank {r}"].mean() if f"rank {r}" in steps else np.nan for r in gpu.index])
-    gpu.insert(1, "slowest_in_steps", [int((steps["slowest_rank"] == r).sum()) for r in gpu.index])
-    return gpu.reset_index()

@@ -33,14 +33,8 @@ def pick_step(trace: Trace, step: int | None) -> int:
 
 
 def kernel_table(trace: Trace, step: int | None = None, decode: bool = True) -> pd.DataFrame:
-    """The device events of one profiler step (default: the first), in launch order, decoded.
-
-    Columns: ``name``, ``kind`` (kernel / memset / memcpy / cpu-generated), ``duration_us``,
-    ``launched_by`` (the operator that launched it), ``input_shapes`` (that operator's recorded
-    input shapes), and with `decode` the fields of :func:`helpers.decode_kernel` that the lessons
-    read: ``short_name``, ``family``, ``source``, ``op``, ``tile``, ``layout``, ``bias`` (None
-    where the name does not say). Raises NoKernelsError for a step without kernels.
-    """
+    """The device events of one profiler step (default: the first) in launch order, with the fields of
+    :func:`helpers.decode_kernel` the lessons read when `decode`."""
     step = pick_step(trace, step)
     kernels = trace.kernels(allow_empty=True)
     rows = kernels[kernels["step"] == step]
@@ -75,12 +69,7 @@ def kernel_table(trace: Trace, step: int | None = None, decode: bool = True) -> 
 
 
 def trace_cards(*traces: Trace) -> pd.DataFrame:
-    """One row per trace: what it is, where and when it was recorded, and what it holds.
-
-    Columns: ``label``, ``kind`` (live profile / reference trace / trace file), ``device``,
-    ``torch``, ``recorded_on``, ``steps``, ``device_events_per_step`` (kernels, memsets and
-    memcpys; 0 for a CPU-only trace), ``cpu_ops_per_step``.
-    """
+    """One row per trace: what it is, where and when it was recorded, and what it holds per step."""
     if not traces:
         raise ValueError("trace_cards needs at least one Trace")
     rows = []
@@ -109,11 +98,8 @@ def trace_cards(*traces: Trace) -> pd.DataFrame:
 
 
 def device_properties(trace: Trace) -> dict[str, Any]:
-    """The GPU's properties as the profiler wrote them into the trace (``name``, ``numSms``, ...).
-
-    Kineto records them for every GPU it saw; this returns the first one's. Raises ValueError for
-    a trace without them (a CPU-only run), so a lesson never computes with a missing SM count.
-    """
+    """The first GPU's properties as the profiler wrote them; ValueError without them (a CPU-only run), so a
+    lesson never computes with a missing SM count."""
     check_trace(trace)
     props = [p for p in trace._tables.device_properties if isinstance(p, dict)]
     if not props:
@@ -122,13 +108,8 @@ def device_properties(trace: Trace) -> dict[str, Any]:
 
 
 def mm_dims(input_shapes: str) -> tuple[int, int, int]:
-    """``(m, n, k)`` of a matrix product from its recorded input shapes ``"[[m, k], [k, n]]"``.
-
-    The order matches :func:`helpers.gemm_flops` (m, n, k). The operands are the first two
-    consecutive 2-D shapes whose inner sizes agree: addmm's bias before them and an ``out=``
-    tensor or scalars after them are skipped (``"[[64], [1024, 32], [32, 64], [], [], [1024, 64]]"``
-    is addmm with an output buffer: m=1024, n=64, k=32).
-    """
+    """``(m, n, k)`` of a matrix product from its recorded input shapes: the first two consecutive 2-D shapes
+    whose inner sizes agree (skipping addmm's bias, an ``out=`` tensor and scalars)."""
     if not isinstance(input_shapes, str):
         raise TypeError(
             f"input_shapes must be the recorded text such as '[[8192, 768], [768, 3072]]', "
@@ -148,12 +129,7 @@ def mm_dims(input_shapes: str) -> tuple[int, int, int]:
 
 
 def kernels_per_forward(trace: Trace, kinds: Iterable[str] | None = ("kernel",)) -> int:
-    """How many device events one profiled call launches (each profiler step holds one call).
-
-    `kinds` filters ``Trace.kernels()["kind"]``: the default counts compute kernels only;
-    ``("kernel", "memset", "memcpy")`` or None counts every device event. Raises ValueError when
-    the steps disagree (then there is no single answer) and NoKernelsError without kernels.
-    """
+    """How many device events one profiled call launches (one call per step); ValueError when steps disagree."""
     check_trace(trace)
     if not trace.steps:
         raise ValueError(f"{trace.info.describe()} has no profiler steps to count kernels per call")
@@ -173,10 +149,7 @@ def kernels_per_forward(trace: Trace, kinds: Iterable[str] | None = ("kernel",))
 
 
 def kernels_under(trace: Trace, op: str) -> float:
-    """Device events launched inside one call of `op`, its children included, averaged over calls.
-
-    0.0 for an operator that launches nothing (a view on a GPU; every op on a CPU-only trace).
-    """
+    """Device events launched inside one call of `op`, children included, averaged over calls."""
     check_trace(trace)
     chain = trace.chain(op)
     calls = int(chain["calls_of_root"].iloc[0])
@@ -185,12 +158,7 @@ def kernels_under(trace: Trace, op: str) -> float:
 
 
 def op_costs(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
-    """Per-call costs of the named operators: where time goes and whether anything ran on a device.
-
-    Columns: ``name``, ``calls``, ``self_cpu_us_per_call``, ``device_us_per_call`` (device time of
-    everything the op launched, children included), ``kernels_per_call`` (children included).
-    Raises ValueError naming any operator absent from the trace.
-    """
+    """Per-call self CPU time, device time and kernels (children included) of the named operators."""
     check_trace(trace)
     if isinstance(names, str) or not names:
         raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::copy_']")
@@ -217,18 +185,8 @@ def op_costs(trace: Trace, names: Sequence[str]) -> pd.DataFrame:
 
 
 def op_call_times(trace: Trace, names: Sequence[str] | None = None) -> pd.DataFrame:
-    """Each operator's calls summarised per call: the median and the fastest call next to the total.
-
-    ``ops()`` sums every call, as ``key_averages()`` does: one call paused by another process (a
-    stall of milliseconds on a busy machine) then dominates the total and the average of a
-    microsecond operator. The median call and the fastest call do not move. Columns: ``name``,
-    ``calls``, ``total_us`` (CPU time of all calls, children included: ``ops()``'s ``cpu_total_us``),
-    ``median_us``, ``min_us``, ``max_us`` (one call), ``worst_share`` (the slowest call's share of
-    the total: near 1 means one call *is* the total), ``self_median_us`` (median time in the op's
-    own code), ``device_us_per_call`` (kernels it and its children launched, per call).
-    `names`: the operators to show, in that order (default: every operator, slowest median first).
-    Raises ValueError naming operators absent from the trace.
-    """
+    """Each operator's calls per call: median and fastest next to the total. ``ops()`` sums calls as
+    ``key_averages()`` does, so one stalled call can be the total; the median does not move."""
     check_trace(trace)
     if names is not None and (isinstance(names, str) or not names):
         raise TypeError("names must be a non-empty list of operator names such as ['aten::t', 'aten::addmm'], or None")
@@ -272,13 +230,8 @@ _CUDA_API = {"cuda_runtime": "CUDA runtime API (libcudart)", "cuda_driver": "CUD
 
 
 def launch_calls(trace: Trace, step: int | None = None) -> pd.DataFrame:
-    """The CUDA API calls of one profiler step (default: the first), in order, with who made them.
-
-    Columns: ``call`` (``cudaLaunchKernel``, ``cuLaunchKernelEx``, ``cudaMemsetAsync``, ...),
-    ``api`` (runtime: ``cuda*`` names, what most of ATen calls; driver: ``cu*`` names, lower level,
-    what cuBLAS and Triton launch through), ``called_by`` (the operator it ran inside), ``cpu_us``,
-    ``launches`` (the device event it queued, if any). Empty on a CPU-only trace.
-    """
+    """The CUDA API calls of one profiler step (default: the first) in order: runtime (``cuda*``) or driver
+    (``cu*``), the operator they ran in, their CPU time and the device event they queued."""
     step = pick_step(trace, step)
     ev = trace.events
     api = ev[ev["cat"].isin(list(_CUDA_API)) & (ev["step"] == step)].sort_values("ts", kind="stable")
@@ -324,11 +277,7 @@ class OpInput:
 
 
 def op_input(trace: Trace, op: str) -> OpInput:
-    """Shape, dtype and size of the first tensor input of `op`, read from the recorded shapes.
-
-    Needs a trace recorded with shapes (``helpers.profile`` records them by default). Raises
-    ValueError when the op is absent, was recorded without shapes, or has an unknown element type.
-    """
+    """Shape, dtype and size of the first tensor input of `op`, from the recorded shapes."""
     check_trace(trace)
     if not isinstance(op, str) or not op:
         raise TypeError(f"op must be an operator name such as 'aten::gelu', got {op!r}")

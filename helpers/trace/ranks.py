@@ -1,10 +1,5 @@
-"""Several ranks in one object: one trace file per rank, a folder of them, or ranks merged into one file.
-
-:func:`load_traces` gives a :class:`MultiRankTrace`, a Trace whose events carry a ``rank`` column, so
-every Trace method works on the whole run. Files are put on one clock through ``baseTimeNanoseconds``
-(hosts keep their clock offsets: compare step times, not instants); two files claiming one rank are
-refused, and missing ranks are said in the label and the notes.
-"""
+"""Several ranks in one :class:`MultiRankTrace` (a Trace with a ``rank`` column) from a file per rank, a folder
+or one merged file; clocks aligned by ``baseTimeNanoseconds``, two files claiming one rank refused."""
 
 from __future__ import annotations
 
@@ -217,12 +212,8 @@ def _checked_ranks(traces: Sequence[Trace], expected: Sequence[int] | None) -> l
 def combine_ranks(
     traces: Sequence[Trace], label: str | None = None, ranks: Sequence[int] | None = None
 ) -> MultiRankTrace:
-    """One :class:`MultiRankTrace` from traces of the ranks of one run (see :func:`load_traces`).
-
-    `ranks`: the rank each trace holds when the caller knows it (from file names); a file's
-    ``distributedInfo`` that says otherwise is refused. Without it, a trace's rank is its
-    ``distributedInfo`` rank, else its position in `traces`.
-    """
+    """One :class:`MultiRankTrace` from the ranks' traces; a trace's rank is `ranks[i]`, else its
+    ``distributedInfo`` rank, else its position (a contradicting ``distributedInfo`` is refused)."""
     if not traces:
         raise ValueError("combine_ranks needs at least one trace")
     for i, t in enumerate(traces):
@@ -278,15 +269,8 @@ def load_traces(
     ranks: Sequence[int] | None = None,
     call: str = "helpers.load_traces(paths",
 ) -> MultiRankTrace:
-    """The traces of one run's ranks as one :class:`MultiRankTrace`.
-
-    `paths`: a folder (every ``.json`` / ``.json.gz`` file in it, by name), a list of files (one per
-    rank), or one file holding several ranks. Ranks come from each file's ``distributedInfo``
-    (else the file's position in the list, or `ranks` when given); a file with several launching
-    processes is split into ranks (see :func:`event_ranks`). What could not be read cleanly is in
-    ``.notes``. `max_bytes`: the most JSON text of all files together (default :data:`MAX_RUN_BYTES`);
-    `max_events` and `max_arg_bytes` apply to each file (see :func:`helpers.load_trace`).
-    """
+    """The traces of one run's ranks as one :class:`MultiRankTrace`: `paths` is a folder, a file per rank or one
+    file of several ranks; `max_bytes` counts all files together, the other limits apply per file."""
     files = _files(paths)
     check_one_file_per_name(files)
     limit = MAX_RUN_BYTES if max_bytes is None else check_limit(max_bytes)
@@ -341,12 +325,8 @@ class MultiRankTrace(Trace):
         )
 
     def step_times(self) -> pd.DataFrame:
-        """Host time of every profiler step on every rank, and the slowest rank of each step.
-
-        One row per step: a column per rank (``ProfilerStep#N`` duration, us), ``slowest_rank``,
-        ``slowest_us``, ``fastest_us`` and ``spread_us`` (slowest minus fastest: time the other
-        ranks wait for the slowest at the next collective).
-        """
+        """Host time of every profiler step per rank, the slowest rank of each, and the spread (what the others
+        wait at the next collective)."""
         ev = self.events
         steps = ev[(~ev["on_device"]) & ev["name"].str.startswith("ProfilerStep#") & (ev["step"] >= 0)]
         if steps.empty:

@@ -12,11 +12,8 @@ _REGISTERED_KEYS = {"family", "source", "summary", "fused_ops", "op", "phase"}
 
 
 def register_kernel_names(entries: Mapping[str, Mapping[str, Any]]) -> None:
-    """Teach the decoder kernel names by their exact text: name -> {family, source, summary, ...}.
-
-    The source is an attribution by name (another project's kernel could share it), so it is
-    reported as inferred.
-    """
+    """Teach the decoder kernel names by their exact text: name -> {family, source, summary, ...}; the source
+    is reported as inferred (another project's kernel could share the name)."""
     if not isinstance(entries, Mapping):
         raise TypeError(f"register_kernel_names expects a mapping of name -> fields, got {type(entries).__name__}")
     for name, fields in entries.items():

@@ -1,9 +1,5 @@
-"""Writing a trace file: gzipped, atomically, never over another file unless asked to, with plain errors.
-
-:func:`write_gzip_atomic` writes a temporary file beside the target and gives it the name in one step
-(a rename, or a hard link that fails when the name exists, so two racing saves cannot both win);
-temporary files of dead processes are cleaned by the next save into the folder.
-"""
+"""Writing a trace file gzipped and atomically (a temporary file renamed, or hard-linked so two racing saves
+cannot both win), never over another file unless asked; dead saves' temporary files are cleaned later."""
 
 from __future__ import annotations
 
@@ -44,11 +40,7 @@ def _alive(pid: int) -> bool:
 
 
 def clean_stale_temp_files(folder: str | os.PathLike, stale_after_s: float = STALE_AFTER_S) -> list[Path]:
-    """Delete the temporary files that killed saves left in `folder`; returns what was deleted.
-
-    Only files named like :func:`temp_name` makes them, whose process no longer runs here and which
-    have not been written to for `stale_after_s` seconds.
-    """
+    """Delete the temporary files of saves whose process is gone and that are older than `stale_after_s`."""
     removed = []
     try:
         entries = list(os.scandir(folder))
@@ -110,11 +102,8 @@ def _place(tmp: Path, target: Path, overwrite: bool) -> None:
 
 
 def write_gzip_atomic(data: bytes | Iterable[bytes], path: str | os.PathLike, overwrite: bool = True) -> Path:
-    """Write `data` (bytes, or blocks of bytes) gzipped to `path`, atomically; returns the path.
-
-    With ``overwrite=False`` an existing file, or one another process creates meanwhile, raises
-    FileExistsError and is left untouched. Errors name the target and the reason.
-    """
+    """Write `data` (bytes or blocks of bytes) gzipped to `path` atomically; with ``overwrite=False`` an existing
+    file, even one created meanwhile, raises FileExistsError."""
     target = as_path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, f"could not save the trace to {str(target)!r}: {_FOLDER}")
@@ -160,11 +149,8 @@ def _discard(tmp: Path) -> None:
 
 @dataclass
 class SavePolicy:
-    """Where :meth:`Trace.save` writes by default and which folders hold read-only reference traces.
-
-    The engine knows no repository: whoever ships reference traces configures this once
-    (:func:`configure_saving`); until then saves need an explicit path and nothing is read-only.
-    """
+    """Where :meth:`Trace.save` writes by default and which folders are read-only: the engine knows no
+    repository, so whoever ships reference traces configures it (:func:`configure_saving`)."""
 
     default_dir: Path | None = None
     reference_dirs: tuple[Path, ...] = ()

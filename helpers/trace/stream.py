@@ -1,9 +1,5 @@
-"""Reading the events of a trace file in slices, and remembering where they lie for saving a copy.
-
-A large trace never exists as a million Python dicts at once. A slice is cut at a candidate
-``},`` and checked by parsing: a wrong cut only makes the slice longer, never the result different.
-The limits of :mod:`helpers.trace.files` apply.
-"""
+"""The events of a trace file in slices (never a million dicts at once), cut at a candidate ``},`` and
+checked by parsing: a wrong cut only makes a slice longer. It remembers where they lie, to save a copy."""
 
 from __future__ import annotations
 
@@ -42,11 +38,7 @@ _MAX_HEADER_BYTES = 64 << 20
 
 @dataclass
 class SourceText:
-    """Where a trace read in slices came from, so that saving it can copy its events from the file.
-
-    ``events_span``: where the text inside the ``traceEvents`` list starts and ends (decompressed
-    byte offsets), None when the file was parsed whole. ``document``: the file's other top-level keys.
-    """
+    """Where a trace read in slices came from (the events' byte span, the other top-level keys), to save a copy."""
 
     path: Path
     stamp: FileStamp
@@ -97,10 +89,7 @@ _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
 
 
 def _list_end(buf: bytes) -> int:
-    """Index of the ']' that closes the list `buf` starts inside, skipping strings; -1 if none.
-
-    One pass of a regular expression over strings and brackets: linear in the text, whatever it holds.
-    """
+    """Index of the ']' closing the list `buf` starts inside, skipping strings (one linear regex pass); -1 if none."""
     depth = 0
     for m in _TOKEN.finditer(buf):
         c = buf[m.start()]
@@ -116,15 +105,8 @@ def _list_end(buf: bytes) -> int:
 
 
 class EventStream:
-    """The events of a trace file, parsed slice by slice; iterate it once.
-
-    Iterating yields lists of event dicts (each list a slice of ``traceEvents``, in file order).
-    Once the iteration has finished, :attr:`document` holds every other top-level key of the file
-    (``deviceProperties``, ``course_provenance`` ...) with ``traceEvents`` set to an empty list,
-    and :attr:`source` where the events lie in the file (for saving a copy).
-    A file that does not look like a Kineto trace (no ``traceEvents`` key near its start) is parsed
-    whole instead: same results, only the memory saving is lost.
-    """
+    """The events of a trace file as lists of event dicts, slice by slice; iterate it once. Afterwards
+    :attr:`document` holds the other top-level keys. A file that does not look like Kineto's is parsed whole."""
 
     def __init__(
         self,
@@ -165,12 +147,8 @@ class EventStream:
         self.source.document = self.document or {}
 
     def _counted(self, blocks: Iterator[bytes]) -> Iterator[bytes]:
-        """`blocks`, refused once they hold more than `max_events` events (by their "ph" keys).
-
-        After the first block the whole file's count is also estimated from that block's density and
-        the text size the file declares: far over the limit (EARLY_REFUSAL times), it is refused before
-        any parsing, instead of after parsing `max_events` events.
-        """
+        """`blocks`, refused past `max_events` events; after the first block a file estimated far over the limit
+        is refused before any parsing."""
         seen, read = 0, 0
         for block in blocks:
             seen += block.count(b'"ph"')
@@ -195,12 +173,8 @@ class EventStream:
             yield block
 
     def _decoded(self, data: bytes, base: int, final: bool) -> list[Any] | None:
-        """The events in `data` (a JSON array); None when the cut was not an event boundary.
-
-        `base`: where data[0] lies in the file's text. Raises on damage: a parse error before the
-        end of `data` (a wrong cut only fails at its very end), nesting too deep, or any error when
-        `final` (the list's end is known, so there is no other cut to try).
-        """
+        """The events in `data`, or None when the cut was not an event boundary; raises on damage before the end of
+        `data`, or on any error when `final`."""
         try:
             return self._decode(data)
         except RecursionError:  # msgspec counts nesting against Python's recursion limit: ask orjson
@@ -337,10 +311,5 @@ def stream_events(
     max_bytes: int | None = None,
     max_events: int | None = None,
 ) -> EventStream:
-    """An :class:`EventStream` over a ``.json`` or ``.json.gz`` trace (see the module docstring).
-
-    `decode` parses one slice (JSON array bytes) into a list and raises ValueError on invalid
-    JSON; the default gives dicts. :mod:`helpers.trace.events` passes a typed decoder that skips the
-    fields it does not use. `max_bytes`: the most JSON text read (default :data:`MAX_TEXT_BYTES`).
-    """
+    """An :class:`EventStream` over a trace file; `decode` parses one slice of JSON array bytes (default: dicts)."""
     return EventStream(path, block_bytes, decode, max_bytes, max_events)

@@ -1,9 +1,5 @@
-"""An inline timeline of a trace: one lane per CPU thread and per GPU stream, drawn with plotly.
-
-A cell must stay responsive and its output small: by default at most `max_events` bars, whole
-profiler steps from the first (the title says what was left out), WebGL segments above 2,000 bars and
-one hover text per bar. Lanes come from events only.
-"""
+"""An inline plotly timeline, one lane per CPU thread and GPU stream. A cell must stay responsive: at most
+`max_events` bars (whole steps from the first; the title says what was left out), WebGL above 2,000 bars."""
 
 from __future__ import annotations
 
@@ -100,18 +96,8 @@ def timeline_figure(
     height: int | None = None,
     time_range_us: tuple[float, float] | None = None,
 ) -> go.Figure:
-    """A plotly timeline of `trace`. Returns the figure (call ``.show()`` yourself).
-
-    - `steps`: a profiler step number or list of them to draw (default: all that fit `max_events`).
-    - `time_range_us`: draw only events overlapping (start, end), in us from the trace start.
-    - `max_events`: cap on drawn bars; what is left out is said in the title and in
-      ``fig.layout.meta["note"]``.
-    - `max_depth`: deepest host nesting level drawn (0 = outermost calls only).
-    - `webgl`: draw with WebGL line segments (default: when there are more than 2,000 bars).
-
-    ``fig.layout.meta`` holds ``lanes``, ``drawn_events``, ``total_events``, ``steps`` (drawn),
-    ``note`` and ``webgl``.
-    """
+    """A plotly timeline of `trace` (`steps`, `time_range_us` and `max_depth` choose what is drawn);
+    ``fig.layout.meta`` says what was drawn and left out."""
     if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
         raise ValueError(f"max_events must be a positive integer, got {max_events!r}")
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:

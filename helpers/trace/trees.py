@@ -1,9 +1,5 @@
-"""The tables that follow the nesting of host events: operators with self and total times, dispatch chains.
-
-Both cost time linear in the events however deep the nesting (a hostile trace can nest 100,000
-levels): chains are walked without recursion, and one deeper than :data:`MAX_CHAIN_DEPTH` is refused
-unless cut with ``max_depth``.
-"""
+"""Operators with self and total times, and dispatch chains: linear in the events however deep the nesting
+(a hostile trace can nest 100,000 levels), no recursion."""
 
 from __future__ import annotations
 
@@ -24,11 +20,7 @@ MAX_CHAIN_DEPTH = 2_000
 def total_device_time(
     self_dev: np.ndarray, parent: np.ndarray, depth: np.ndarray, has_parent: np.ndarray
 ) -> np.ndarray:
-    """Device time of each event and everything nested under it: `self_dev` summed up the tree.
-
-    One pass per nesting level, deepest first, over rows grouped by depth once: time linear in the
-    events plus the levels (not events x levels).
-    """
+    """Device time of each event and everything under it, one pass per nesting level (linear, not events x levels)."""
     total = self_dev.copy()
     rows = np.flatnonzero(has_parent)
     if not len(rows) or not total.any():
@@ -97,7 +89,7 @@ def op_table(trace: Trace, by_shape: bool = False, include_annotations: bool = F
     return out[cols].reset_index(drop=True)
 
 
-def chain_table(trace: Trace, op: str, max_depth: int | None = None, include_kernels: bool = True) -> pd.DataFrame:
+def chain_table(trace: Trace, op: str, max_depth: int | None = None) -> pd.DataFrame:
     """The table of :meth:`Trace.chain` (see there)."""
 
     if not isinstance(op, str) or not op:
@@ -116,10 +108,9 @@ def chain_table(trace: Trace, op: str, max_depth: int | None = None, include_ker
     children: dict[int, list[int]] = {}
     for i in np.flatnonzero(host & (parent >= 0) & (cat == "cpu_op")):
         children.setdefault(int(parent[i]), []).append(int(i))
-    if include_kernels:
-        lb = ev["launched_by"].to_numpy()
-        for i in np.flatnonzero(device_work_mask(ev) & (lb >= 0)):
-            children.setdefault(int(lb[i]), []).append(int(i))
+    lb = ev["launched_by"].to_numpy()
+    for i in np.flatnonzero(device_work_mask(ev) & (lb >= 0)):
+        children.setdefault(int(lb[i]), []).append(int(i))
     cpu_gen = ev["name"].str.contains(CPU_GENERATED_KERNEL).to_numpy() & host
     work = work_kinds(ev)
     for i in np.flatnonzero(cpu_gen & (parent >= 0) & (cat != "cpu_op")):

@@ -1,9 +1,5 @@
-"""Units of work in a trace: the rows that comparisons and breakdowns count.
-
-With device kernels, every kernel, memset and memcpy; on a CPU-only trace the generated C++ kernels
-plus the ATen ops that compute (the outermost of a known family, else the innermost that is no view
-or allocation), so wrappers are represented by what they call, as on a GPU.
-"""
+"""Units of work and the kernel breakdown built on them: device kernels, memsets and memcpys; on a CPU-only trace
+generated C++ kernels and the ATen ops that compute, so wrappers count as what they call, as on a GPU."""
 
 from __future__ import annotations
 
@@ -65,16 +61,8 @@ def _host_work_rows(ev: pd.DataFrame) -> np.ndarray:
 
 
 def work_items(trace: Trace) -> pd.DataFrame:
-    """One row per unit of work (see the module docstring), in start order.
-
-    Columns: ``name``, ``family``, ``source``, ``unit`` ("device kernel" / "host op"), ``step``,
-    ``start_us``, ``duration_us``, ``op`` (the launching cpu_op for a kernel, the op itself for
-    host work), ``annotation`` (innermost ``record_function`` around it, "" if none),
-    ``launch_call`` and ``launch_us`` (the host-side launch call and its duration; empty / 0 on CPU),
-    ``lane``, ``launch_row`` (the launch call's row in ``trace.events``, -1 when none) and ``graph``
-    (the launch call ran a captured graph: one call for many kernels, so count calls by
-    ``launch_row``, not by kernel).
-    """
+    """One row per unit of work in start order, with its family, launching op, annotation and launch call
+    (a graph launch runs many kernels from one call: count calls by ``launch_row``)."""
     check_trace(trace)
     ev = trace.events
     names = ev["name"].to_numpy(dtype=object)
@@ -114,19 +102,33 @@ def work_items(trace: Trace) -> pd.DataFrame:
     )
     table["family"], table["source"] = _families(table["name"]) if len(table) else (table["name"], table["name"])
     cols = [
-        "name",
-        "family",
-        "source",
-        "unit",
-        "step",
-        "start_us",
-        "duration_us",
-        "op",
-        "annotation",
-        "launch_call",
-        "launch_us",
-        "lane",
-        "launch_row",
-        "graph",
-    ]
+        "name", "family", "source", "unit", "step", "start_us", "duration_us", "op", "annotation", "launch_call",
+        "launch_us", "lane", "launch_row", "graph"
+    ]  # fmt: skip
     return table[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
+
+
+def kernel_breakdown(trace: Trace) -> pd.DataFrame:
+    """Device time by kernel family and library (HTA's kernel breakdown), per rank on a run of several,
+    with the name that took most time; all device work, not only inside steps."""
+    check_trace(trace)
+    items = work_items(trace)
+    keys = ["family", "source"]
+    if "rank" in trace.events.columns:
+        items = items.assign(rank=trace.events["rank"].to_numpy()[np.flatnonzero(device_work_mask(trace.events))])
+        keys = ["rank", *keys]
+    if items.empty:
+        return pd.DataFrame(columns=[*keys, "kernels", "device_us", "pct", "mean_us", "example"])
+    top = items.groupby([*keys, "name"], sort=False)["duration_us"].sum().reset_index()
+    example = top.sort_values("duration_us", ascending=False, kind="stable").drop_duplicates(keys)
+    out = items.groupby(keys, sort=False).agg(kernels=("name", "size"), device_us=("duration_us", "sum")).reset_index()
+    if keys[0] == "rank":
+        total = out.groupby("rank")["device_us"].transform("sum")
+    else:
+        total = out["device_us"].sum()
+    out["pct"] = 100.0 * out["device_us"] / total
+    out["mean_us"] = out["device_us"] / out["kernels"]
+    out = out.merge(example[[*keys, "name"]].rename(columns={"name": "example"}), on=keys, how="left")
+    order = ["rank", "device_us"] if keys[0] == "rank" else ["device_us"]
+    asc = [True, False] if keys[0] == "rank" else [False]
+    return out.sort_values(order, ascending=asc, kind="stable").reset_index(drop=True)

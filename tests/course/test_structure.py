@@ -15,7 +15,6 @@ import pytest
 
 import helpers
 import helpers.paths
-import helpers.trace.compare
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "helpers"
@@ -142,9 +141,9 @@ def test_the_trace_layer_imports_no_torch():
                 offenders.append(name)
     assert not offenders, f"reading a trace must not need torch: {offenders}"
     code = (
-        "import sys, helpers, helpers.trace.compare\n"
+        "import sys, helpers, helpers.trace.work\n"
         "t = helpers.load_trace(helpers.reference_trace_path('h200_mlp_eager'))\n"
-        "helpers.trace.compare.compare(t); helpers.decode_kernel('triton_poi_fused__unsafe_view_gelu_mul_0'); t.timeline()\n"
+        "helpers.trace.work.kernel_breakdown(t); helpers.decode_kernel('triton_poi_fused__unsafe_view_gelu_mul_0'); t.timeline()\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)

@@ -42,11 +42,8 @@ def test_an_unknown_source_is_refused():
 
 
 def test_the_old_check_keeps_its_words_unless_told():
-    try:
-        assert ex.check("q", 1, 2).message.startswith("you said 1; the profile measured 2")
-        assert ex.check("q", 1, 2, source="reference").message.startswith("you said 1; the reference gives 2")
-    finally:
-        ex.reset()
+    assert ex.check("q", 1, 2).message.startswith("you said 1; the profile measured 2")
+    assert ex.check("q", 1, 2, source="reference").message.startswith("you said 1; the reference gives 2")
 
 
 def test_lesson_06_arithmetic_and_kernel_checks_do_not_say_measured():

@@ -30,8 +30,9 @@ import pytest
 from support import H200_REFERENCE
 
 import helpers
+from benchmarks.ceilings import CEILINGS_SCHEMA
 from benchmarks.ceilings import main as ceilings_main
-from helpers.measure.ceilings import CEILINGS_SCHEMA, ceilings_for, ceilings_from_dict
+from helpers.measure.ceilings import ceilings_for, ceilings_from_dict
 from helpers.measure.kernel_floors import kernel_floors
 from helpers.mlp.model import MLPShape
 from helpers.mlp.plans import geglu_bytes, geglu_mlp_flops, min_mlp_bytes, plan_floor_us

@@ -8,6 +8,7 @@ import pytest
 import torch
 from support import requires_cuda
 
+from benchmarks.common import time_graphed
 from helpers.measure import timing
 
 
@@ -37,14 +38,14 @@ def test_end_to_end_rounds_report_the_median_round() -> None:
 
 def test_graphed_needs_cuda_inputs() -> None:
     with pytest.raises(ValueError, match="CUDA graphs"):
-        timing.time_graphed(torch.mm, torch.ones(2, 2), torch.ones(2, 2))
+        time_graphed(torch.mm, torch.ones(2, 2), torch.ones(2, 2))
     with pytest.raises(ValueError, match="iters"):
-        timing.time_graphed(torch.mm, torch.ones(2, 2), iters=0)
+        time_graphed(torch.mm, torch.ones(2, 2), iters=0)
 
 
 @requires_cuda
 def test_graphed_replays_the_same_kernels() -> None:
     a = torch.randn(1024, 1024, device="cuda")
-    g = timing.time_graphed(torch.mm, a, a, iters=10, calls_per_graph=3)
+    g = time_graphed(torch.mm, a, a, iters=10, calls_per_graph=3)
     assert g["graphed_us"] > 0 and g["max_abs_diff"] == 0
     assert g["graphed_us"] <= timing.time_per_call(torch.mm, a, a) * 1e6  # no host work, no synchronise

@@ -20,7 +20,7 @@ def h200():
 def test_sizes_from_provenance_and_from_recorded_shapes(h200):
     sizes = fusion.geglu_sizes(h200["eager"])
     assert (sizes.tokens, sizes.hidden, sizes.dtype, sizes.source) == (8192, 3072, "bfloat16", "provenance")
-    bare = h200["compiled"].relabel("bare")
+    bare = helpers.load_trace(data_file("h200_mlp_compiled.json.gz"))
     bare.info = dataclasses.replace(bare.info, extra={})
     from_mm = fusion.geglu_sizes(bare)
     assert (from_mm.tokens, from_mm.hidden, from_mm.dtype) == (8192, 3072, "bfloat16")
@@ -75,7 +75,7 @@ def test_errors(linear_trace, h200):
         fusion.geglu_work(linear_trace)
     with pytest.raises(TypeError, match="non-empty dict"):
         fusion.geglu_table([])
-    other = h200["eager"].relabel("elsewhere")
+    other = helpers.load_trace(data_file("h200_mlp_eager.json.gz"))
     other.info = dataclasses.replace(other.info, source="file", device="Some GPU")
     with pytest.raises(ValueError, match="pass ceilings"):
         fusion.default_ceilings(other)

@@ -274,18 +274,6 @@ def test_kernel_breakdown_by_family_and_library():
     assert per_rank.groupby("rank")["pct"].sum().round(6).tolist() == [100.0, 100.0]
 
 
-def test_rank_summary_adds_up_the_gpus_and_the_steps():
-    run = helpers.trace.load_traces([data_file(RANK0), data_file(RANK1)])
-    summary = helpers.trace.rank_summary(run).set_index("rank")
-    per_gpu = helpers.trace.overlap.overlap(run).groupby("rank")["communication_us"].sum()
-    assert summary["communication_us"].to_dict() == pytest.approx(per_gpu.to_dict())
-    steps = run.step_times()
-    assert summary["slowest_in_steps"].sum() == len(steps)
-    assert summary.loc[1, "mean_step_us"] == pytest.approx(steps["rank 1"].mean())
-    with pytest.raises(TypeError, match="load_traces"):
-        helpers.trace.rank_summary(helpers.load_trace(data_file(NCCL)))
-
-
 def test_a_run_folder_loads_with_its_summary_and_records_beside_the_ranks():
     """A run folder holds summary.json and the launcher's record next to the rank traces: they are not ranks."""
     from pathlib import Path

@@ -17,7 +17,7 @@ import pytest
 from support import data_file
 
 import helpers
-import helpers.trace.compare
+import helpers.trace.work
 from helpers.trace import files as tracefile
 
 OLD = "kineto__plugin_samples_resnet50_num_workers_0_worker0.pt.trace.json.gz"
@@ -53,8 +53,8 @@ def test_torch_1_8_format_gives_real_tables(old):
     assert old.steps == [5, 6, 7, 8, 9, 10]
     ops = old.ops().set_index("name")
     assert ops.loc["aten::cudnn_convolution", "device_total_us"] > 0
-    table = helpers.trace.compare.compare(old)
-    assert table.loc["convolution", (table.columns[0][0], "kernels")] > 0
+    table = helpers.trace.work.kernel_breakdown(old)
+    assert table.loc[table["family"] == "convolution", "kernels"].sum() > 0
     assert any("Operator -> cpu_op" in n and "Kernel -> kernel" in n for n in old.notes)
     assert old.events["cat"].isin(["Operator", "Kernel", "Runtime"]).sum() == 0
 
@@ -150,11 +150,10 @@ def test_graph_replay_counts_one_launch_call(tmp_path):
     }
     doc["traceEvents"] = [e for e in events if e not in inside] + [launch]
     trace = helpers.load_trace(write(tmp_path, doc))
-    by_step = helpers.trace.compare.compare(trace, by="step")
-    label = by_step.columns[0][0]
-    assert by_step.loc[2, (label, "launches")] == 1
-    assert by_step.loc[2, (label, "kernels")] == len(kernels)
-    assert by_step.loc[2, (label, "launch_us")] == pytest.approx(12.5)
+    items = helpers.trace.work.work_items(trace)
+    step2 = items[items["step"] == 2]
+    assert len(step2) == len(kernels) and step2["launch_row"].nunique() == 1  # one call for all its kernels
+    assert step2["launch_us"].iloc[0] == pytest.approx(12.5)
     k = trace.kernels()
     graph = k[k["launch_call"] == "cudaGraphLaunch"]
     assert len(graph) == len(kernels) and graph["graph"].all() and not k.loc[k["step"] != 2, "graph"].any()

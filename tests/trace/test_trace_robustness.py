@@ -215,7 +215,7 @@ def test_duplicated_external_ids_across_steps_still_link_kernels(tmp_path):
     ids = trace.events.loc[trace.events["cat"] == "cpu_op", "external_id"]
     assert ids.duplicated().any()  # the ids now repeat across steps
     pd.testing.assert_frame_equal(kernel_links(trace), kernel_links(full))
-    assert trace.kernels_per_step()["kernels"].tolist() == [7, 7, 7]
+    assert trace.kernels().groupby("step").size().tolist() == [7, 7, 7]
 
 
 def test_misleading_external_id_loses_to_correlation(tmp_path):
@@ -306,8 +306,7 @@ def test_h200_torch_2_11_traces_link_every_kernel(name):
     # torch 2.11 on the H200 launches cuBLAS GEMMs through the driver API
     gemm = k[k["name"].str.startswith("nvjet")]
     assert (gemm["launch_call"] == "cuLaunchKernelEx").all()
-    per_step = trace.kernels_per_step()
-    assert per_step["kernels"].nunique() == 1
+    assert trace.kernels().groupby("step").size().nunique() == 1
 
 
 def test_torch_2_13_raw_export_in_kinetos_layout(raw_cpu_trace, tmp_path):

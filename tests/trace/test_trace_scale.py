@@ -17,7 +17,7 @@ import pytest
 from support import data_file
 
 import helpers
-import helpers.trace.compare
+import helpers.trace.work
 from helpers.trace import events as events_mod
 from helpers.trace import files as tracefile
 
@@ -82,8 +82,8 @@ def test_tiled_trace_reads_the_same_sliced_and_whole(tiled_file):
 def test_every_copy_keeps_its_links(tiled_file):
     trace = helpers.load_trace(tiled_file, keep_document=False)
     assert trace.steps == list(range(1, 601))
-    per_step = trace.kernels_per_step()
-    assert (per_step["kernels"] == 7).all() and len(per_step) == 600
+    per_step = trace.kernels().groupby("step").size()
+    assert (per_step == 7).all() and len(per_step) == 600
     k = trace.kernels()
     assert k["launched_by"].notna().all() and k["launch_call"].notna().all()
     ops = trace.ops().set_index("name")
@@ -93,12 +93,13 @@ def test_every_copy_keeps_its_links(tiled_file):
     assert ops.loc["aten::mm", "device_total_us"] == pytest.approx(200 * one.loc["aten::mm", "device_total_us"])
 
 
-def test_compare_on_the_tiled_trace_matches_one_copy(tiled_file):
+def test_breakdown_of_the_tiled_trace_matches_one_copy(tiled_file):
     big = helpers.load_trace(tiled_file, keep_document=False, label="big")
     one = helpers.load_trace(data_file("h200_mlp_eager.json.gz"), label="one")
-    table = helpers.trace.compare.compare(big, one)
-    np.testing.assert_allclose(table[("big", "kernels")], table[("one", "kernels")])
-    np.testing.assert_allclose(table[("big", "device_us")], table[("one", "device_us")], rtol=1e-9)
+    table = helpers.trace.work.kernel_breakdown(big).set_index(["family", "source"])
+    per_copy = helpers.trace.work.kernel_breakdown(one).set_index(["family", "source"]).loc[table.index]
+    np.testing.assert_allclose(table["pct"], per_copy["pct"], rtol=1e-9)
+    np.testing.assert_allclose(table["mean_us"], per_copy["mean_us"], rtol=1e-9)
 
 
 def test_reading_traces_does_not_import_torch_or_plotly():
@@ -108,8 +109,8 @@ def test_reading_traces_does_not_import_torch_or_plotly():
     import sys
 
     code = (
-        "import sys, helpers, helpers.trace.compare; t = helpers.load_trace(sys.argv[1]); t.kernels(); t.ops(); "
-        "helpers.trace.compare.compare(t, t); print(sorted({'torch', 'plotly'} & set(sys.modules)))"
+        "import sys, helpers, helpers.trace.work; t = helpers.load_trace(sys.argv[1]); t.kernels(); t.ops(); "
+        "helpers.trace.work.kernel_breakdown(t); print(sorted({'torch', 'plotly'} & set(sys.modules)))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(data_file("h200_mlp_eager.json.gz"))],
