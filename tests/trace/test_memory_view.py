@@ -1,12 +1,14 @@
 """Memory from a saved trace: the profiler's [memory] events read by the loader, memory over time,
-and the peak by operator.
+the peak by operator, and CUDA allocator snapshots read without running the pickle.
 
-Expectations are counted from the JSON independently of the code."""
+Expectations are counted from the JSON (or the dicts the test pickles) independently of the code."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
+import pickle
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ import torch
 
 import helpers
 from helpers.paths import TRACES_DIR
+from helpers.trace import memory_snapshot as snap
 from helpers.trace import memory_view as mv
 
 REFERENCE = TRACES_DIR / "cpu_memory_mlp.json.gz"
@@ -154,3 +157,67 @@ def test_memory_event_with_odd_fields_is_counted_not_guessed(tmp_path):
     # no 'Total Allocated': a running sum of Bytes per device stands in
     assert mv.memory_over_time(trace)["allocated_mb"].tolist() == [64e-6, 0.0]
     assert mv.memory_by_op(trace)["op"].tolist() == ["aten::empty", "aten::empty"]
+
+
+# --------------------------------------------------------------------------- allocator snapshots
+def _snapshot() -> dict:
+    """A snapshot with the fields torch.cuda.memory._snapshot() writes (see its docstring in torch/cuda/memory.py)."""
+    frame = {"filename": "model.py", "line": 12, "name": "forward"}
+    blocks = [
+        {"size": 2 << 20, "requested_size": 2_000_000, "address": 1 << 30, "state": "active_allocated", "frames": [frame]},
+        {"size": 1 << 20, "requested_size": 0, "address": (1 << 30) + (2 << 20), "state": "inactive", "frames": []},
+    ]  # fmt: skip
+    segment = {
+        "device": 0, "address": 1 << 30, "total_size": 3 << 20, "stream": 0, "segment_type": "large",
+        "segment_pool_id": (0, 0), "allocated_size": 2 << 20, "active_size": 2 << 20, "blocks": blocks,
+    }  # fmt: skip
+    actions = [
+        {"action": "segment_alloc", "addr": 1 << 30, "size": 3 << 20, "stream": 0, "time_us": 10, "frames": [frame]},
+        {"action": "alloc", "addr": 1 << 30, "size": 2 << 20, "stream": 0, "time_us": 11, "frames": [frame]},
+    ]  # fmt: skip
+    return {"segments": [segment], "device_traces": [actions]}
+
+
+def test_snapshot_pickle_is_read_as_tables(tmp_path):
+    path = tmp_path / "snapshot.pickle"
+    path.write_bytes(pickle.dumps(_snapshot()))
+    data = snap.read_snapshot(path)
+    segments = snap.snapshot_segments(data)
+    assert segments.loc[0, ["total_size", "allocated_size", "blocks"]].tolist() == [3 << 20, 2 << 20, 2]
+    blocks = snap.snapshot_blocks(path)
+    assert blocks["state"].tolist() == ["active_allocated", "inactive"]
+    assert blocks.loc[0, "frame"] == "model.py:12 forward"
+    assert blocks["size"].sum() == segments["total_size"].sum()
+    actions = snap.snapshot_actions(data)
+    assert actions["action"].tolist() == ["segment_alloc", "alloc"] and (actions["device"] == 0).all()
+
+
+class _Boom:
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_snapshot_is_refused_without_running(tmp_path):
+    marker = tmp_path / "ran"
+    boom = _Boom()
+    boom.marker = marker
+    path = tmp_path / "evil.pickle"
+    path.write_bytes(pickle.dumps({"segments": [boom]}))
+    with pytest.raises(ValueError, match=r"refused: the file asks for (posix|os|nt)\.system"):
+        snap.read_snapshot(path)
+    assert not marker.exists()
+
+
+def test_bad_snapshot_files_get_clear_errors(tmp_path):
+    path = tmp_path / "s.pickle"
+    path.write_bytes(pickle.dumps(_snapshot())[:-20])
+    with pytest.raises(ValueError, match="not a readable pickle"):
+        snap.read_snapshot(path)
+    path.write_bytes(pickle.dumps([1, 2, 3]))
+    with pytest.raises(ValueError, match="not a CUDA memory snapshot"):
+        snap.read_snapshot(path)
+    path.write_bytes(pickle.dumps(_snapshot()))
+    with pytest.raises(ValueError, match="max_bytes"):
+        snap.read_snapshot(path, max_bytes=100)
+    with pytest.raises(FileNotFoundError):
+        snap.read_snapshot(tmp_path / "missing.pickle")
