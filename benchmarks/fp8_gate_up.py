@@ -5,11 +5,11 @@
 For each shape (M tokens, dim -> hidden), the GeGLU of the gate+up product computed five ways:
 
 - ``bf16_fused``: the course's fused gate+up GEMM with the GeGLU in its epilogue (one Triton kernel);
-- ``fp8_fused``: the same kernel on e4m3 inputs (``benchmarks.fp8_kernels``: quantize x
+- ``fp8_fused``: the same kernel on e4m3 inputs (``helpers.kernels.fp8_gate_up_fused``: quantize x
   per row in one Triton pass, then the gate+up GEMM with the row scales and the GeGLU in its
   epilogue); its default tile and each tile of ``FP8_SWEEP`` are timed, the fastest is the row's
   ``fp8_fused`` (all in ``fp8_fused_sweep``; ``fp8_quantize_us`` is the quantize pass alone);
-- ``fp8``: the unfused FP8 path of ``benchmarks.fp8_kernels`` (quantize x per row in torch, e4m3
+- ``fp8``: the unfused FP8 path of ``helpers.kernels.fp8_gate_up`` (quantize x per row in torch, e4m3
   ``torch._scaled_mm`` with row scales, bf16 out, the course's GeGLU kernel);
 - ``fp8_gemm``: its e4m3 GEMM alone, inputs already quantized (what the tensor cores do);
 - ``bf16_gemm``: cuBLAS's bf16 GEMM of the same product (no GeGLU), the reference rate.
@@ -56,13 +56,8 @@ def measure_shape(m: int, dim: int, hidden: int, device: str = "cuda") -> dict[s
     ``device="cpu"`` runs the same code in Triton's interpreter (a smoke test: tiny shapes only)."""
     from triton.testing import do_bench
 
-    from benchmarks.fp8_kernels import (
-        FP8_SWEEP,
-        fp8_gate_up_geglu,
-        fp8_gate_up_geglu_fused,
-        quantize_rows,
-        quantize_rows_fp8,
-    )
+    from helpers.kernels.fp8_gate_up import fp8_gate_up_geglu, quantize_rows
+    from helpers.kernels.fp8_gate_up_fused import FP8_SWEEP, fp8_gate_up_geglu_fused, quantize_rows_fp8
     from helpers.kernels.gate_up import gate_up_geglu, pack_gate_up
     from helpers.kernels.launch_plans import config_label
 

@@ -18,7 +18,7 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
     ),
     "_fp8_quantize_rows_kernel": (
         "quantize",
-        "rows of x to e4m3 with one float32 scale per row, FP8 gate+up path (benchmarks/fp8_kernels.py)",
+        "rows of x to e4m3 with one float32 scale per row, FP8 gate+up path (helpers/kernels/fp8_gate_up_fused.py)",
     ),
     "_geglu_backward_gemm_kernel": (
         "gemm",

@@ -15,7 +15,7 @@ def test_fp8_benchmark_row_has_the_fused_way_and_its_sweep(monkeypatch):
     if torch.__version__ < (2, 13):
         pytest.skip(f"torch {torch.__version__}'s CPU _scaled_mm takes per-tensor scales only")
     from benchmarks.fp8_gate_up import TARGET, measure_shape
-    from benchmarks.fp8_kernels import FP8_SWEEP
+    from helpers.kernels.fp8_gate_up_fused import FP8_SWEEP
 
     monkeypatch.setattr(triton.testing, "do_bench", lambda fn, **kw: (fn(), 0.5)[1])  # 0.5 ms per call
     row = measure_shape(40, 64, 48, device="cpu")

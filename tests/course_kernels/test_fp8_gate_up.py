@@ -7,7 +7,7 @@ import pytest
 import torch
 from support import kernel_device
 
-from benchmarks.fp8_kernels import E4M3_MAX, Fp8GeGLUMLP, fp8_gate_up_geglu, quantize_rows
+from helpers.kernels.fp8_gate_up import E4M3_MAX, Fp8GeGLUMLP, fp8_gate_up_geglu, quantize_rows
 from helpers.measure.numerics import relative_error
 from helpers.mlp.model import SimpleGeGLUMLP
 
@@ -54,7 +54,7 @@ def test_bad_weights_are_refused_clearly():
 
 
 # ----------------------------------------------------------------------------------------------
-# The fused FP8 path (benchmarks/fp8_kernels.py): on a CPU the kernels run in Triton's
+# The fused FP8 path (helpers/kernels/fp8_gate_up_fused.py): on a CPU the kernels run in Triton's
 # interpreter, which multiplies e4m3 tiles exactly; on a GPU they need compute capability 8.9+.
 # ----------------------------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ def _fp8_problem(m: int, dim: int, hidden: int, seed: int = 0):
 
 
 def test_one_pass_quantizer_matches_quantize_rows_exactly():
-    from benchmarks.fp8_kernels import quantize_rows_fp8
+    from helpers.kernels.fp8_gate_up_fused import quantize_rows_fp8
 
     device = _fp8_device()
     g = torch.Generator().manual_seed(1)
@@ -107,7 +107,7 @@ def test_one_pass_quantizer_matches_quantize_rows_exactly():
 @pytest.mark.parametrize("kernel", ["auto", "tma", "pointer"])
 @pytest.mark.parametrize(("m", "dim", "hidden"), [(37, 48, 80), (128, 64, 176)])
 def test_fused_fp8_matches_references(m, dim, hidden, kernel):
-    from benchmarks.fp8_kernels import fp8_gate_up_geglu_fused
+    from helpers.kernels.fp8_gate_up_fused import fp8_gate_up_geglu_fused
     from helpers.kernels.gate_up import gate_up_geglu
 
     x, packed, w_values, w_scales, reference, quantized = _fp8_problem(m, dim, hidden)
@@ -130,7 +130,7 @@ def test_fused_fp8_matches_references(m, dim, hidden, kernel):
 
 
 def test_fused_fp8_keeps_leading_dims_and_takes_fp16_out():
-    from benchmarks.fp8_kernels import fp8_gate_up_geglu_fused
+    from helpers.kernels.fp8_gate_up_fused import fp8_gate_up_geglu_fused
 
     x, _, w_values, w_scales, _, quantized = _fp8_problem(24, 32, 40)
     out = fp8_gate_up_geglu_fused(x.reshape(2, 12, 32), w_values, w_scales.reshape(-1), out_dtype=torch.float16)
@@ -156,7 +156,7 @@ def test_fused_fp8_module_matches_the_unfused_one():
 
 
 def test_fused_fp8_refuses_bad_inputs_clearly():
-    from benchmarks.fp8_kernels import fp8_gate_up_geglu_fused, quantize_rows_fp8
+    from helpers.kernels.fp8_gate_up_fused import fp8_gate_up_geglu_fused, quantize_rows_fp8
 
     x, _, w_values, w_scales, _, _ = _fp8_problem(8, 32, 16)
     with pytest.raises(TypeError, match="torch.Tensor"):
@@ -186,7 +186,7 @@ def test_fused_fp8_refuses_bad_inputs_clearly():
 
 
 def test_fp8_tiles_follow_the_waves(monkeypatch):
-    import benchmarks.fp8_kernels as F8
+    import helpers.kernels.fp8_gate_up_fused as F8
     from helpers.kernels.gate_up_tuning import gate_up_config
 
     own = gate_up_config(32, 32, 32, 1, 4)
@@ -208,7 +208,7 @@ def test_fp8_tiles_follow_the_waves(monkeypatch):
 def test_gpu_fp8_every_swept_tile_compiles_and_is_right():
     # The Hopper tiles the benchmark sweeps (and the defaults), on a shape with a partial last tile
     # in M and a hidden size whose bf16 rows need a padded stride (1001 columns).
-    from benchmarks.fp8_kernels import FP8_CONFIGS, FP8_SWEEP, fp8_gate_up_geglu_fused
+    from helpers.kernels.fp8_gate_up_fused import FP8_CONFIGS, FP8_SWEEP, fp8_gate_up_geglu_fused
 
     x, _, w_values, w_scales, reference, quantized = _fp8_problem(300, 768, 1001)
     hopper = torch.cuda.get_device_capability()[0] >= 9
@@ -224,7 +224,7 @@ def test_gpu_fp8_every_swept_tile_compiles_and_is_right():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CI has none)")
 def test_gpu_fp8_refuses_gpus_before_ada(monkeypatch):
-    from benchmarks.fp8_kernels import fp8_gate_up_geglu_fused
+    from helpers.kernels.fp8_gate_up_fused import fp8_gate_up_geglu_fused
 
     x, _, w_values, w_scales, _, _ = _fp8_problem(8, 32, 16)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *args: (8, 0))
