@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Number
-from collections.abc import Callable
 from typing import Any
 
 import pandas as pd

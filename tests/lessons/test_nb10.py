@@ -208,3 +208,18 @@ def test_profiler_rounds_time_both_in_turns():
         nb10.profiler_rounds(lambda: None, rounds=2)
     with pytest.raises(TypeError, match="function of no arguments"):
         nb10.profiler_rounds("step")
+
+
+def test_on_a_gpu_the_first_fix_skips_the_launch_bound_finding_above_the_planted_ones():
+    launch_bound_first = pd.DataFrame(
+        {
+            "rule": ["gpu_idle_cpu_bound", "unfused_optimizer", "host_sync"],
+            "saving_upper_bound_us": [5000.0, 700.0, 300.0],
+            "time_us": [6000.0, 1400.0, 20.0],
+        }
+    )
+    assert nb10.first_fix(launch_bound_first) == "optimizer"
+    assert nb10.check_saving("first_saving", 700.0, BEFORE, AFTER, launch_bound_first).status == "right"
+    assert nb10.check_saving("first_saving", 5000.0, BEFORE, AFTER, launch_bound_first).status == "wrong"
+    with pytest.raises(ValueError, match="names a planted problem"):
+        nb10.first_fix(launch_bound_first.iloc[:1])

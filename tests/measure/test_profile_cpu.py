@@ -197,6 +197,7 @@ def test_profile_drops_the_profilers_own_notices_and_keeps_other_stderr():
 
 def test_a_function_without_tensors_is_profiled_on_the_gpu_when_there_is_one(monkeypatch):
     closure = lambda: None  # noqa: E731 - a closure over its model and data, as a training step is
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert helpers.measure.profile.infer_device(closure, ()) == torch.device("cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert helpers.measure.profile.infer_device(closure, ()) == torch.device("cuda")
