@@ -40,7 +40,8 @@ NAMED_KERNELS = (
     (r"avg_pool|AvgPool|adaptive_average|atomic_adaptive_average", "reduction", "avg_pool"),
     (r"adaptive_max|AdaptiveMax", "reduction", "max_pool"),
     (r"nll_loss|NLLCriterion|cross_entropy", "reduction", "nll_loss"),
-    (r"scan|cumsum|cumprod", "reduction", "scan"),
+    # a state-space layer's scan (ssm_scan, selective_scan) is no prefix sum of ATen's
+    (r"(?<!ssm_)(?<!selective_)scan|cumsum|cumprod", "reduction", "scan"),
     (
         r"embedding|EmbeddingBag|krn_partials_per_segment|partial_segment|compute_grad_weight|sum_and_scatter",
         "embedding",

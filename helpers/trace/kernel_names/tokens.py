@@ -81,14 +81,18 @@ _MOE_WORDS = _w(rf"moe{T}*|{T}*moe|experts?")
 CONVENTION_ATTENTION = re.compile(r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+))*", re.IGNORECASE)
 _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd)(?=_)")
 # An expert GEMM's name carries a tile (t32x32x256), a weight/activation precision (a8w4, afp4_wfp4,
-# g1u1) or a whole-layer fusion (mega_moe, fmoe, bgmv): aiter's, DeepGEMM's and vLLM's MoE kernels
+# g1u1), a whole-layer fusion (mega_moe, fmoe, bgmv) or a backward product (dW1, dX, wgrad): aiter's,
+# DeepGEMM's, vLLM's and Liger's MoE kernels
 _EXPERT_GEMM = re.compile(
-    r"_(?:t?\d+x\d+x\d+|a_?(?:fp)?\d+_?w_?(?:fp)?\d+|afp\d+|wfp\d+|g1u1|mega|fmoe|bgmv|sgmv)(?=_)"
+    r"_(?:t?\d+x\d+x\d+|a_?(?:fp)?\d+_?w_?(?:fp)?\d+|afp\d+|wfp\d+|g1u1|mega|fmoe|bgmv|sgmv|d[wx]\d*|[wd]grad)(?=_)"
 )
 _ROUTER = _w(rf"{T}*router{T}*|routing|gating|moe{T}*|{T}*moe|experts?")
 # Low-precision element and scale types as kernel names spell them (Triton writes fp8e4nv)
 _NARROW = _w(rf"fp_?8{T}*|fp_?4|e4m3|e5m2|e2m1|e4nv|mxfp_?\d|nvfp_?4|ue8m0|e8m0|float8{T}*|int_?[48]")
 _SCALE_OR_CAST = _w(r"scales?|scaling|cast|convert")
+# A function name that starts with a quantize verb (quantize_mmq_q8_1, kdequant_mm_int32) prepares or
+# finishes a matrix product's operands: the verb says the job, the GEMM word only whom it serves
+_QUANT_VERB = re.compile(r"_k?_?(?:de)?quant(?:ize|ized)?_")
 _GATED = re.compile(r"_(silu|gelu|relu|act|swiglu|geglu|reglu|fatrelu|swigluoai|gelu_?tanh)")
 
 
@@ -118,6 +122,8 @@ def _weigh(
     family: str | None, op: str | None, what: str, fn: str, own: str, rest: str
 ) -> tuple[str, str | None, str] | None:
     """The readings of :func:`infer_family` that look past the first matching word."""
+    if family == "gemm" and _QUANT_VERB.match(fn):
+        return "quantize", None, "a (de)quantization before or after a matrix product (the verb leads the name)"
     if family == "moe-routing" and _MOE_WORDS.search(fn) and _EXPERT_GEMM.search(fn):
         return "gemm", None, "an expert GEMM of a mixture of experts (a tile shape or a weight/activation precision)"
     if family in ("sort", "softmax") and _ROUTER.search(own):

@@ -92,19 +92,19 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
             rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
             r"|with_(?:paged_|ragged_)?kv_?cache"
             rf"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
-            r"|flash|nsa|dsa"
+            r"|flash|nsa|dsa|cascade(?=_(?:[a-z0-9]+_)?(?:prefix|suffix|decode|prefill|mqa|mha|merge)_)"
         ),
         None,
         "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
         "prefill/decode with a paged KV cache, FlashInfer's ...WithKVCache, FlashAttention's flash:: namespace, "
-        "native/DeepSeek sparse attention nsa/dsa)",
+        "native/DeepSeek sparse attention nsa/dsa, cascade attention over a shared prefix)",
     ),
     (
         "other",
         "state_space",
         _w(
             rf"mamba{T}*|ssm|ssd|selective_?(?:scan|state){T}*|chunk_?(?:scan|state){T}*|state_?passing"
-            rf"|delta_?rule|gated_?delta{T}*|gdn"
+            rf"|delta_?rule|gated_?delta{T}*|gdn|delta_?net|solve_?tril|recompute_?w_?u|wy_?fast|kkt"
         ),
         None,
         "a state-space or linear-recurrence layer (Mamba selective scan / SSD chunks, gated delta rule): "
@@ -114,13 +114,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "moe-routing",
         None,
         _w(
-            rf"compute_?strides{T}*|seg_?indptr|src_?2_?dst|dst_?2_?src|row_?id_?map|aux_?loss|load_?balanc{T}*"
+            rf"compute_?strides{T}*|seg_?indptr|ids_?helper|expert_?ids|src_?2_?dst|dst_?2_?src|row_?id_?map|aux_?loss|load_?balanc{T}*"
             r"|finalize(?=_(?:[a-z0-9]+_){0,2}(?:scatter|matmul|gemm|moe|routing)_)"
             r"|(?:ep|deep_?ep|deepep|moe|experts?)(?=_(?:(?!all_)[a-z0-9]+_)?(?:scatter|gather)_)"
         ),
         None,
         "the layout of an expert (grouped) GEMM: its strides (TensorRT-LLM's computeStrides...), the token "
-        "segments per expert (seg_indptr), token index maps (src2dst, row_id_map), an expert-parallel "
+        "segments per expert (seg_indptr), the expert id lists of a MoE GEMM (ids_helper), token index maps (src2dst, row_id_map), an expert-parallel "
         "scatter/gather of tokens, the load-balancing auxiliary loss, the finalize after an expert GEMM",
     ),
     (
@@ -136,11 +136,12 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             rf"(?!fbgemm)(?<!deep_){T}*gemm(?!a){T}*|gemv{T}*|mat_?vec{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
             rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
+            r"|mul_?mat(?:_?vec)?|mmv?q|mmv?f|lora(?=_(?:[a-z0-9]+_)?(?:shrink|expand)_)|(?:shrink|expand)(?=_(?:[a-z0-9]+_)?lora_)"
             rf"|machete{T}*|bgmv|sgmv|gptq|awq|(?:bf16|f16|fp16|f8|fp8|i4|i8|f32){{2,3}}"
         ),
         None,
         "matrix-product words (gemm, gemv, MatVec, matmul, bmm, mm, GemmUniversal, wgmma/tcgen05/umma tensor-core "
-        "instructions, fused_moe expert GEMMs, bgmv/sgmv, GPTQ/AWQ, FBGEMM's type chains f8f8bf16 / bf16i4); "
+        "instructions, fused_moe expert GEMMs, LoRA shrink/expand and bgmv/sgmv, ggml's mul_mat/mmq, GPTQ/AWQ, FBGEMM's type chains f8f8bf16 / bf16i4); "
         "not the project name deep_gemm",
     ),
     (
@@ -179,16 +180,16 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "normalization",
         None,
-        _w(rf"{T}*norm(?!al(?!i))[a-z0-9]*|rms"),
+        _w(rf"{T}*norm(?!al(?!i))[a-z0-9]*|rms|dyt|dynamic_?tanh"),
         _w(rf"renorm{T}*"),
-        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm); not a renorm of probabilities",
+        "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm, DyT the norm replacement); not a renorm of probabilities",
     ),
     (
         "fused",
         None,
         _w(
             r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_(?:and_)?mul|swiglu\w*?|geglu|reglu"
-            r"|glu|glu_?adaptor"
+            r"|glu|glu_?adaptor|unary_?gated|gated_?(?:op|act|activation|unary|silu|gelu|mlp)"
         ),
         None,
         "a gated activation (act(x) * y: silu_and_mul, silu_mul, gelu_and_mul, swiglu, geglu, a GLU adaptor)",
@@ -214,13 +215,26 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         "mixture-of-experts routing (moe, expert, gating, router/routing, unpermute, expand rows, finalize)",
     ),
-    ("softmax", "softmax", _w(rf"{T}*softmax{T}*"), None, "softmax"),
+    (
+        "softmax",
+        "softmax",
+        _w(rf"{T}*softmax{T}*|soft_max|sparsemax|entmax{T}*"),
+        None,
+        "softmax and its sparse relatives (sparsemax, entmax)",
+    ),
     (
         "embedding",
         None,
         _w(rf"{T}*embedding{T}*|embed|embeddings|tbe|embedding_?bag"),
-        _w(r"rotary|rope|pos|position|positional"),
+        _w(r"rotary|rope|mrope|pos|position|positional"),
         "embedding-table lookups (embedding, embedding_bag, TBE); rotary 'embeddings' are elementwise",
+    ),
+    (
+        "other",
+        "beam_search",
+        _w(rf"beam_?search{T}*|beam_?stage{T}*|beam|gather_?tree|unfinished{T}*"),
+        None,
+        "beam-search bookkeeping (beam stages, the final gather of paths, unfinished beams)",
     ),
     (
         "other",
@@ -250,22 +264,29 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         "an optimizer step (adam, sgd, lamb ...): elementwise over the parameters",
     ),
+    (
+        "other",
+        "state_space",
+        _w(r"chunk(?=_(?:[a-z0-9]+_){0,3}(?:fwd|bwd)_)"),
+        None,
+        "a stage of a chunked linear-attention or state-space layer (chunk_..._fwd)",
+    ),
     ("elementwise", None, _w(rf"sub_?mean|submean{T}*"), None, "subtracting a mean (centering), not computing it"),
     (
         "reduction",
         None,
         _w(
             rf"{T}*reduce{T}*|reduction|sum|mean|amax|amin|argmax|argmin|cross_?entropy|loss|scan|cumsum|prefix_?sum"
-            rf"|kl_?div{T}*|kldiv{T}*|lse|logsumexp"
+            rf"|kl_?div{T}*|kldiv{T}*|lse|logsumexp|jsd|tv_?distance|{T}*divergence|nll"
         ),
         None,
-        "reductions (reduce, sum, mean, amax, argmax, scan, cross entropy, log-sum-exp)",
+        "reductions (reduce, sum, mean, amax, argmax, scan, log-sum-exp) and losses (cross entropy, KL, JSD, TV)",
     ),
     (
         "elementwise",
         None,
         _w(
-            rf"{T}*elementwise{T}*|pointwise|rotary|rope|add|mul|div|sub|fill|zero|zeros|relu|gelu|silu|sigmoid"
+            rf"{T}*elementwise{T}*|pointwise|rotary|rope|mrope|add|mul|div|sub|fill|zero|zeros|relu|gelu|silu|sigmoid"
             r"|tanh|swish|mish|dropout|clamp|where|scale|scaled|cast|convert|abs|neg|sqrt|rsqrt|pow|exp|bias_?add"
             rf"|init|initiali[sz]e{T}*"
         ),
@@ -276,7 +297,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "copy",
         None,
         _w(
-            rf"copy|memcpy|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
+            rf"copy|memcpy|cpy|get_?rows|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
             r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
         ),
         None,
