@@ -17,7 +17,14 @@ of families) before any rule changed, then studied with fresh2: the rules were i
 the misses of both, so its floor guards what was learnt and is no held-out figure.
 tests/data/kernel_names_fresh4.tsv (43 names from projects the rules were not written from: Liger,
 bitsandbytes, llama.cpp, NCCL's symmetric kernels, CK, vLLM LoRA) was written after those changes
-and scored once without being studied: its floor, below the 95 % target, is the blind figure's.
+and scored blind at 62.8 % (27 of 43); the next change studied its misses, so it is no longer blind.
+tests/data/kernel_names_fresh5.tsv (70 names: llama.cpp's CUDA kernels, unsloth, Mamba2 SSD, gated
+DeltaNet/FLA, punica LoRA, TensorRT-LLM sampling and beam search, ATen training kernels, the
+flash-attn backward, NCCL, and kernels from SGLang/vLLM profile tables in issues) was written and
+scored blind at 81.4 % (57 of 70) before any rule changed, then studied with fresh4: the words were
+improved by kind (ggml's mul_mat and LoRA shrink/expand are GEMMs, losses reduce, a leading quantize
+verb outweighs a GEMM word, ...), so neither file's floor is a held-out figure any more. No file
+here is blind now: the next blind figure needs a new file, written before the rules change again.
 The last test weighs by time: every kernel of the third-party and reference traces gets a family.
 """
 
@@ -38,11 +45,11 @@ from helpers.trace.kernel_names import FAMILIES, decode_kernel
 # the keys a reading may add from words; each must be listed in `inferred`
 WORD_KEYS = ("family", "op", "fused_ops", "dtype", "arch", "scale_dtype", "scale_layout")
 TRACES = Path(helpers.__file__).resolve().parents[1] / "traces"
-# fresh2 and fresh3 were studied (floors a little under what the rules reach); fresh4 was not (a
-# floor a few points under its blind score, below the 95 % target)
+# every fresh file has been studied: floors a little under what the rules reach (module docstring)
 FRESH2_FLOOR = 0.97
 FRESH3_FLOOR = 0.93
-FRESH4_FLOOR = 0.58
+FRESH4_FLOOR = 0.97
+FRESH5_FLOOR = 0.92
 
 
 def _rows(file: str) -> list[dict]:
@@ -61,7 +68,8 @@ FRESH = _rows("kernel_names_fresh.tsv")
 FRESH2 = _rows("kernel_names_fresh2.tsv")
 FRESH3 = _rows("kernel_names_fresh3.tsv")
 FRESH4 = _rows("kernel_names_fresh4.tsv")
-SCORED = ALL + FRESH + FRESH2 + FRESH3 + FRESH4
+FRESH5 = _rows("kernel_names_fresh5.tsv")
+SCORED = ALL + FRESH + FRESH2 + FRESH3 + FRESH4 + FRESH5
 
 
 def _right(row: dict) -> bool:
@@ -70,7 +78,7 @@ def _right(row: dict) -> bool:
 
 def test_the_files_are_well_formed() -> None:
     assert len(ALL) >= 150 and len(HELD) >= 50 and len(FRESH) >= 40 and len(FRESH2) >= 80
-    assert len(FRESH3) >= 120 and len(FRESH4) >= 40
+    assert len(FRESH3) >= 120 and len(FRESH4) >= 40 and len(FRESH5) >= 60
     for row in SCORED:
         assert all(f in FAMILIES and f != "unknown" for f in row["family"].split("|")), row
         assert row["source"].strip(), row["name"]
@@ -111,14 +119,16 @@ def test_held_out_scores(capsys) -> None:
     fresh2 = sum(map(_right, FRESH2)) / len(FRESH2)
     fresh3 = sum(map(_right, FRESH3)) / len(FRESH3)
     fresh4 = sum(map(_right, FRESH4)) / len(FRESH4)
+    fresh5 = sum(map(_right, FRESH5)) / len(FRESH5)
     train = sum(map(_right, TRAIN)) / len(TRAIN)
     with capsys.disabled():
         print(f"\n  kernel families right: training {train:.1%} of {len(TRAIN)}, held-out {held:.1%} of {len(HELD)},")
         print(f"  fresh held-out {fresh:.1%} of {len(FRESH)}, fresh2 (studied) {fresh2:.1%} of {len(FRESH2)},")
-        print(f"  fresh3 (studied) {fresh3:.1%} of {len(FRESH3)}, fresh4 (blind) {fresh4:.1%} of {len(FRESH4)}")
+        print(f"  fresh3 (studied) {fresh3:.1%} of {len(FRESH3)}, fresh4 (studied) {fresh4:.1%} of {len(FRESH4)},")
+        print(f"  fresh5 (studied; blind 81.4 % before) {fresh5:.1%} of {len(FRESH5)}")
     assert fresh >= 0.95 and held >= 0.95
     assert fresh2 >= FRESH2_FLOOR and fresh3 >= FRESH3_FLOOR
-    assert fresh4 >= FRESH4_FLOOR  # the blind figure, below the 95 % target: see the report of this change
+    assert fresh4 >= FRESH4_FLOOR and fresh5 >= FRESH5_FLOOR
 
 
 @pytest.mark.parametrize(
@@ -198,6 +208,23 @@ def test_held_out_scores(capsys) -> None:
         ("void mylib::comm::push_kernel<float>(float*)", "communication", {}),
         ("a2a_kernel", "communication", {}),
         ("_my_scan_kernel", "reduction", {}),
+        # a matrix-product word outweighs `mul`; a leading quantize verb outweighs the GEMM it serves
+        ("void mylib::mul_mat_vec<float>(float*)", "gemm", {}),
+        ("void mylib::quantize_mmq_q4<float>(float*)", "quantize", {}),
+        ("mylib_lora_expand_slice_kernel", "gemm", {}),
+        ("void mylib::lora_reorder_kernel(int*)", "copy", {}),
+        # backward products of experts are GEMMs; an expert id list routes
+        ("_moe_bwd_dW2_kernel", "gemm", {}),
+        ("void mylib::moe_expert_ids_kernel(int*)", "moe-routing", {}),
+        # losses reduce; softmax's sparse relatives are softmax; a norm replacement normalizes
+        ("_my_divergence_loss_kernel", "reduction", {}),
+        ("_entmax15_fwd_kernel", "softmax", {}),
+        ("_dyt_bwd_kernel", "normalization", {}),
+        # gated unary ops are fused; beam bookkeeping is other; chunked linear-attention stages are state-space
+        ("void mylib::gated_act_kernel<float>(float*)", "fused", {}),
+        ("void mylib::beamSearchStep2Kernel<float>(float*)", "other", {"op": "beam_search"}),
+        ("chunk_my_recurrence_fwd_kernel", "other", {"op": "state_space"}),
+        ("void mylib::ssm_scan_bf16<64>(float*)", "other", {"op": "state_space"}),
     ],
 )
 def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:
