@@ -24,8 +24,9 @@ Precedence (first rule wins), and why:
    ``fused_ops``, as Liger's GeGLU already is; a single activation is ``elementwise``.
 7. quantize before MoE routing and softmax; MoE routing before softmax and sort
    (``topkGatingSoftmax``, ``count_and_sort_expert_tokens`` route tokens to experts).
-8. embedding (not rotary "embeddings", which are elementwise), sampling (with the logit
-   penalties before it), sort; then re-layouts of data or block scales (swizzle, interleave,
+8. embedding (not rotary "embeddings", which are elementwise), beam-search bookkeeping and
+   sampling (with the logit penalties before it), both ``other``, before sort (a beam stage is a
+   top-k); a ``chunk_..._fwd`` stage of a chunked linear-attention layer before the plain words; then re-layouts of data or block scales (swizzle, interleave,
    shuffle) as copies, before the plain elementwise words a ``scale`` would match.
 9. optimizer steps (Adam, SGD, LAMB ...) are ``elementwise`` with ``op`` naming the optimizer,
    as the ATen and Apex fused optimizers already are: what bounds them is memory traffic.
