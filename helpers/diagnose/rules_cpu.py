@@ -126,6 +126,7 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
     all_rows = np.concatenate(chains)
     longest = max(chains, key=len)
     ops = " -> ".join(str(names[r]).removeprefix("aten::").removeprefix(AUTOGRAD_NODE).strip() for r in longest[:6])
+    ops += " -> ..." if len(longest) > 6 else ""
     detail = (
         f"{len(chains) / ctx.per_step:,.0f} chains per step, the longest {len(longest)} operators ({ops}); "
         f"{moved / ctx.per_step:,.0f} elementwise operators per step, each a pass over memory and a dispatch"

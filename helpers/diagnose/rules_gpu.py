@@ -135,6 +135,7 @@ def unfused_elementwise(ctx: Context) -> list[dict]:
     t = float(dur[rows].sum()) / ctx.per_step
     longest = max(chains, key=len)
     ops = " -> ".join(str(o).removeprefix("aten::") for o in k["op"].to_numpy()[longest][:6])
+    ops += " -> ..." if len(longest) > 6 else ""
     detail = f"{len(chains)} chains, the longest {len(longest)} kernels ({ops})"
     if moved:
         detail += f"; {moved / ctx.per_step / 1e6:,.1f} MB per step written and read again"
