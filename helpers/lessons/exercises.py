@@ -209,7 +209,8 @@ class Exercises:
             )
         elif isinstance(expected, Tie):
             if isinstance(answer, expected.kind):
-                fb = Feedback(ex.title, TIE, f"{expected.why}. Both answers are accepted here. {explain}".strip())
+                accepted = "Both answers are" if expected.kind is bool else "Any answer is"
+                fb = Feedback(ex.title, TIE, f"{expected.why}. {accepted} accepted here. {explain}".strip())
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:
