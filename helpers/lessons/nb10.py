@@ -209,7 +209,7 @@ def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -
 
 
 def check_costliest(answer: object, findings: pd.DataFrame, details: dict | None = None) -> Feedback:
-    """The planted problem behind the top finding; one whose finding's bound is within 25 % of the top's is too
+    """The planted problem behind the highest finding that names one; one whose finding's bound is within 25 % of the top's is too
     close to call on a shared machine (the bounds are timings), and is accepted too, saying so."""
     if answer is None or answer is Ellipsis:
         return _record("costliest", MISSING, "write your guess in the cell above, run it, then run this cell again")
@@ -223,14 +223,14 @@ def check_costliest(answer: object, findings: pd.DataFrame, details: dict | None
     close = {p: us for p, us in ranked if us >= 0.75 * top_us and p != top}
     mine = answer.strip().lower()
     why = {
-        "why": f"the top finding is {findings['rule'].iloc[0]}, {top_us:,.0f} us on the profiled step's critical path."
+        "why": f"the highest finding of a planted problem is {top}'s, {top_us:,.0f} us on the profiled step's critical path."
     }
     explain = EXERCISES._exercise("costliest").explain.format(**(details or why))
     if mine == top:
         return _record("costliest", RIGHT, f"{top}: the diagnosis agrees. {explain}", answer, top)
     if mine in close:
         return _record("costliest", TIE, f"too close to call here: {mine}'s bound ({close[mine]:,.0f} us) is within 25 % of {top}'s ({top_us:,.0f} us), inside this machine's noise. {explain}", answer, top)  # fmt: skip
-    return _record("costliest", WRONG, f"you said {answer!r}; the diagnosis ranks {top} first ({top_us:,.0f} us).", answer, top)  # fmt: skip
+    return _record("costliest", WRONG, f"you said {answer!r}; among the planted problems the diagnosis ranks {top} first ({top_us:,.0f} us).", answer, top)  # fmt: skip
 
 
 def check_saving(key: str, predicted_us: float | None, before: Sequence[float], after: Sequence[float], findings: pd.DataFrame, problem: str | None = None, details: dict | None = None, ratio: float | None = None) -> Feedback:  # fmt: skip
