@@ -173,7 +173,7 @@ def rounds_frame(rounds: Mapping[str, Sequence[float]]) -> pd.DataFrame:
         if not v:
             raise ValueError(f"{name}: no rounds measured")
         # whole microseconds: the rounds of a shared machine move by far more than one
-        q1, q3 = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else (v[0], v[0])
+        q1, _, q3 = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else (v[0], v[0], v[0])
         rows.append({"variant": name, "median_us": round(statistics.median(v)), "q1_us": round(q1), "q3_us": round(q3), "min_us": round(min(v)), "max_us": round(max(v)), "rounds": len(v)})  # fmt: skip
     return pd.DataFrame(rows)
 

@@ -98,6 +98,20 @@ def test_unfused_elementwise_chain_counts_bytes_moved_twice(tmp_path):
     assert f["saving_upper_bound_us"] == pytest.approx(120)  # the chain minus its longest kernel
 
 
+def test_unfused_elementwise_on_a_launch_bound_step_saves_the_dispatches(tmp_path):
+    """Tiny kernels, each done before the next launch: the path runs through the host, and a fused operator keeps
+    one dispatch and launch of the four."""
+    k = Kineto()
+    k.step(1, 0, 40)
+    shape = {"Input Dims": [[64], [64]], "Input type": ["float", "float"]}
+    for i, fn in enumerate(["AddFunctor", "MulFunctor", "AddFunctor", "MulFunctor"]):
+        k.cpu(f"aten::op{i}", 10 * i, 8, **shape)
+        k.launch(ELEMENTWISE.format(fn), 10 * i + 1, 5, 10 * i + 7, 2)
+    [f] = rules_gpu.unfused_elementwise(_ctx(k, tmp_path))
+    # the last three operators (8 us each) and the Python between the four (2 us each) leave the path
+    assert f["saving_upper_bound_us"] == pytest.approx(3 * 8 + 3 * 2)
+
+
 def test_unfused_optimizer(tmp_path):
     k = Kineto()
     k.step(1, 0, 1000)

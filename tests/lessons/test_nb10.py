@@ -233,3 +233,10 @@ def test_a_prediction_the_measurement_sided_with_is_accepted_when_the_taught_one
     assert fb.status == "too close to call" and "sided with yours" in fb.message
     assert nb10.check_saving("first_saving", 700.0, BEFORE, after, FINDINGS).status == "right"
     assert nb10.check_saving("first_saving", 200.0, BEFORE, after, FINDINGS).status == "wrong"
+
+
+def test_the_rounds_table_shows_the_middle_half_the_checks_compare():
+    frame = nb10.rounds_frame({"before": BEFORE, "single": [5.0]}).set_index("variant")
+    assert list(frame.columns) == ["median_us", "q1_us", "q3_us", "min_us", "max_us", "rounds"]
+    assert (frame.loc["before", "q1_us"], frame.loc["before", "q3_us"]) == (2420, 2480)
+    assert frame.loc["single", ["q1_us", "q3_us"]].tolist() == [5, 5]
