@@ -26,11 +26,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 
 from helpers.measure.device import provenance
 
-from .common import log, write_json
+from .common import log, store_tables, write_json
 
 SHAPES = ((8192, 768, 3072), (4096, 4096, 14336), (16384, 2048, 8192))
 TARGET = 1.4  # the FP8 fused kernel's rate over the bf16 fused kernel's that would justify it
@@ -126,6 +127,32 @@ def measure_shape(m: int, dim: int, hidden: int, device: str = "cuda") -> dict[s
     return row
 
 
+RESULTS = ("h100_fp8_gate_up", "h200_fp8_gate_up")
+
+
+def tables(data: dict[str, Any]) -> dict[str, tuple[pd.DataFrame, str]]:
+    """The rates lesson 06 shows: per shape, the bf16 and FP8 fused kernels, cuBLAS's e4m3 GEMM alone, the error."""
+    rows = [
+        {
+            "shape": f"M={r['m']} {r['dim']}->{r['hidden']}",
+            "bf16_fused_tflops": r["bf16_fused_tflops"],
+            "fp8_fused_tflops": r["fp8_fused_tflops"],
+            "fp8_over_bf16": r["fp8_fused_over_bf16_fused"],
+            "cublas_fp8_gemm_tflops": r["fp8_gemm_tflops"],
+            "fp8_quantize_us": r["fp8_quantize_us"],
+            "bf16_rel_error": r["bf16_fused_error"],
+            "fp8_rel_error": r["fp8_fused_error"],
+        }
+        for r in data["rows"]
+    ]
+    about = (
+        "per shape: TFLOP/s of the bf16 and FP8 (e4m3, per-row scales, bf16 out) fused gate+up kernels (the FP8 "
+        "one's best tile of the sweep), their ratio, cuBLAS's e4m3 GEMM alone (no epilogue), the separate "
+        "quantize pass, and each kernel's relative error against float32"
+    )
+    return {"rates": (pd.DataFrame(rows), about)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the JSON to write")
@@ -144,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             f"bf16_fused (target {TARGET}x), error {r['fp8_fused_error']:.3g}; quantize pass {r['fp8_quantize_us']} us"
         )
         # written after every shape: a run cut short keeps what it measured
-        write_json(
-            args.out, {"provenance": provenance(torch.device("cuda"), "python -m benchmarks fp8-gate-up"), "rows": rows}
-        )
+        data = {"provenance": provenance(torch.device("cuda"), "python -m benchmarks fp8-gate-up"), "rows": rows}
+        write_json(args.out, store_tables(data, tables(data)))
     log(f"wrote {args.out}")
     return 0

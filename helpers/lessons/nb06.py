@@ -76,6 +76,11 @@ EXERCISES = Exercises(
         "the down projection); save mode keeps gu (two) and h; recompute keeps only x.",
         hint="Which tensors does each backward formula read?",
     ),
+    fp8_target_at_blog=Exercise(
+        "FP8 at 1.4x the bf16 fused kernel, at the blog's shape",
+        explain="At the blog's shape the FP8 kernel ran at {blog:.2f}x the bf16 one, at 4096 -> 14336 at {big:.2f}x.",
+        hint="With K = 768 each output tile's main loop is six 128-wide steps: what else does a tile spend time on?",
+    ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
