@@ -15,7 +15,7 @@ import torch
 from ..checks import check_callable
 from ..trace.model import Trace
 from .compile_counts import _dynamo_graphs, _inductor_cache_counts
-from .device import device_of, synchronize
+from .device import synchronize, wait_device
 from .timing import time_per_call
 
 # Rows torch.compile adds around a compiled forward (names as the profiler writes them).
@@ -64,7 +64,7 @@ def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool =
     """Time the first call of freshly compiled `fn` (it compiles now) and the next `later` calls, with Inductor's
     FX graph cache hits during the first call: a fast "compile" may be a cache hit."""
     check_callable(fn)
-    device = device_of(inputs)
+    device = wait_device(fn, inputs)
     before = _inductor_cache_counts()
     if progress:
         print("first call: compiling ...", flush=True)

@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,47 @@ def device_of(values: Any) -> torch.device | None:
             if found is not None:
                 return found
     return None
+
+
+def _tensors_in(obj: Any, found: list[tuple[str, torch.Tensor]], where: str) -> None:
+    if isinstance(obj, torch.Tensor):
+        found.append((where, obj))
+    elif isinstance(obj, (list, tuple)):
+        for i, item in enumerate(obj):
+            _tensors_in(item, found, f"{where}[{i}]")
+    elif isinstance(obj, dict):
+        for key, item in obj.items():
+            _tensors_in(item, found, f"{where}[{key!r}]")
+
+
+def infer_device(fn: Callable, inputs: tuple, kwargs: dict | None = None) -> torch.device:
+    """The device a call of `fn` runs on: the one its inputs (and a module's parameters) live on, ValueError if
+    they are mixed. A function that takes no tensors (a closure over its model and data) gets the GPU when there
+    is one: its kernels would otherwise go unrecorded by the profiler and unwaited for by a timer."""
+    found: list[tuple[str, torch.Tensor]] = []
+    _tensors_in(list(inputs), found, "inputs")
+    _tensors_in(kwargs or {}, found, "kwargs")
+    if isinstance(fn, torch.nn.Module):
+        for name, t in list(fn.named_parameters())[:1000] + list(fn.named_buffers())[:1000]:
+            found.append((f"module.{name}", t))
+    kinds: dict[str, str] = {}
+    for where, t in found:
+        kinds.setdefault(str(t.device.type if t.device.type == "cpu" else t.device), where)
+    if len(kinds) > 1:
+        detail = ", ".join(f"{dev} ({where})" for dev, where in kinds.items())
+        raise ValueError(
+            f"inputs live on mixed devices: {detail}. Move the model and every input to one device, "
+            "e.g. model.to('cuda') and x.to('cuda'), before profiling."
+        )
+    if not kinds:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(next(iter(kinds)))
+
+
+def wait_device(fn: Callable, inputs: tuple) -> torch.device:
+    """The device to synchronise around a call of ``fn(*inputs)``: its first tensor argument's; for a closure
+    that takes none, as :func:`infer_device` (its module's, else the GPU when there is one)."""
+    return device_of(inputs) or infer_device(fn, ())
 
 
 def cpu_name() -> str:

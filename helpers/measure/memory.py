@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..checks import bounded_int, check_callable
-from .device import device_of, synchronize
+from .device import synchronize, wait_device
 
 # The profiler's categories, in the order the figure stacks them (the steady ones at the bottom).
 CATEGORIES = (
@@ -84,7 +84,7 @@ def profile_memory(fn: Callable, *inputs: Any, steps: int = 1, warmup: int = 1) 
     check_callable(fn)
     steps = bounded_int("steps", steps, 1, MAX_STEPS, "each profiled step keeps every allocation in memory")
     warmup = bounded_int("warmup", warmup, 0, MAX_STEPS)
-    device = device_of(inputs) or torch.device("cpu")
+    device = wait_device(fn, inputs)
     for _ in range(warmup):
         fn(*inputs)
     synchronize(device)
@@ -224,7 +224,7 @@ def peak_memory(fn: Callable, *inputs: Any) -> int:
     """Peak bytes one call of ``fn(*inputs)`` allocates beyond what was held before, its output included
     (CUDA: the allocator's peak; CPU: the profiler's allocation events)."""
     check_callable(fn)
-    device = device_of(inputs) or torch.device("cpu")
+    device = wait_device(fn, inputs)
     with torch.no_grad():
         if device.type == "cuda":
             synchronize(device)

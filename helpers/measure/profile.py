@@ -19,7 +19,7 @@ from torch.profiler import ProfilerActivity, record_function, schedule
 
 from ..trace import files as tracefile
 from ..trace.model import Trace, TraceInfo
-from .device import device_name, synchronize
+from .device import device_name, infer_device, synchronize
 
 # Bounds on profile()'s loops: the profiler keeps every event of every profiled step in memory,
 # and warm-up calls only need to reach a steady state.
@@ -30,17 +30,6 @@ _WHY_BOUNDED = {
     "profile grows without limit (profile a few steps: one already shows every kernel).",
     "warmup": "warm-up calls only bring caches, compilation and clocks to a steady state; a handful is enough.",
 }
-
-
-def _tensors_in(obj: Any, found: list[tuple[str, torch.Tensor]], where: str) -> None:
-    if isinstance(obj, torch.Tensor):
-        found.append((where, obj))
-    elif isinstance(obj, (list, tuple)):
-        for i, item in enumerate(obj):
-            _tensors_in(item, found, f"{where}[{i}]")
-    elif isinstance(obj, dict):
-        for key, item in obj.items():
-            _tensors_in(item, found, f"{where}[{key!r}]")
 
 
 # Kineto's own progress notices, printed on the process's C-level stderr at each start and stop.
@@ -71,31 +60,6 @@ def profiler_notices_dropped() -> Iterator[None]:
             kept = [line for line in sink.read().splitlines(keepends=True) if not _NOTICE.match(line)]
             if kept:
                 os.write(2, b"".join(kept))
-
-
-def infer_device(fn: Callable, inputs: tuple, kwargs: dict | None = None) -> torch.device:
-    """The one device the inputs (and a module's parameters) live on; ValueError if they are mixed.
-
-    A function that takes no tensors (a closure over its model and data) gets the GPU when there is one:
-    its kernels would otherwise go unrecorded."""
-    found: list[tuple[str, torch.Tensor]] = []
-    _tensors_in(list(inputs), found, "inputs")
-    _tensors_in(kwargs or {}, found, "kwargs")
-    if isinstance(fn, torch.nn.Module):
-        for name, t in list(fn.named_parameters())[:1000] + list(fn.named_buffers())[:1000]:
-            found.append((f"module.{name}", t))
-    kinds: dict[str, str] = {}
-    for where, t in found:
-        kinds.setdefault(str(t.device.type if t.device.type == "cpu" else t.device), where)
-    if len(kinds) > 1:
-        detail = ", ".join(f"{dev} ({where})" for dev, where in kinds.items())
-        raise ValueError(
-            f"inputs live on mixed devices: {detail}. Move the model and every input to one device, "
-            "e.g. model.to('cuda') and x.to('cuda'), before profiling."
-        )
-    if not kinds:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(next(iter(kinds)))
 
 
 def key_averages_frame(prof: Any, group_by_input_shape: bool = False) -> pd.DataFrame:

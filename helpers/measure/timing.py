@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ..checks import bounded_int, check_callable
-from .device import device_of, synchronize
+from .device import synchronize, wait_device
 
 # Upper bounds on repetitions: a typo such as repeats=10**9 must fail fast, not run for hours.
 MAX_REPEATS = 100_000
@@ -20,7 +20,7 @@ def time_per_call(fn: Callable, *inputs: Any, repeats: int = 20, warmup: int = 3
     """Median wall-clock seconds of ``fn(*inputs)``, synchronising after every call (``no_grad`` unless `grad`)."""
     check_callable(fn)
     repeats, warmup = bounded_int("repeats", repeats, 1, MAX_REPEATS), bounded_int("warmup", warmup, 0, MAX_REPEATS)
-    device = device_of(inputs)
+    device = wait_device(fn, inputs)
     times = []
     with torch.set_grad_enabled(grad):
         for _ in range(warmup):
@@ -40,7 +40,7 @@ def time_end_to_end(fn: Callable, *inputs: Any, iters: int = 50, rounds: int = 1
     check_callable(fn)
     iters = bounded_int("iters", iters, 1, MAX_REPEATS)
     rounds = bounded_int("rounds", rounds, 1, MAX_REPEATS // iters)
-    device = device_of(inputs)
+    device = wait_device(fn, inputs)
     with torch.no_grad():
         fn(*inputs)
         synchronize(device)

@@ -202,3 +202,13 @@ def test_a_function_without_tensors_is_profiled_on_the_gpu_when_there_is_one(mon
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert helpers.measure.profile.infer_device(closure, ()) == torch.device("cuda")
     assert helpers.measure.profile.infer_device(closure, (torch.ones(1),)) == torch.device("cpu")
+
+
+def test_a_timer_waits_for_the_gpu_of_a_closure(monkeypatch):
+    """time_per_call of a function with no tensor arguments synchronises the device it runs on (the GPU when there
+    is one): else a GPU step would be timed as the host's queuing of its kernels."""
+    waited = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(helpers.measure.timing, "synchronize", lambda device: waited.append(device))
+    helpers.measure.timing.time_per_call(lambda: None, repeats=2, warmup=0)
+    assert waited and all(d == torch.device("cuda") for d in waited)
