@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..measure.ceiling_gemms import fp8_supported
+
 E4M3 = torch.float8_e4m3fn
 E4M3_MAX = 448.0
 
@@ -25,13 +27,6 @@ def quantize_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return values, scales
 
 
-def fp8_supported(device: torch.device) -> bool:
-    """True where ``torch._scaled_mm`` multiplies e4m3: NVIDIA GPUs of compute capability 8.9 and newer, and CPUs."""
-    if device.type == "cpu":
-        return True
-    return device.type == "cuda" and torch.cuda.get_device_capability(device) >= (8, 9)
-
-
 def fp8_gate_up_geglu(
     x: torch.Tensor, w_values: torch.Tensor, w_scales: torch.Tensor, out_dtype: torch.dtype = torch.bfloat16
 ) -> torch.Tensor:
@@ -43,7 +38,7 @@ def fp8_gate_up_geglu(
         )
     if x.shape[-1] != w_values.shape[1]:
         raise ValueError(f"x has {x.shape[-1]} features, the weight {w_values.shape[1]}")
-    if not fp8_supported(x.device):
+    if not (x.device.type == "cpu" or fp8_supported(x.device)):  # torch's CPU _scaled_mm takes e4m3 too
         raise ValueError(f"no e4m3 matrix products on {x.device}: they need compute capability 8.9 or newer")
     rows = x.reshape(-1, x.shape[-1])
     x_values, x_scales = quantize_rows(rows)
