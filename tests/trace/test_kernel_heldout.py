@@ -24,7 +24,17 @@ flash-attn backward, NCCL, and kernels from SGLang/vLLM profile tables in issues
 scored blind at 81.4 % (57 of 70) before any rule changed, then studied with fresh4: the words were
 improved by kind (ggml's mul_mat and LoRA shrink/expand are GEMMs, losses reduce, a leading quantize
 verb outweighs a GEMM word, ...), so neither file's floor is a held-out figure any more. No file
-here is blind now: the next blind figure needs a new file, written before the rules change again.
+here was blind then.
+tests/data/kernel_names_fresh6.tsv (79 names: JAX/XLA fusions and HLO instruction names as xprof
+shows them, Transformer Engine/Megatron, Apex, DeepSpeed training and inference kernels, cuDNN 9
+SDPA, CUTLASS 3 and cuBLAS sm90/sm100 spellings, MIOpen/Tensile/CK on MI300, Inductor, the
+FlashAttention 2/3 and xFormers backward, torchao float8/MX, vLLM/SGLang MoE and sampling, NCCL
+2.2x) was written and scored blind at 83.5 % (66 of 79) before any rule changed, then studied: XLA
+got its own reader (fusion kind and root instruction), Inductor reads a mean+rsqrt reduction as a
+norm, an embedding op as embedding and scale-clamp-cast as a quantizer, a softmax of attention
+scores is a softmax, a write into a token pool is a copy, and Transformer Engine's permutation and
+sequence-offset kernels are named. No file here is blind now: the next blind figure needs a new
+file, written before the rules change again.
 The last test weighs by time: every kernel of the third-party and reference traces gets a family.
 """
 
@@ -50,6 +60,7 @@ FRESH2_FLOOR = 0.97
 FRESH3_FLOOR = 0.93
 FRESH4_FLOOR = 0.97
 FRESH5_FLOOR = 0.92
+FRESH6_FLOOR = 0.96
 
 
 def _rows(file: str) -> list[dict]:
@@ -69,7 +80,8 @@ FRESH2 = _rows("kernel_names_fresh2.tsv")
 FRESH3 = _rows("kernel_names_fresh3.tsv")
 FRESH4 = _rows("kernel_names_fresh4.tsv")
 FRESH5 = _rows("kernel_names_fresh5.tsv")
-SCORED = ALL + FRESH + FRESH2 + FRESH3 + FRESH4 + FRESH5
+FRESH6 = _rows("kernel_names_fresh6.tsv")
+SCORED = ALL + FRESH + FRESH2 + FRESH3 + FRESH4 + FRESH5 + FRESH6
 
 
 def _right(row: dict) -> bool:
@@ -78,7 +90,7 @@ def _right(row: dict) -> bool:
 
 def test_the_files_are_well_formed() -> None:
     assert len(ALL) >= 150 and len(HELD) >= 50 and len(FRESH) >= 40 and len(FRESH2) >= 80
-    assert len(FRESH3) >= 120 and len(FRESH4) >= 40 and len(FRESH5) >= 60
+    assert len(FRESH3) >= 120 and len(FRESH4) >= 40 and len(FRESH5) >= 60 and len(FRESH6) >= 60
     for row in SCORED:
         assert all(f in FAMILIES and f != "unknown" for f in row["family"].split("|")), row
         assert row["source"].strip(), row["name"]
@@ -120,15 +132,17 @@ def test_held_out_scores(capsys) -> None:
     fresh3 = sum(map(_right, FRESH3)) / len(FRESH3)
     fresh4 = sum(map(_right, FRESH4)) / len(FRESH4)
     fresh5 = sum(map(_right, FRESH5)) / len(FRESH5)
+    fresh6 = sum(map(_right, FRESH6)) / len(FRESH6)
     train = sum(map(_right, TRAIN)) / len(TRAIN)
     with capsys.disabled():
         print(f"\n  kernel families right: training {train:.1%} of {len(TRAIN)}, held-out {held:.1%} of {len(HELD)},")
         print(f"  fresh held-out {fresh:.1%} of {len(FRESH)}, fresh2 (studied) {fresh2:.1%} of {len(FRESH2)},")
         print(f"  fresh3 (studied) {fresh3:.1%} of {len(FRESH3)}, fresh4 (studied) {fresh4:.1%} of {len(FRESH4)},")
-        print(f"  fresh5 (studied; blind 81.4 % before) {fresh5:.1%} of {len(FRESH5)}")
+        print(f"  fresh5 (studied; blind 81.4 % before) {fresh5:.1%} of {len(FRESH5)},")
+        print(f"  fresh6 (studied; blind 83.5 % before) {fresh6:.1%} of {len(FRESH6)}")
     assert fresh >= 0.95 and held >= 0.95
     assert fresh2 >= FRESH2_FLOOR and fresh3 >= FRESH3_FLOOR
-    assert fresh4 >= FRESH4_FLOOR and fresh5 >= FRESH5_FLOOR
+    assert fresh4 >= FRESH4_FLOOR and fresh5 >= FRESH5_FLOOR and fresh6 >= FRESH6_FLOOR
 
 
 @pytest.mark.parametrize(
@@ -225,6 +239,23 @@ def test_held_out_scores(capsys) -> None:
         ("void mylib::beamSearchStep2Kernel<float>(float*)", "other", {"op": "beam_search"}),
         ("chunk_my_recurrence_fwd_kernel", "other", {"op": "state_space"}),
         ("void mylib::ssm_scan_bf16<64>(float*)", "other", {"op": "state_space"}),
+        # XLA: the fusion kind and root instruction; an xprof HLO name; not a word that ends in fusion
+        ("loop_maximum_fusion.7", "elementwise", {}),
+        ("input_reduce_window_fusion", "reduction", {}),
+        ("input_my_custom_fusion", "fused", {}),
+        ("wrapped_dynamic_slice", "copy", {}),
+        ("reduce-scatter-start.2", "communication", {}),
+        ("allreduce_fusion", "communication", {}),
+        ("my_fusion", "unknown", {}),
+        # Inductor: mean + rsqrt reduces to a norm; scale, clamp and cast quantize; embedding ops
+        ("triton_per_fused_add_mean_pow_rsqrt_3", "normalization", {}),
+        ("triton_poi_fused__to_copy_clamp_div_2", "quantize", {}),
+        ("triton_poi_fused_add_embedding_1", "embedding", {}),
+        # a softmax of attention scores; a write into a pool; a sort by a given map reorders
+        ("void mylib::attn_score_softmax<float>(float*)", "softmax", {}),
+        ("my_write_out_to_block_pool_kernel", "copy", {}),
+        ("_sort_rows_by_map_kernel", "copy", {}),
+        ("void mylib::fused_topk_with_score_function<float>(float*)", "moe-routing", {}),
     ],
 )
 def test_traps_and_general_words(name: str, family: str, fields: dict) -> None:

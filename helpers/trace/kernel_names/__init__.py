@@ -36,7 +36,7 @@ The rule: never show a guess as fact.
   other key at all. A name longer than `MAX_NAME_CHARS` is not read ("too long to decode").
 * Modules, one per group of libraries: `nvidia_gemm` (cuBLAS nvjet, CUTLASS), `cublas` (cuBLAS's
   other kernels), `cudnn`, `communication` (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`,
-  `aten`, `extensions` (FBGEMM, CUB, Apex, Transformer Engine), `libraries` (memcpy/memset, Liger,
+  `aten`, `xla` (XLA fusions and HLO names), `extensions` (FBGEMM, CUB, Apex, Transformer Engine), `libraries` (memcpy/memset, Liger,
   names a project registers for its own kernels), `tokens`, `word_rules` and `inference` (the
   reading from words: the function's own name first, then its namespaces, then its template
   arguments; an Itanium-mangled symbol by the identifiers of its nested name), `dtypes`
@@ -124,6 +124,7 @@ from .inference import enrich, fill_family, parse_by_tokens, parse_moe_context
 from .libraries import parse_liger, parse_memory, parse_registered
 from .nvidia_gemm import parse_cutlass, parse_nvjet
 from .rocm import parse_rocm
+from .xla import parse_xla
 
 __all__ = [
     "decode_kernel",
@@ -223,6 +224,7 @@ _PARSERS = (
     parse_rocm,
     parse_triton_inductor,
     parse_cpp_inductor,
+    parse_xla,
     parse_liger,
     parse_registered,
     parse_moe_context,

@@ -152,6 +152,21 @@ _NAMED = (
         "Transformer Engine fused softmax",
     ),
     (
+        # Transformer Engine's permutation kernels exist for MoE token dispatch only
+        r"\btransformer_engine::(?:[\w{}]+::)*\w*(?:permute|row_?map|sort_?chunks)",
+        "transformer-engine",
+        "moe-routing",
+        "permute",
+        "Transformer Engine MoE token (un)permutation",
+    ),
+    (
+        r"\btransformer_engine::(?:[\w{}]+::)*\w*(?:seqlens?_to|to_offsets|offsets_to)",
+        "transformer-engine",
+        "other",
+        "attention_metadata",
+        "Transformer Engine sequence offsets for packed (THD) attention",
+    ),
+    (
         r"\bscaled_(?:upper_triang_)?masked_softmax_warp_(?:forward|backward)|\bscaled_softmax_warp_",
         "megatron/apex",
         "softmax",

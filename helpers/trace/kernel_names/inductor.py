@@ -79,7 +79,10 @@ def _inductor_family(kind: str | None, ops: list[str]) -> str:
         # what the reduction is for, when the ops say it: a softmax, a norm
         if any(_is(o, "softmax") for o in ops):
             return "softmax"
-        return "normalization" if any(_is(o, "normalization") for o in ops) else "reduction"
+        # a mean (or variance) and an rsqrt in one reduction is a decomposed RMS/layer norm
+        if any(_is(o, "normalization") for o in ops) or ("rsqrt" in ops and {"mean", "var_mean"} & set(ops)):
+            return "normalization"
+        return "reduction"
     if kind == "template":
         if any(_is(o, "attention") for o in ops):
             return "attention"  # FlexAttention: Inductor's flex_attention templates
@@ -96,6 +99,11 @@ def _inductor_family(kind: str | None, ops: list[str]) -> str:
         return "reduction"
     if ops and not compute:
         return "copy"
+    if any(o.startswith("embedding") for o in ops):
+        return "embedding"
+    # a scale, a clamp to the target range and a cast: the decomposed quantizer (Float8 training)
+    if "_to_copy" in ops and {"clamp", "clamp_min", "clamp_max"} & set(ops) and {"mul", "div", "reciprocal"} & set(ops):
+        return "quantize"
     if len(compute) >= 2:
         return "fused"
     return "elementwise"

@@ -80,11 +80,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         _w(
             rf"(?:reshape|concat|cat|quant)_?and_?cache{T}*|append_?paged_?kv_?(?:mla_?)?cache{T}*"
             rf"|appendpagedkv(?:mla)?cache{T}*|(?:set|store|write|save)(?=_(?:[a-z0-9]+_)?kv_?(?:buffer|cache)_)"
+            r"|(?:set|store|write|save|assign)(?=_(?:[a-z0-9]+_){0,3}(?:pool|cache)_)"
             r"|gather(?=_(?:[a-z0-9]+_){0,4}cache_)"
         ),
         None,
         "a KV-cache write or read (reshape_and_cache, concat_and_cache_mla, AppendPagedKV(Mla)Cache, set/store "
-        "a KV buffer, a gather out of a cache): data movement, even beside an attention word",
+        "a KV buffer, a write into a token pool or cache, a gather out of a cache): data movement, even beside "
+        "an attention word",
     ),
     (
         "attention",
@@ -95,7 +97,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
             rf"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
             r"|flash|nsa|dsa|cascade(?=_(?:[a-z0-9]+_)?(?:prefix|suffix|decode|prefill|mqa|mha|merge)_)"
         ),
-        None,
+        _w(rf"(?:attn|attention)_?(?:score_?)?softmax{T}*"),
         "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
         "prefill/decode with a paged KV cache, FlashInfer's ...WithKVCache, FlashAttention's flash:: namespace, "
         "native/DeepSeek sparse attention nsa/dsa, cascade attention over a shared prefix)",
@@ -127,9 +129,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "copy",
         None,
-        _w(r"(?:interleave|swizzle|shuffle|preshuffle|rearrange|reorder|pack)(?=_(?:[a-z0-9]+_)*?for_)"),
+        _w(
+            r"(?:interleave|swizzle|shuffle|preshuffle|rearrange|reorder|pack)(?=_(?:[a-z0-9]+_)*?for_)"
+            r"|sort(?=_(?:[a-z0-9]+_){0,2}by_(?:map|index|indices|idx)_)"
+        ),
         None,
-        "a re-layout of weights or scales for a later GEMM (interleave ... for ... gemm)",
+        "a re-layout of weights or scales for a later GEMM (interleave ... for ... gemm), a 'sort' by a given "
+        "map (a reorder: nothing is compared)",
     ),
     (
         "gemm",
@@ -157,11 +163,11 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         _w(
             rf"(?:get_)?dispatch_?layout|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:permute|unpermute|reorder)_)"
-            r"|grouped_?topk|group_(?:\w+_)?topk"
+            r"|grouped_?topk|group_(?:\w+_)?topk|topk_?with_?score\w*?|score_?function"
         ),
         None,
         "MoE token layout and permutation beside an expert-parallel word (DeepEP's get_dispatch_layout, "
-        "deepep_permute), group-limited expert top-k (grouped_topk)",
+        "deepep_permute), group-limited expert top-k (grouped_topk) and a top-k over router scores (topk_with_score_function)",
     ),
     (
         "communication",
