@@ -161,7 +161,7 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
     and launch, and drops the rest. When the GPU waits for launches (a launch-bound step) those operators, their
     launch calls and the Python between them are on the critical path; when it does not, they are off it."""
     ev = ctx.ev
-    launch, parent = ev["launch"].to_numpy(), ev["parent"].to_numpy()
+    launch = ev["launch"].to_numpy()
     ts, end = ev["ts"].to_numpy() - ctx.t0, (ev["ts"] + ev["dur"]).to_numpy() - ctx.t0
     total = 0.0
     for c in chains:
@@ -170,7 +170,7 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
             continue  # kernels of one operator (or of none): no dispatch to save
         rest = np.unique(ops[ops != ops[0]])
         calls = launch[k["row"].to_numpy()[c][ops != ops[0]]]
-        host = np.union1d(np.union1d(rest, calls[calls >= 0]), np.flatnonzero(np.isin(parent, rest)))
+        host = np.union1d(np.flatnonzero(ctx.under(rest)), calls[calls >= 0])  # the operators and all they ran
         between = ctx.path_time_in(end[ops[:1]], ts[ops[-1:]], ("cpu gap",))
         total += ctx.path_time(host, ("cpu", "launch delay")) + between
     return total

@@ -14,9 +14,10 @@ from ..measure.timing import time_end_to_end, time_per_call
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
 from .exercises import Exercise, Exercises, Tie, compare_rounds
+from .rounds import rounds_frame
 
 __all__ = [
-    "compile_wrapper_rows", "infer_plan", "kernels_by_role", "shape_sweep", "sweep_summary", "time_first_call",
+    "compile_wrapper_rows", "infer_plan", "kernels_by_role", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -120,18 +121,6 @@ def end_to_end_rounds(
             out[name]["nosync_us"].append(timed["nosync_us"])
             out[name]["sync_us"].append(timed["sync_us"])
     return out
-
-
-def rounds_frame(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> pd.DataFrame:
-    """One row per variant: its median, the fastest and the slowest round, and how many rounds."""
-    rows = []
-    for name, values in rounds.items():
-        v = [float(x) for x in values]
-        if not v:
-            raise ValueError(f"{name}: no rounds measured")
-        rows.append({"variant": name, f"median_{unit}": float(pd.Series(v).median()), f"min_{unit}": min(v),
-                     f"max_{unit}": max(v), "rounds": len(v)})  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> bool | Tie:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from numbers import Number
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -310,9 +311,10 @@ def check_variant(
     if measured_speedup is None:
         expected: object = Tie("the fix was not measured here, so no speedup can be checked", kind=Number)
     else:
-        rounds = [
-            float(v) for v in (measured_speedup if isinstance(measured_speedup, Sequence) else [measured_speedup])
-        ]
+        try:  # a number, a list, an array or a Series of rounds
+            rounds = [float(v) for v in np.atleast_1d(np.asarray(measured_speedup, dtype=float))]
+        except (TypeError, ValueError):
+            rounds = []
         if not rounds or not all(math.isfinite(v) and v > 0 for v in rounds):
             raise ValueError(f"measured_speedup must be a positive number or a list of them, got {measured_speedup!r}")
         expected = round(statistics.median(rounds), 2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 import pandas as pd
 import torch
@@ -20,9 +21,10 @@ from ..trace.categories import STEP_PREFIX
 from ..trace.model import Trace, check_trace
 from .exercises import MISSING, RIGHT, TIE, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
 from .planted import PROBLEMS, Loop, build_loop, planted_problem
+from .rounds import rounds_frame
 
 __all__ = [
-    "Findings", "PROBLEMS", "build_loop", "critical_path", "diagnose", "path_summary", "planted_problem",
+    "Findings", "PROBLEMS", "build_loop", "critical_path", "diagnose", "path_summary", "planted_problem", "rounds_frame",
 ]  # fmt: skip
 
 # A predicted saving counts as right within this share of the measured one (or inside the rounds' spread).
@@ -46,9 +48,9 @@ EXERCISES = Exercises(
     first_saving=Exercise(
         "saving of the first fix",
         explain="The prediction is the finding's bound as it stands: the critical-path time the fix removes, as the "
-        "trace shows it. The profiler inflates that time too, but less than the step as a whole, so the course does "
-        "not scale a bound by one ratio for the whole step (in benchmarks/results/cpu_diagnose_savings.log that "
-        "under-predicted by about a third).",
+        "trace shows it. The profiler inflates that time too, but less than the step as a whole (its cost is per "
+        "operator, and a fix removes few large ones), so the course does not scale a bound by one ratio for the "
+        "whole step (benchmarks/results/cpu_diagnose_savings.log compares both).",
         hint="Take the saving_upper_bound_us of the highest finding whose rule names a planted problem "
         "(nb10.planted_problem(rule) in nb10.PROBLEMS) as it stands: not its time_us, which counts only its own "
         "events, and not scaled by unprofiled_ratio.",
@@ -164,20 +166,6 @@ def operators_per_step(trace: Trace) -> float:
     return float(statistics.mean(inside))
 
 
-def rounds_frame(rounds: Mapping[str, Sequence[float]]) -> pd.DataFrame:
-    """One row per variant: median, the middle half of the rounds (first and third quartile, what a check
-    compares), fastest and slowest round (whole us), and how many rounds."""
-    rows = []
-    for name, values in rounds.items():
-        v = [float(x) for x in values]
-        if not v:
-            raise ValueError(f"{name}: no rounds measured")
-        # whole microseconds: the rounds of a shared machine move by far more than one
-        q1, _, q3 = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else (v[0], v[0], v[0])
-        rows.append({"variant": name, "median_us": round(statistics.median(v)), "q1_us": round(q1), "q3_us": round(q3), "min_us": round(min(v)), "max_us": round(max(v)), "rounds": len(v)})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 def measured_saving(before: Sequence[float], after: Sequence[float]) -> dict[str, float]:
     """The saving of a fix from two sets of interleaved rounds (us per step): the ``median`` of the round-by-round
     differences, and their first and third quartiles ``q1``/``q3`` (the middle half: the machine's noise)."""
@@ -197,7 +185,7 @@ def prediction_held(predicted_us: float, saving: Mapping[str, float]) -> bool:
     )
 
 
-def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -> bool | Tie:
+def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -> Literal[True] | Tie:
     """True when the middle half of the profiled rounds lies above the unprofiled one's; otherwise a Tie: overlapping
     halves are inside the noise, and a profiled step measured faster can only be the machine's doing."""
     verdict = compare_rounds(unprofiled, profiled)
@@ -235,9 +223,10 @@ def check_costliest(answer: object, findings: pd.DataFrame, details: dict | None
 
 def check_saving(key: str, predicted_us: float | None, before: Sequence[float], after: Sequence[float], findings: pd.DataFrame, problem: str | None = None, details: dict | None = None, ratio: float | None = None) -> Feedback:  # fmt: skip
     """A predicted saving (us per step) checked against the taught prediction, the bound (``saving_upper_bound_us``)
-    of the first finding of `problem` (default: :func:`first_fix`) or of all of them, right within 2 %; another
-    answer inside the middle half of the measured saving is a tie. The measurement is reported beside it and never
-    grades the answer.
+    of the first finding of `problem` (default: :func:`first_fix`) or of all of them, right within 2 %. Another
+    answer is a tie when it lies inside the middle half of the measured saving, or when it held against the
+    measurement and the taught one missed; else wrong. The measurement is reported beside it and never marks the
+    taught answer wrong. `ratio` (unprofiled over profiled step time) is only shown, as the profiler's cost.
     """
     ex = EXERCISES._exercise(key)
     if problem is not None and problem not in PROBLEMS:

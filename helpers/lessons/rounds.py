@@ -1,12 +1,14 @@
-"""Used by notebooks 04, 07, 10: repeated timings compared the way the lessons' checkers do (median, spread, tie)."""
+"""Used by notebooks 04, 07, 10: repeated timings compared and shown the way the lessons' checkers do (median, spread, tie)."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
+
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -58,5 +60,24 @@ def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:
 
 
 def _middle_half(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return values[0], values[0]
     q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
     return q1, q3
+
+
+def rounds_frame(rounds: Mapping[str, Sequence[float]], unit: str = "us", decimals: int = 0) -> pd.DataFrame:
+    """One row per variant: the median, the middle half a check compares (first and third quartile), the fastest
+    and slowest round, and how many rounds; times rounded to `decimals` (whole units by default: the rounds of a
+    shared machine move by far more than one)."""
+    rows = []
+    for name, values in rounds.items():
+        v = [float(x) for x in values]
+        if not v:
+            raise ValueError(f"{name}: no rounds measured")
+        q1, q3 = _middle_half(v)
+        times = {"median": statistics.median(v), "q1": q1, "q3": q3, "min": min(v), "max": max(v)}
+        rows.append(
+            {"variant": name, **{f"{k}_{unit}": round(t, decimals) for k, t in times.items()}, "rounds": len(v)}
+        )
+    return pd.DataFrame(rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -117,3 +118,7 @@ def test_the_variant_speedup_is_judged_against_the_spread_of_its_rounds(cpu_vari
     assert statuses == {1.36: "right", 1.20: "right", 1.58: "right", 1.10: "wrong", 1.70: "wrong"}
     with pytest.raises(ValueError, match="positive number"):
         nb08.check_variant(cpu_variant, "lm_head", "last logits", 1.3, measured_speedup=[1.2, float("nan")])
+    with pytest.raises(ValueError, match="positive number"):
+        nb08.check_variant(cpu_variant, "lm_head", "last logits", 1.3, measured_speedup="fast")
+    as_array = nb08.check_variant(cpu_variant, "lm_head", "last logits", 1.36, measured_speedup=np.array(rounds))
+    assert as_array[2].status == "right"
