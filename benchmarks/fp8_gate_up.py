@@ -138,6 +138,8 @@ def tables(data: dict[str, Any]) -> dict[str, tuple[pd.DataFrame, str]]:
             "bf16_fused_tflops": r["bf16_fused_tflops"],
             "fp8_fused_tflops": r["fp8_fused_tflops"],
             "fp8_over_bf16": r["fp8_fused_over_bf16_fused"],
+            "target": TARGET,
+            "meets_target": r["fp8_fused_over_bf16_fused"] >= TARGET,
             "cublas_fp8_gemm_tflops": r["fp8_gemm_tflops"],
             "fp8_quantize_us": r["fp8_quantize_us"],
             "bf16_rel_error": r["bf16_fused_error"],

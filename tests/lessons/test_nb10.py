@@ -201,10 +201,18 @@ def test_no_finding_predicts_no_saving():
 
 
 def test_profiler_rounds_time_both_in_turns():
-    x = torch.randn(64, 64)
-    timed = nb10.profiler_rounds(lambda: (x @ x).relu().sum(), rounds=3, steps=2)
+    x = torch.randn(8)
+
+    def many_tiny_ops():  # the profiler's cost is per operator: a step of hundreds of them doubles or more
+        y = x
+        for _ in range(300):
+            y = y * 1.0001
+        return y
+
+    timed = nb10.profiler_rounds(many_tiny_ops, rounds=3, steps=4)
     assert set(timed) == {"unprofiled", "profiled"}
     assert all(len(v) == 3 and all(t > 0 for t in v) for v in timed.values())
+    assert sorted(timed["profiled"])[1] > sorted(timed["unprofiled"])[1]  # medians: each side is what its name says
     with pytest.raises(ValueError, match="at least 3 rounds"):
         nb10.profiler_rounds(lambda: None, rounds=2)
     with pytest.raises(TypeError, match="function of no arguments"):

@@ -13,6 +13,7 @@ from .common import (
     instruction_shape,
     join,
     parse_dims,
+    readable,
     stages_text,
 )
 
@@ -187,18 +188,19 @@ def parse_cublas_other(text: str) -> dict[str, Any] | None:
             if "magma" in m.group(0):
                 info["inferred"] = ["source"]
             return info
-    # CUTLASS 3 and later: cutlass::device_kernel<...gemm::kernel::GemmUniversal...> or a convolution
-    # (a profiler that does not demangle shows _ZN7cutlass13device_kernelI...: the same words, length-prefixed)
-    m = re.search(r"\bcutlass::(?:device_kernel|Kernel2?)<|^_ZN7cutlass(?:13device_kernel|6Kernel|7Kernel2)I", text)
+    # CUTLASS 3 and later: cutlass::device_kernel<...gemm::kernel::GemmUniversal...> or a convolution; a mangled
+    # symbol (_ZN7cutlass13device_kernelI...) is read in the same words
+    text = readable(text)
+    m = re.search(r"\bcutlass::(?:device_kernel|Kernel2?)<", text)
     if m:
-        if re.search(r"conv::kernel|4conv6kernel|ImplicitGemmConvolution|Conv[23]d", text):
+        if re.search(r"conv(?:::|, )kernel|ImplicitGemmConvolution|Conv[23]d", text):
             return {
                 "family": "convolution",
                 "source": "cutlass",
                 "short_name": "cutlass convolution",
                 "summary": "CUTLASS implicit-GEMM convolution kernel.",
             }
-        if re.search(r"gemm::kernel|4gemm6kernel|Gemm\w*Universal", text):
+        if re.search(r"gemm(?:::|, )kernel|Gemm\w*Universal", text):
             if re.search(r"GroupProblemShape|PtrArray", text):
                 return {
                     "family": "gemm",
