@@ -295,7 +295,9 @@ def critical_path(
     trace: Trace, step: int | None = None, rank: int | None = None, annotation: str | None = None, instance: int = 0
 ) -> pd.DataFrame:
     """The critical path of one profiler step (None: the whole trace) or of a ``record_function`` window
-    (`annotation`, `instance`), one row per piece of time, first first; ``attrs["length_us"]`` is its length."""
+    (`annotation`, `instance`), one row per piece of time, first first. Columns: ``name``, ``kind`` (cpu, cpu gap,
+    launch delay, kernel, memcpy, memset, gpu wait, sync wait), ``lane``, ``start_us``, ``end_us``, ``duration_us``,
+    ``share_pct``, ``event`` (row of the events table, -1 for a gap), ``op``; ``attrs["length_us"]`` is its length."""
     check_trace(trace)
     w, rows = _window(trace, step, rank, annotation, instance)
     walk = _Walk(trace, w, rows)

@@ -126,13 +126,16 @@ class Trace:
 
     # ----------------------------------------------------------------- tables
     def ops(self, by_shape: bool = False, include_annotations: bool = False) -> pd.DataFrame:
-        """Operators, one row per name (and input shapes when `by_shape`), like `key_averages()`: calls,
-        self and total CPU and device time (self device time: kernels it launched directly), input shapes."""
+        """Operators, one row per name (and input shapes when `by_shape`), like `key_averages()`. Columns:
+        ``name``, ``calls``, ``self_cpu_us``, ``cpu_total_us``, ``self_device_us`` (kernels it launched
+        directly), ``device_total_us``, ``input_shapes``."""
         return op_table(self, by_shape, include_annotations)
 
     def kernels(self, allow_empty: bool = False) -> pd.DataFrame:
         """One row per kernel launch in start order (memsets, memcpys and torch.compile's C++ kernels on a
-        CPU included): where and when it ran, the op and call that launched it, whether a graph did.
+        CPU included). Columns: ``name``, ``kind``, ``lane``, ``stream``, ``step``, ``start_us`` (from the trace's
+        start), ``duration_us``, ``launched_by`` (the operator), ``input_shapes`` (its), ``launch_call``,
+        ``graph`` (launched by a graph replay), ``grid``, ``block``; ``rank`` first for several ranks.
 
         Raises :class:`NoKernelsError` when there are none, unless `allow_empty`.
         """
@@ -195,7 +198,8 @@ class Trace:
 
     def chain(self, op: str, max_depth: int | None = None) -> pd.DataFrame:
         """The dispatch tree under every call of operator `op`, merged across calls: one row per distinct
-        path, depth first, kernels as leaves under the op that launched them."""
+        path, depth first, kernels as leaves under the op that launched them. Columns: ``depth``, ``name``,
+        ``path``, ``kind``, ``count``, ``calls_of_root``, ``tree`` (the indented name)."""
         return chain_table(self, op, max_depth)
 
     def profiler_table(self) -> pd.DataFrame:
