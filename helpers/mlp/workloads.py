@@ -132,8 +132,8 @@ def transpose_copies(
     device=None, dtype=None, rows: int | None = None, cols: int | None = None, seed: int = 0, tiled: bool | None = None
 ) -> Built:
     """Three copies of one tensor to compare their bandwidth (notebook 01): a clone, a transposed copy, and with
-    `tiled` (GPU default) the transpose compiled into a tiled kernel. The GPU default is twice the H200's L2,
-    so every copy runs from DRAM.
+    `tiled` (GPU default) the transpose compiled into a tiled kernel. The GPU default is sized above the L2
+    cache of current data-centre GPUs, so every copy runs from DRAM.
     """
     dev = _resolve(device)
     if dev.type == "cuda" and rows is None and cols is None:

@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 
 from .common import mangled_parts, split_signature
-from .word_rules import FAMILY_RULES, T, _w
+from .word_rules import FAMILY_RULES, T, word_pattern
 
 _CHUNK = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -73,8 +73,9 @@ def function_words(text: str) -> str:
 
 # An activation kernel of a mixture of experts (TensorRT-LLM's doActivationKernel, FlashInfer's
 # moe::dev::activation): experts' activations are gated (SwiGLU and relatives), so act(gate) * up
-_ACTIVATION = _w(r"activation|do_?activation|act")
-_MOE_WORDS = _w(rf"moe{T}*|{T}*moe|experts?")
+_ACTIVATION = word_pattern(r"activation|do_?activation|act")
+_MOE = rf"moe{T}*|{T}*moe|experts?"
+_MOE_WORDS = word_pattern(_MOE)
 # Triton attention kernels keep the name of the Triton tutorial's fused attention, `_fwd_kernel`
 # (vLLM's prefix prefill, SGLang's and LightLLM's decode stages, xFormers' split-K): a name made of
 # nothing but these words is attention by that convention; any other word decides first
@@ -86,10 +87,10 @@ _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|
 _EXPERT_GEMM = re.compile(
     r"_(?:t?\d+x\d+x\d+|a_?(?:fp)?\d+_?w_?(?:fp)?\d+|afp\d+|wfp\d+|g1u1|mega|fmoe|bgmv|sgmv|d[wx]\d*|[wd]grad)(?=_)"
 )
-_ROUTER = _w(rf"{T}*router{T}*|routing|gating|moe{T}*|{T}*moe|experts?")
+_ROUTER = word_pattern(rf"{T}*router{T}*|routing|gating|{_MOE}")
 # Low-precision element and scale types as kernel names spell them (Triton writes fp8e4nv)
-_NARROW = _w(rf"fp_?8{T}*|fp_?4|e4m3|e5m2|e2m1|e4nv|mxfp_?\d|nvfp_?4|ue8m0|e8m0|float8{T}*|int_?[48]")
-_SCALE_OR_CAST = _w(r"scales?|scaling|cast|convert")
+_NARROW = word_pattern(rf"fp_?8{T}*|fp_?4|e4m3|e5m2|e2m1|e4nv|mxfp_?\d|nvfp_?4|ue8m0|e8m0|float8{T}*|int_?[48]")
+_SCALE_OR_CAST = word_pattern(r"scales?|scaling|cast|convert")
 # A function name that starts with a quantize verb (quantize_mmq_q8_1, kdequant_mm_int32) prepares or
 # finishes a matrix product's operands: the verb says the job, the GEMM word only whom it serves
 _QUANT_VERB = re.compile(r"_k?_?(?:de)?quant(?:ize|ized)?_")

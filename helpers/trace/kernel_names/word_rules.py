@@ -59,7 +59,7 @@ import re
 T = "[a-z0-9]"  # one character of a word (words are joined by "_" in the flat form)
 
 
-def _w(alternatives: str) -> re.Pattern[str]:
+def word_pattern(alternatives: str) -> re.Pattern[str]:
     """A pattern of whole words in the flat form."""
     return re.compile(rf"_(?:{alternatives})(?=_)")
 
@@ -70,14 +70,16 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "convolution",
         None,
-        _w(rf"conv|convolution|conv{T}*d|{T}*conv_?fwd|{T}*conv_?bwd|grouped_?conv{T}*|winograd{T}*|im_?2_?col"),
+        word_pattern(
+            rf"conv|convolution|conv{T}*d|{T}*conv_?fwd|{T}*conv_?bwd|grouped_?conv{T}*|winograd{T}*|im_?2_?col"
+        ),
         None,
         "convolution words (conv, conv2d, grouped_conv, winograd, im2col)",
     ),
     (
         "copy",
         None,
-        _w(
+        word_pattern(
             rf"(?:reshape|concat|cat|quant)_?and_?cache{T}*|append_?paged_?kv_?(?:mla_?)?cache{T}*"
             rf"|appendpagedkv(?:mla)?cache{T}*|(?:set|store|write|save)(?=_(?:[a-z0-9]+_)?kv_?(?:buffer|cache)_)"
             r"|(?:set|store|write|save|assign)(?=_(?:[a-z0-9]+_){0,3}(?:pool|cache)_)"
@@ -91,13 +93,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "attention",
         None,
-        _w(
+        word_pattern(
             rf"{T}*attn{T}*|{T}*attention{T}*|fmha{T}*|mha|mqa|gqa|mla|{T}*sdpa{T}*|flash_?(?:fwd|bwd|decoding|decode|prefill|mla)|alibi"
             r"|with_(?:paged_|ragged_)?kv_?cache"
             rf"|(?:prefill|decode|decoding)(?=_(?:\w+_)?(?:paged|kv|ragged|qk))|paged_?kv{T}*|merge_?states?"
             r"|flash|nsa|dsa|cascade(?=_(?:[a-z0-9]+_)?(?:prefix|suffix|decode|prefill|mqa|mha|merge)_)"
         ),
-        _w(rf"(?:attn|attention)_?(?:score_?)?softmax{T}*"),
+        word_pattern(rf"(?:attn|attention)_?(?:score_?)?softmax{T}*"),
         "attention words (attn, attention, fmha, mha, mla, sdpa, flash_fwd, flash_decode, alibi position biases, "
         "prefill/decode with a paged KV cache, FlashInfer's ...WithKVCache, FlashAttention's flash:: namespace, "
         "native/DeepSeek sparse attention nsa/dsa, cascade attention over a shared prefix)",
@@ -105,7 +107,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "other",
         "state_space",
-        _w(
+        word_pattern(
             rf"mamba{T}*|ssm|ssd|selective_?(?:scan|state){T}*|chunk_?(?:scan|state){T}*|state_?passing"
             rf"|delta_?rule|gated_?delta{T}*|gdn|delta_?net|solve_?tril|recompute_?w_?u|wy_?fast|kkt"
         ),
@@ -116,7 +118,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "moe-routing",
         None,
-        _w(
+        word_pattern(
             rf"compute_?strides{T}*|seg_?indptr|ids_?helper|expert_?ids|src_?2_?dst|dst_?2_?src|row_?id_?map|aux_?loss|load_?balanc{T}*"
             r"|finalize(?=_(?:[a-z0-9]+_){0,2}(?:scatter|matmul|gemm|moe|routing)_)"
             r"|(?:ep|deep_?ep|deepep|moe|experts?)(?=_(?:(?!all_)[a-z0-9]+_)?(?:scatter|gather)_)"
@@ -129,7 +131,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "copy",
         None,
-        _w(
+        word_pattern(
             r"(?:interleave|swizzle|shuffle|preshuffle|rearrange|reorder|pack)(?=_(?:[a-z0-9]+_)*?for_)"
             r"|sort(?=_(?:[a-z0-9]+_){0,2}by_(?:map|index|indices|idx)_)"
         ),
@@ -140,7 +142,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "gemm",
         None,
-        _w(
+        word_pattern(
             rf"(?!fbgemm)(?<!deep_){T}*gemm(?!a){T}*|gemv{T}*|mat_?vec{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
             rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
             r"|mul_?mat(?:_?vec)?|mmv?q|mmv?f|lora(?=_(?:[a-z0-9]+_)?(?:shrink|expand)_)|(?:shrink|expand)(?=_(?:[a-z0-9]+_)?lora_)"
@@ -154,14 +156,14 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "gemm",
         None,
-        _w(rf"block_?scaled|blockscaled{T}*"),
-        _w(rf"{T}*quant{T}*"),
+        word_pattern(rf"block_?scaled|blockscaled{T}*"),
+        word_pattern(rf"{T}*quant{T}*"),
         "block-scaled (a low-precision tensor-core product), unless the name says it only quantizes",
     ),
     (
         "moe-routing",
         None,
-        _w(
+        word_pattern(
             rf"(?:get_)?dispatch_?layout|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:permute|unpermute|reorder)_)"
             r"|grouped_?topk|group_(?:\w+_)?topk|topk_?with_?score\w*?|score_?function"
         ),
@@ -172,7 +174,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "communication",
         None,
-        _w(
+        word_pattern(
             r"all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|all_?to_?all|alltoall"
             rf"|all_?2_?all|send_?recv|sendrecv|nccl{T}*|rccl{T}*|nvshmem{T}*|multimem{T}*|deep_?ep|pplx{T}*"
             r"|symmetric_?memory|symm_?mem|lamport[a-z0-9]*|ar_?fusion|allreduce_?fusion|cross_?device_?reduce"
@@ -183,18 +185,18 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "collectives (all_reduce, all_gather, reduce_scatter, all_to_all / a2a, send/recv, NVSHMEM, Lamport-flag "
         "all-reduce buffers, a comm namespace, cross-GPU barriers, IPC) and MoE expert-parallel dispatch/combine",
     ),
-    ("reduction", "l2_norm", _w(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
+    ("reduction", "l2_norm", word_pattern(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
     (
         "normalization",
         None,
-        _w(rf"{T}*norm(?!al(?!i))[a-z0-9]*|rms|dyt|dynamic_?tanh"),
-        _w(rf"renorm{T}*"),
+        word_pattern(rf"{T}*norm(?!al(?!i))[a-z0-9]*|rms|dyt|dynamic_?tanh"),
+        word_pattern(rf"renorm{T}*"),
         "normalization words (norm, rms_norm, layernorm, groupnorm, batchnorm, DyT the norm replacement); not a renorm of probabilities",
     ),
     (
         "fused",
         None,
-        _w(
+        word_pattern(
             r"(?:silu|gelu|relu|act|swiglu|geglu|gelu_?tanh|fatrelu|swigluoai)_(?:and_)?mul|swiglu\w*?|geglu|reglu"
             r"|glu|glu_?adaptor|unary_?gated|gated_?(?:op|act|activation|unary|silu|gelu|mlp)"
         ),
@@ -204,7 +206,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "quantize",
         None,
-        _w(
+        word_pattern(
             rf"{T}*quant{T}*|{T}*dequant{T}*|(?:cast|convert|to)_(?:to_)?(?:fp_?8|fp_?4|int_?8|int_?4|mxfp_?\d|nvfp_?4)"
             r"|(?:into|to)_u?e8m0|(?:fp|f)_?[468]_to_(?:bf_?16|fp_?16|f16|fp_?32|f32|half|float)"
             rf"|(?:mean|amax|absmax)_?scale{T}*|scale_?from_?amax|reconstruct(?=_(?:[a-z0-9]+_)*?\d+_?bit_)"
@@ -215,7 +217,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "moe-routing",
         None,
-        _w(
+        word_pattern(
             rf"moe{T}*|{T}*moe|experts?|gating|router|routing|top_?k_?gating|topkgating{T}*|unpermute|"
             rf"expand_?input_?rows|finalize_?moe\w*?|finalize{T}*"
         ),
@@ -225,64 +227,72 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "softmax",
         "softmax",
-        _w(rf"{T}*softmax{T}*|soft_max|sparsemax|entmax{T}*"),
+        word_pattern(rf"{T}*softmax{T}*|soft_max|sparsemax|entmax{T}*"),
         None,
         "softmax and its sparse relatives (sparsemax, entmax)",
     ),
     (
         "embedding",
         None,
-        _w(rf"{T}*embedding{T}*|embed|embeddings|tbe|embedding_?bag"),
-        _w(r"rotary|rope|mrope|pos|position|positional"),
+        word_pattern(rf"{T}*embedding{T}*|embed|embeddings|tbe|embedding_?bag"),
+        word_pattern(r"rotary|rope|mrope|pos|position|positional"),
         "embedding-table lookups (embedding, embedding_bag, TBE); rotary 'embeddings' are elementwise",
     ),
     (
         "other",
         "beam_search",
-        _w(rf"beam_?search{T}*|beam_?stage{T}*|beam|gather_?tree|unfinished{T}*"),
+        word_pattern(rf"beam_?search{T}*|beam_?stage{T}*|beam|gather_?tree|unfinished{T}*"),
         None,
         "beam-search bookkeeping (beam stages, the final gather of paths, unfinished beams)",
     ),
     (
         "other",
         "sampling",
-        _w(rf"{T}*sampling{T}*|sampler|top_?p|min_?p|renorm_?probs?{T}*|{T}*penalt{T}*"),
+        word_pattern(rf"{T}*sampling{T}*|sampler|top_?p|min_?p|renorm_?probs?{T}*|{T}*penalt{T}*"),
         None,
         "sampling from a distribution (and the logit penalties before it)",
     ),
     (
         "sort",
         None,
-        _w(rf"{T}*sort{T}*|radix{T}*|top_?k|topk{T}*|histogram{T}*|bucketize|searchsorted|kth_?value|unique"),
+        word_pattern(rf"{T}*sort{T}*|radix{T}*|top_?k|topk{T}*|histogram{T}*|bucketize|searchsorted|kth_?value|unique"),
         None,
         "sorting and selection (sort, radix, topk, argsort, histogram, unique)",
     ),
     (
         "copy",
         None,
-        _w(rf"{T}*swizzle{T}*|interleave{T}*|deinterleave|shuffle{T}*"),
+        word_pattern(rf"{T}*swizzle{T}*|interleave{T}*|deinterleave|shuffle{T}*"),
         None,
         "a re-layout (swizzle, interleave, shuffle) of data or block scales",
     ),
     (
         "elementwise",
         "optimizer",
-        _w(rf"adam{T}*|{T}*adam|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd|optimizer{T}*|optim"),
+        word_pattern(
+            rf"adam{T}*|{T}*adam|adamw|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd|optimizer{T}*|optim"
+        ),
         None,
         "an optimizer step (adam, sgd, lamb ...): elementwise over the parameters",
     ),
     (
         "other",
         "state_space",
-        _w(r"chunk(?=_(?:[a-z0-9]+_){0,3}(?:fwd|bwd)_)"),
+        word_pattern(r"chunk(?=_(?:[a-z0-9]+_){0,3}(?:fwd|bwd)_)"),
         None,
         "a stage of a chunked linear-attention or state-space layer (chunk_..._fwd)",
     ),
-    ("elementwise", None, _w(rf"sub_?mean|submean{T}*"), None, "subtracting a mean (centering), not computing it"),
+    (
+        "elementwise",
+        None,
+        word_pattern(rf"sub_?mean|submean{T}*"),
+        None,
+        "subtracting a mean (centering), not computing it",
+    ),
     (
         "reduction",
         None,
-        _w(
+        word_pattern(
             rf"{T}*reduce{T}*|reduction|sum|mean|amax|amin|argmax|argmin|cross_?entropy|loss|scan|cumsum|prefix_?sum"
             rf"|kl_?div{T}*|kldiv{T}*|lse|logsumexp|jsd|tv_?distance|{T}*divergence|nll"
         ),
@@ -292,7 +302,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "elementwise",
         None,
-        _w(
+        word_pattern(
             rf"{T}*elementwise{T}*|pointwise|rotary|rope|mrope|add|mul|div|sub|fill|zero|zeros|relu|gelu|silu|sigmoid"
             r"|tanh|swish|mish|dropout|clamp|where|scale|scaled|cast|convert|abs|neg|sqrt|rsqrt|pow|exp|bias_?add"
             rf"|init|initiali[sz]e{T}*"
@@ -303,7 +313,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "copy",
         None,
-        _w(
+        word_pattern(
             rf"copy|memcpy|cpy|get_?rows|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
             r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
         ),
