@@ -105,18 +105,19 @@ def work_items(trace: Trace) -> pd.DataFrame:
         "name", "family", "source", "unit", "step", "start_us", "duration_us", "op", "annotation", "launch_call",
         "launch_us", "lane", "launch_row", "graph"
     ]  # fmt: skip
+    if "rank" in ev.columns:  # a run of several ranks (helpers.load_traces)
+        table.insert(0, "rank", ev["rank"].to_numpy()[rows])
+        cols = ["rank", *cols]
     return table[cols].sort_values("start_us", kind="stable").reset_index(drop=True)
 
 
 def kernel_breakdown(trace: Trace) -> pd.DataFrame:
     """Device time by kernel family and library (HTA's kernel breakdown), per rank on a run of several,
-    with the name that took most time; all device work, not only inside steps."""
+    with the name that took most time; all device work, not only inside steps (empty on a CPU-only trace)."""
     check_trace(trace)
     items = work_items(trace)
-    keys = ["family", "source"]
-    if "rank" in trace.events.columns:
-        items = items.assign(rank=trace.events["rank"].to_numpy()[np.flatnonzero(device_work_mask(trace.events))])
-        keys = ["rank", *keys]
+    items = items[items["unit"] == "device kernel"]  # a CPU-only trace has no device time: an empty table
+    keys = ["rank", "family", "source"] if "rank" in items.columns else ["family", "source"]
     if items.empty:
         return pd.DataFrame(columns=[*keys, "kernels", "device_us", "pct", "mean_us", "example"])
     top = items.groupby([*keys, "name"], sort=False)["duration_us"].sum().reset_index()

@@ -272,6 +272,11 @@ def test_kernel_breakdown_by_family_and_library():
     run = helpers.trace.load_traces([data_file(RANK0), data_file(RANK1)])
     per_rank = helpers.trace.kernel_breakdown(run)
     assert per_rank.groupby("rank")["pct"].sum().round(6).tolist() == [100.0, 100.0]
+    for rank in (0, 1):  # each rank's own kernels, whatever order the run's events are in
+        own = helpers.trace.kernel_breakdown(helpers.load_trace(data_file((RANK0, RANK1)[rank])))
+        assert per_rank[per_rank["rank"] == rank]["device_us"].sum() == pytest.approx(own["device_us"].sum())
+    cpu_only = helpers.load_trace(data_file("hta__cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"))
+    assert helpers.trace.kernel_breakdown(cpu_only).empty  # host operators are no device time
 
 
 def test_a_run_folder_loads_with_its_summary_and_records_beside_the_ranks():
