@@ -222,12 +222,14 @@ class Exercises:
                 why = f" ({reason})" if reason else ""
                 hint = f" Hint: {ex.hint}" if ex.hint else ""
                 target = SOURCES[ex.source][1]
-                fb = Feedback(
-                    ex.title,
-                    WRONG,
-                    f"you said {_show(answer)}{why}; that does not match {target}{within}. Think again, "
-                    f"then re-run this cell.{hint}",
-                )
+                if reason.startswith("expected"):  # the wrong kind of value: say so, not that the idea is wrong
+                    message = f"you said {_show(answer)}: {reason}. Write the answer as that kind of value.{hint}"
+                else:
+                    message = (
+                        f"you said {_show(answer)}{why}; that does not match {target}{within}. Think again, "
+                        f"then re-run this cell.{hint}"
+                    )
+                fb = Feedback(ex.title, WRONG, message)
         self.results[key] = Feedback(fb.name, fb.status, fb.message, answer, expected)
         return self.results[key]
 

@@ -234,11 +234,13 @@ def test_on_a_gpu_the_first_fix_skips_the_launch_bound_finding_above_the_planted
         nb10.first_fix(launch_bound_first.iloc[:1])
 
 
-def test_a_prediction_the_measurement_sided_with_is_accepted_when_the_taught_one_missed():
+def test_a_prediction_that_held_against_the_measurement_is_never_wrong():
     """Taught 700 us against a measured ~500 (missed by more than 25 %); a scaled 520 held: a tie, not wrong."""
     after = [1950.0, 1940.0, 2010.0, 1900.0, 1990.0]  # round by round: 450, 510, 490, 520, 490 us saved
     fb = nb10.check_saving("first_saving", 520.0, BEFORE, after, FINDINGS, ratio=RATIO)
-    assert fb.status == "too close to call" and "sided with yours" in fb.message
+    assert fb.status == "too close to call" and "within 25 %" in fb.message
+    # the taught figure held too: an answer 20 % under the measurement is still inside the noise, not wrong
+    assert nb10.check_saving("first_saving", 0.8 * 650.0, BEFORE, AFTER, FINDINGS).status == "too close to call"
     assert nb10.check_saving("first_saving", 700.0, BEFORE, after, FINDINGS).status == "right"
     assert nb10.check_saving("first_saving", 200.0, BEFORE, after, FINDINGS).status == "wrong"
 
