@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ..dtypes import from_cpp
-from .common import join, split_signature
+from .common import join, readable, split_signature
 
 _ATEN_TEMPLATES = (
     "vectorized_elementwise_kernel",
@@ -106,8 +106,13 @@ def _aten_op(text: str) -> str | None:
         return m.group(1)
     if m := re.search(r"\b([A-Z][A-Za-z]*?)Ops<", text):
         return _snake(m.group(1))
-    for m in re.finditer(r"\b([A-Za-z][A-Za-z0-9_]*?)(?:CUDAKernelImpl|_kernel_cuda|_kernel_impl|_kernel)\(", text):
-        word = m.group(1)
+    # a demangled lambda's enclosing function is followed by its arguments; a mangled one read as words by a comma
+    implementing = (
+        r"\b([A-Za-z][A-Za-z0-9_]*?)(?:CUDAKernelImpl|_kernel_cuda|_kernel_impl|_kernel)\("
+        r"|\b([A-Za-z][A-Za-z0-9_]*?)_kernel_cuda(?=[,>])"
+    )
+    for m in re.finditer(implementing, text):
+        word = m.group(1) or m.group(2)
         if word.startswith(_INFRA_PREFIXES) or word in ("gpu", "kernel"):
             continue
         word = _snake(word)
@@ -137,6 +142,8 @@ def _cpp_dtype(text: str) -> str | None:
 
 
 def parse_aten(text: str) -> dict[str, Any] | None:
+    if text.startswith("_ZN2at"):
+        text = readable(text)  # ATen's mangled symbols (Proton, NVBit) in the words the readers below know
     qual, args = split_signature(text)
     base = qual.rsplit("::", 1)[-1]
     qualified = qual.startswith(("at::native::", "at::cuda::"))

@@ -79,14 +79,21 @@ _MOE_WORDS = word_pattern(_MOE)
 # Triton attention kernels keep the name of the Triton tutorial's fused attention, `_fwd_kernel`
 # (vLLM's prefix prefill, SGLang's and LightLLM's decode stages, xFormers' split-K): a name made of
 # nothing but these words is attention by that convention; any other word decides first
-CONVENTION_ATTENTION = re.compile(r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+))*", re.IGNORECASE)
+# (and the backward's preprocess, dO . O per row, in the tutorial's and AOTriton's names)
+CONVENTION_ATTENTION = re.compile(
+    r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+))*|_?(?:attn_)?bwd_preprocess(?:_varlen)?",
+    re.IGNORECASE,
+)
 _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd)(?=_)")
 # An expert GEMM's name carries a tile (t32x32x256), a weight/activation precision (a8w4, afp4_wfp4,
-# g1u1), a whole-layer fusion (mega_moe, fmoe, bgmv) or a backward product (dW1, dX, wgrad): aiter's,
-# DeepGEMM's, vLLM's and Liger's MoE kernels
+# g1u1), a GGUF weight type (q4_K, q8_0: llama.cpp's MoE matmuls), a whole-layer fusion (mega_moe,
+# fmoe, bgmv) or a backward product (dW1, dX, wgrad): aiter's, DeepGEMM's, vLLM's and Liger's MoE kernels
 _EXPERT_GEMM = re.compile(
-    r"_(?:t?\d+x\d+x\d+|a_?(?:fp)?\d+_?w_?(?:fp)?\d+|afp\d+|wfp\d+|g1u1|mega|fmoe|bgmv|sgmv|d[wx]\d*|[wd]grad)(?=_)"
+    r"_(?:t?\d+x\d+x\d+|a_?(?:fp)?\d+_?w_?(?:fp)?\d+|afp\d+|wfp\d+|g1u1|q_?\d_(?:k|[01])|mega|fmoe|bgmv|sgmv|d[wx]\d*"
+    r"|[wd]grad)(?=_)"
 )
+# CUTLASS and CuTe (DSL) kernels are mostly matrix products: the library's name alone, when no other word speaks
+_CUTLASS = word_pattern(r"cutlass|cute(?:_?dsl)?")
 _ROUTER = word_pattern(rf"{T}*router{T}*|routing|gating|{_MOE}")
 # Low-precision element and scale types as kernel names spell them (Triton writes fp8e4nv)
 _NARROW = word_pattern(rf"fp_?8{T}*|fp_?4|e4m3|e5m2|e2m1|e4nv|mxfp_?\d|nvfp_?4|ue8m0|e8m0|float8{T}*|int_?[48]")
@@ -133,6 +140,8 @@ def _weigh(
         _NARROW.search(fn) or (family == "elementwise" and _SCALE_OR_CAST.search(fn) and _NARROW.search(rest))
     ):
         return "quantize", None, "a conversion to or from a low-precision type (FP8, FP4, MX, int8/int4)"
+    if family is None and _CUTLASS.search(own):
+        return "gemm", None, "a CUTLASS / CuTe kernel with no other word (the library's kernels are mostly GEMMs)"
     return None if family is None else (family, op, what)
 
 

@@ -116,6 +116,20 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "neither attention nor a plain scan",
     ),
     (
+        "other",
+        "hadamard_transform",
+        word_pattern(r"hadamard_?transform"),
+        None,
+        "a Hadamard transform (rotating activations or weights before a low-bit quantization)",
+    ),
+    (
+        "reduction",
+        None,
+        word_pattern(r"nvfuser(?=_(?:(?:inner|outer)_)*persistent_)"),
+        None,
+        "an nvFuser persistent kernel (its scheduler's name: a normalization or softmax whose reduction stays on chip)",
+    ),
+    (
         "moe-routing",
         None,
         word_pattern(
@@ -144,7 +158,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         word_pattern(
             rf"(?!fbgemm)(?<!deep_){T}*gemm(?!a){T}*|gemv{T}*|mat_?vec{T}*|{T}*matmul{T}*|bmm|mm|scaled_?mm|grouped_?mm|{T}*wgmma{T}*|hgmma"
-            rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?split_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
+            rf"|umma|mma|tcgen_?0?5|mfma|fused_?moe{T}*|wv_?spli?t_?k{T}*|bstensorop|w_?[48]_?a_?(?:8|16)|marlin{T}*"
             r"|mul_?mat(?:_?vec)?|mmv?q|mmv?f|lora(?=_(?:[a-z0-9]+_)?(?:shrink|expand)_)|(?:shrink|expand)(?=_(?:[a-z0-9]+_)?lora_)"
             rf"|machete{T}*|bgmv|sgmv|gptq|awq|(?:bf16|f16|fp16|f8|fp8|i4|i8|f32){{2,3}}"
         ),
