@@ -25,6 +25,17 @@ CONFIDENCE = ("high", "medium", "low")
 PATH_EVENT_LIMIT = 300_000
 
 
+def typical_by_key(keys: list, values: np.ndarray) -> np.ndarray:
+    """Each value replaced by the median of the values that share its key. The same chain of operators recurs in
+    every step; one occurrence slowed by the machine (a page fault, another process) must not stand for all."""
+    values = np.asarray(values, dtype=float)
+    if not len(values):
+        return values
+    codes = pd.factorize(pd.Series(keys, dtype=object))[0]
+    med = pd.Series(values).groupby(codes).transform("median")
+    return med.to_numpy(dtype=float)
+
+
 class Findings(pd.DataFrame):
     """Ranked findings, one row each, largest possible saving first; a memory finding saves bytes, not time, so it
     ranks after every finding that saves time."""

@@ -9,7 +9,7 @@ import pandas as pd
 
 from helpers.trace.aten_ops import aten_family
 
-from .findings import Context
+from .findings import Context, typical_by_key
 
 OPTIMIZER_STEP = ("Optimizer.step#", "Optimizer.zero_grad#")
 MIN_CHAIN = 3
@@ -100,7 +100,7 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
         return []
     dur = ev["dur"].to_numpy()
     ts = ev["ts"].to_numpy() - ctx.t0
-    saving, moved, t, inside = 0.0, 0, 0.0, 0.0
+    savings, times, betweens = [], [], []
     for chain in chains:
         under = np.flatnonzero(np.isin(root, chain))  # the operators and everything they called
         # the Python between the chain's operators goes with them
@@ -108,10 +108,15 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
         # a fused operator still reads the chain's inputs and writes its output: it costs about one typical
         # member (the median: one member slowed by the machine must not shrink the bound)
         keep = np.median(dur[chain]) / max(dur[chain].sum(), 1e-9)
-        saving += (ctx.path_time(under, ("cpu",)) + between) * (1 - keep)
-        t += float(dur[chain].sum()) / ctx.per_step + between
-        inside += between
-        moved += len(chain)
+        savings.append((ctx.path_time(under, ("cpu",)) + between) * (1 - keep))
+        times.append(float(dur[chain].sum()) / ctx.per_step + between)
+        betweens.append(between)
+    # each step runs the same chains: count each at its typical cost over the steps
+    keys = [tuple(names[chain]) for chain in chains]
+    saving = float(typical_by_key(keys, np.asarray(savings)).sum())
+    t = float(typical_by_key(keys, np.asarray(times)).sum())
+    inside = float(typical_by_key(keys, np.asarray(betweens)).sum())
+    moved = sum(len(chain) for chain in chains)
     # the step's host time outside every operator (Python, freeing tensors and autograd nodes) grows with the
     # number of operators: the chains' operators take their share of it with them
     ops = (ev["cat"] == "cpu_op").to_numpy() & ctx.in_steps

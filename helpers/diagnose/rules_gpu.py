@@ -13,7 +13,7 @@ from helpers.trace.aten_ops import aten_family
 from helpers.trace.dtypes import lookup
 from helpers.trace.flops import parse_shapes
 
-from .findings import Context
+from .findings import Context, typical_by_key
 
 # fp32 GEMMs that do not use tensor cores, by name (decode_kernel gives the dtype of most others)
 FP32_GEMM = re.compile(r"sgemm|gemm_f32f32|gemmSN_\w+<float|gemmk1_kernel<float|gemv2?T_kernel_val<int, int, float")
@@ -162,8 +162,9 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
     launch calls and the Python between them are on the critical path; when it does not, they are off it."""
     ev = ctx.ev
     launch = ev["launch"].to_numpy()
+    names = ev["name"].to_numpy(dtype=object)
     ts, end = ev["ts"].to_numpy() - ctx.t0, (ev["ts"] + ev["dur"]).to_numpy() - ctx.t0
-    total = 0.0
+    keys, savings = [], []
     for c in chains:
         ops = k["op_row"].to_numpy()[c]
         if (ops < 0).any() or len(np.unique(ops)) < 2:
@@ -172,8 +173,10 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
         calls = launch[k["row"].to_numpy()[c][ops != ops[0]]]
         host = np.union1d(np.flatnonzero(ctx.under(rest)), calls[calls >= 0])  # the operators and all they ran
         between = ctx.path_time_in(end[ops[:1]], ts[ops[-1:]], ("cpu gap",))
-        total += ctx.path_time(host, ("cpu", "launch delay")) + between
-    return total
+        keys.append(tuple(names[ops]))
+        savings.append(ctx.path_time(host, ("cpu", "launch delay")) + between)
+    # each step launches the same chains: count each at its typical host cost over the steps
+    return float(typical_by_key(keys, np.asarray(savings)).sum())
 
 
 def manual_attention(ctx: Context) -> list[dict]:

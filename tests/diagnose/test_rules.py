@@ -112,6 +112,26 @@ def test_unfused_elementwise_on_a_launch_bound_step_saves_the_dispatches(tmp_pat
     assert f["saving_upper_bound_us"] == pytest.approx(3 * 8 + 3 * 2)
 
 
+def test_unfused_elementwise_host_side_counts_a_chain_at_its_typical_cost(tmp_path):
+    """The same launch-bound chain in three steps, one of its operators stalled by the machine in the second:
+    the saving is the typical step's, not a third of the stall."""
+    k = Kineto()
+    shape = {"Input Dims": [[64], [64]], "Input type": ["float", "float"]}
+    for n in range(3):
+        t, stall = 2000.0 * n, 1000.0 if n == 1 else 0.0
+        k.step(n + 1, t, 50 + stall)
+        at = t
+        for i, fn in enumerate(["AddFunctor", "MulFunctor", "AddFunctor", "MulFunctor"]):
+            dur = 8 + (stall if i == 2 else 0)
+            k.cpu(f"aten::op{i}", at, dur, **shape)
+            k.launch(ELEMENTWISE.format(fn), at + 1, 5, at + 7, 2)
+            at += dur + 2
+        k.cpu("aten::mm", at, 8)
+        k.launch("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", at + 1, 5, at + 7, 2)
+    [f] = rules_gpu.unfused_elementwise(_ctx(k, tmp_path))
+    assert f["saving_upper_bound_us"] == pytest.approx(3 * 8 + 3 * 2, rel=0.1)
+
+
 def test_unfused_optimizer(tmp_path):
     k = Kineto()
     k.step(1, 0, 1000)

@@ -9,6 +9,7 @@ import helpers
 from helpers.diagnose import diagnose, rules_cpu
 from helpers.diagnose.findings import Context
 from helpers.lessons.planted import build_loop
+from tests.diagnose.synthetic import Kineto
 from tests.support import data_file
 
 
@@ -56,3 +57,28 @@ def test_a_chain_shorter_than_three_is_not_a_chain():
 
     found = diagnose(helpers.profile(two_ops, steps=2, warmup=1, label="short"))
     assert "host_pointwise_chains" not in set(found["rule"])
+
+
+def _cpu_steps(k: Kineto, stall_us: float) -> None:
+    """Three CPU-only steps, each a 1 ms matrix product and a 3-operator elementwise chain of 10 us operators;
+    in the second step one chain operator is stalled by `stall_us` (the machine, not the code)."""
+    for n in range(3):
+        t = 5000.0 * n
+        k.step(n + 1, t, 1070 + (stall_us if n == 1 else 0))
+        k.cpu("aten::mm", t + 10, 1000)
+        at = t + 1020
+        for i, name in enumerate(("aten::mul", "aten::add", "aten::tanh")):
+            dur = 10 + (stall_us if n == 1 and i == 1 else 0)
+            k.cpu(name, at, dur)
+            at += dur + 5
+
+
+def test_one_stalled_operator_does_not_make_a_small_chain_a_finding(tmp_path):
+    calm, stalled = Kineto(), Kineto()
+    _cpu_steps(calm, 0.0)
+    _cpu_steps(stalled, 3000.0)
+    for k in (calm, stalled):
+        found = diagnose(k.load(tmp_path))
+        chains = found[found["rule"] == "host_pointwise_chains"]
+        # the chain costs about 4 % of the step in every step; one stall must not make it look like a third
+        assert len(chains) == 1 and chains["saving_upper_bound_us"].iloc[0] < 0.1 * found.attrs["step_us"]
