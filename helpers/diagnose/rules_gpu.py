@@ -12,6 +12,7 @@ import pandas as pd
 from helpers.trace.aten_ops import aten_family
 from helpers.trace.dtypes import lookup
 from helpers.trace.flops import parse_shapes
+from helpers.trace.kernel_names import decode_kernels
 
 from .findings import Context, typical_by_key
 
@@ -135,7 +136,11 @@ def unfused_elementwise(ctx: Context) -> list[dict]:
                 moved += 2 * float(np.prod([int(d) for d in first])) * _itemsize(str(types[op_row]))
     t = float(dur[rows].sum()) / ctx.per_step
     longest = max(chains, key=len)
-    ops = " -> ".join(str(o).removeprefix("aten::") for o in k["op"].to_numpy()[longest][:6])
+    # a replayed graph's kernels have no operator: the kernel's short name stands in
+    shown = k.iloc[longest[:6]]
+    dec = decode_kernels(list(shown["name"]))
+    short = dict(zip(dec["name"], dec["short_name"]))
+    ops = " -> ".join(str(o).removeprefix("aten::") if o else str(short[n]) for o, n in zip(shown["op"], shown["name"]))
     ops += " -> ..." if len(longest) > 6 else ""
     detail = f"{len(chains)} chains, the longest {len(longest)} kernels ({ops})"
     if moved:

@@ -132,6 +132,16 @@ def test_unfused_elementwise_host_side_counts_a_chain_at_its_typical_cost(tmp_pa
     assert f["saving_upper_bound_us"] == pytest.approx(3 * 8 + 3 * 2, rel=0.1)
 
 
+def test_unfused_elementwise_names_the_kernels_of_a_chain_no_operator_launched(tmp_path):
+    """Kernels replayed from a graph have no operator: the evidence names the kernels, not empty strings."""
+    k = Kineto()
+    k.step(1, 0, 210)
+    for i, fn in enumerate(["AddFunctor", "MulFunctor", "AddFunctor"]):
+        k.launch(ELEMENTWISE.format(fn), 10 * i + 1, 5, 50 + 40 * i, 40)
+    [f] = rules_gpu.unfused_elementwise(_ctx(k, tmp_path))
+    assert "(vectorized_elementwise_kernel<add> -> vectorized_elementwise_kernel<mul> -> " in f["evidence"]
+
+
 def test_unfused_optimizer(tmp_path):
     k = Kineto()
     k.step(1, 0, 1000)
