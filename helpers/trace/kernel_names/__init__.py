@@ -14,7 +14,7 @@ The rule: never show a guess as fact.
   other = a known job that is none of these, named in `op`; unknown), `source` (the library:
   cublas-nvjet / cutlass / cublas-ampere (and cublas-volta ...) / cublas-xmma / cublas / cudnn /
   nccl / flash-attn / pytorch-flash / pytorch-mem-efficient / xformers-cutlass / triton-inductor /
-  cpp-inductor / aten / tensile / composable-kernel / aiter / miopen / fbgemm / cub / liger /
+  cpp-inductor / aten / tensile / composable-kernel / aiter / miopen / fbgemm / cub / rocprim / liger /
   a registered project's own name (see `register_kernel_names`) / cuda (memsets and memcpys) / unknown ...),
   `summary` (one sentence), `explain` (what the letters and numbers mean, or None when there is
   nothing to explain), `inferred` (the keys whose reading is an inference, see below) and
@@ -36,7 +36,7 @@ The rule: never show a guess as fact.
   other key at all. A name longer than `MAX_NAME_CHARS` is not read ("too long to decode").
 * Modules, one per group of libraries: `nvidia_gemm` (cuBLAS nvjet, CUTLASS), `cublas` (cuBLAS's
   other kernels), `cudnn`, `communication` (NCCL, RCCL, MSCCL), `attention`, `rocm`, `inductor`,
-  `aten`, `xla` (XLA fusions and HLO names), `extensions` (FBGEMM, CUB, Apex, Transformer Engine), `libraries` (memcpy/memset, Liger,
+  `aten`, `xla` (XLA fusions and HLO names), `extensions` (FBGEMM, CUB, rocPRIM, Apex, Transformer Engine), `libraries` (memcpy/memset, Liger,
   names a project registers for its own kernels), `tokens`, `word_rules` and `inference` (the
   reading from words: the function's own name first, then its namespaces, then its template
   arguments; an Itanium-mangled symbol by the identifiers of its nested name), `dtypes`
@@ -255,7 +255,8 @@ def decode_kernel(name: str) -> dict[str, Any]:
 @lru_cache(maxsize=_CACHE_NAMES)
 def _decode_cached(text: str) -> MappingProxyType:
     """The decoding of one stripped name, read-only (lists stored as tuples) so no caller can change the cache."""
-    read = text[:READ_CHARS]
+    # rocprof prints a kernel by its code-object symbol, the kernel descriptor `<name>.kd`: the name is before it
+    read = text[:READ_CHARS].removesuffix(".kd")
     fields = next((f for parser in _PARSERS if (f := parser(read)) is not None), None)
     fields = _unknown() if fields is None else enrich(read, fill_family(read, fields))
     if len(text) > READ_CHARS:

@@ -64,6 +64,7 @@ NAMED_KERNELS = (
     (r"conv_depthwise|depthwise_conv|slow_conv|im2col|col2im|vol2col|col2vol", "convolution", "convolution"),
     (r"upsample|interpolat|grid_sampler", "other", "upsample"),
     (r"CatArrayBatchedCopy", "copy", "cat"),
+    (r"(?:^|_)copy(?:_|$)", "copy", "copy"),  # split_with_sizes_copy_out, index_copy: named for the copy
     (r"^compute_cuda_kernel$", "copy", "repeat_interleave"),  # Repeat.cu
     (r"kernelPointwiseApply|pointwiseApply", "elementwise", None),
 )
@@ -116,7 +117,10 @@ def _aten_op(text: str) -> str | None:
         if word.startswith(_INFRA_PREFIXES) or word in ("gpu", "kernel"):
             continue
         word = _snake(word)
-        return "copy" if word == "direct_copy" else word
+        return "copy" if word.endswith("copy") else word
+    # a name cut by a profiler's table keeps the start of its functor: `..._copy_ker`
+    if re.search(r"_copy_ker(?:n(?:e(?:l)?)?)?$", text):
+        return "copy"
     return None
 
 
@@ -178,7 +182,8 @@ def parse_aten(text: str) -> dict[str, Any] | None:
         if family == "normalization":
             op = "batch_norm" if "batch_norm" in text else op
     elif base == "index_elementwise_kernel":
-        family = "elementwise"
+        # gpu_index_kernel behind tensor[idx]: a gather (copy); index_put and friends write with arithmetic
+        family = "elementwise" if op and re.search(r"put|add|fill", op) else "copy"
         op = op or "index"
     elif base == "reduce_kernel":
         family = "reduction"

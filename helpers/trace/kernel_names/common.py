@@ -98,7 +98,8 @@ def split_signature(text: str) -> tuple[str, list[str] | None]:
 
 @lru_cache(maxsize=16)
 def _split_signature(text: str) -> tuple[str, tuple[str, ...] | None]:
-    body = text.removeprefix("void ").replace("(anonymous namespace)", "{anon}")
+    # nsys writes an anonymous namespace `<unnamed>`: a namespace, not a template argument list
+    body = text.removeprefix("void ").replace("(anonymous namespace)", "{anon}").replace("<unnamed>", "{anon}")
     cut = len(body)
     for ch in "<(":
         pos = body.find(ch)
@@ -147,6 +148,9 @@ def mangled_words(text: str, limit: int = 64) -> list[str] | None:
     """
     if not text.startswith("_Z"):
         return None
+    # a profiler's table cuts long symbols ("..._22FmhaBwdOGradDotOKer..."): the cut identifier is still a word
+    cut = text.endswith(("...", "\u2026"))
+    text = text.rstrip(".\u2026") if cut else text
     words: list[str] = []
     pos, n = 2, len(text)
     while pos < n and len(words) < limit:
@@ -163,6 +167,9 @@ def mangled_words(text: str, limit: int = 64) -> list[str] | None:
         if length and len(word) == length and re.fullmatch(r"[A-Za-z_]\w*", word):
             words.append(word)
             pos = start + length
+        elif cut and length and start + len(word) == n and len(word) >= 3 and re.fullmatch(r"[A-Za-z_]\w*", word):
+            words.append(word)
+            break
         else:
             pos = m.end()
     return words or None

@@ -74,6 +74,16 @@ _CUB = (
     (r"Histogram", "sort", "histogram", "device-wide histogram"),
     (r"Transform|For|Fill", "elementwise", "transform", "device-wide transform"),
 )
+# rocPRIM (ROCm's CUB, behind hipCUB) names its kernels in snake case inside a versioned inline
+# namespace (rocprim::ROCPRIM_400000_NS::detail::partition_kernel): the same algorithms
+_ROCPRIM = (
+    (r"sort", "sort", "sort", "device-wide sort"),
+    (r"scan", "reduction", "scan", "device-wide prefix sum (scan)"),
+    (r"reduce", "reduction", "reduce", "device-wide reduction"),
+    (r"select|partition|unique|run_length", "sort", "select", "device-wide selection / compaction"),
+    (r"histogram", "sort", "histogram", "device-wide histogram"),
+    (r"transform|for_each|fill", "elementwise", "transform", "device-wide transform"),
+)
 # Thrust's CUDA backend names its kernel `_kernel_agent<...__<algorithm>::...>`: (pattern, family, op)
 _THRUST = (
     (r"::__(?:uninitialized_)?fill::", "memset", "fill"),
@@ -210,6 +220,11 @@ def parse_extensions(text: str) -> dict[str, Any] | None:
             if re.search(pattern, fn):
                 return _entry(family, "cub", what, op, [], fn)
         return _entry("other", "cub", f"a CUB device-wide algorithm ({fn})", None, [], fn)
+    if spaces and spaces[0] == "rocprim":
+        for pattern, family, op, what in _ROCPRIM:
+            if re.search(pattern, fn):
+                return _entry(family, "rocprim", what, op, [], fn)
+        return _entry("other", "rocprim", f"a rocPRIM device-wide algorithm ({fn})", None, [], fn)
     qual = split_signature(text)[0]
     if qual.startswith("thrust::") and (m := re.search(r"::__(\w+?)::", text)):
         family, op = next(((f, o) for p, f, o in _THRUST if re.search(p, text)), ("elementwise", m.group(1)))

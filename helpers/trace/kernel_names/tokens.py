@@ -81,7 +81,7 @@ _MOE_WORDS = word_pattern(_MOE)
 # nothing but these words is attention by that convention; any other word decides first
 # (and the backward's preprocess, dO . O per row, in the tutorial's and AOTriton's names)
 CONVENTION_ATTENTION = re.compile(
-    r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+))*|_?(?:attn_)?bwd_preprocess(?:_varlen)?",
+    r"_(?:fwd|bwd)(?:_grouped)?_kernel(?:_(?:stage_?\d|split_?k|\d+|asm))*|_?(?:attn_)?bwd_preprocess(?:_varlen)?",
     re.IGNORECASE,
 )
 _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd)(?=_)")

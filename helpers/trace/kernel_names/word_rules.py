@@ -27,10 +27,10 @@ Precedence (first rule wins), and why:
 8. embedding (not rotary "embeddings", which are elementwise), beam-search bookkeeping and
    sampling (with the logit penalties before it), both ``other``, before sort (a beam stage is a
    top-k); a ``chunk_..._fwd`` stage of a chunked linear-attention layer before the plain words; then re-layouts of data or block scales (swizzle, interleave,
-   shuffle) as copies, before the plain elementwise words a ``scale`` would match.
+   shuffle, padding) as copies, before the plain elementwise words a ``scale`` or an ``add`` would match.
 9. optimizer steps (Adam, SGD, LAMB ...) are ``elementwise`` with ``op`` naming the optimizer,
    as the ATen and Apex fused optimizers already are: what bounds them is memory traffic.
-10. reduction, elementwise, copy: the plainest words last.
+10. rendering (``other``), then reduction, elementwise, copy: the plainest words last.
 
 Two conventions stand before and after the table: an activation kernel in a mixture of experts is
 gated (``fused``), and a Triton name made only of ``_fwd_kernel`` / ``_bwd_kernel`` and stage or
@@ -147,7 +147,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         word_pattern(
             r"(?:interleave|swizzle|shuffle|preshuffle|rearrange|reorder|pack)(?=_(?:[a-z0-9]+_)*?for_)"
-            r"|sort(?=_(?:[a-z0-9]+_){0,2}by_(?:map|index|indices|idx)_)"
+            r"|sort(?=_(?:[a-z0-9]+_){0,2}by_(?:map|index|indices|idxs?)_)"
         ),
         None,
         "a re-layout of weights or scales for a later GEMM (interleave ... for ... gemm), a 'sort' by a given "
@@ -276,9 +276,10 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "copy",
         None,
-        word_pattern(rf"{T}*swizzle{T}*|interleave{T}*|deinterleave|shuffle{T}*"),
+        word_pattern(rf"{T}*swizzle{T}*|interleave{T}*|deinterleave|shuffle{T}*|pad{T}*|unpad{T}*"),
         None,
-        "a re-layout (swizzle, interleave, shuffle) of data or block scales",
+        "a re-layout (swizzle, interleave, shuffle, padding added or removed) of data or block scales, also "
+        "after an arithmetic verb (add_padding)",
     ),
     (
         "elementwise",
@@ -295,6 +296,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         word_pattern(r"chunk(?=_(?:[a-z0-9]+_){0,3}(?:fwd|bwd)_)"),
         None,
         "a stage of a chunked linear-attention or state-space layer (chunk_..._fwd)",
+    ),
+    (
+        "other",
+        "render",
+        word_pattern(rf"render{T}*|rasteri[sz]e{T}*|rasteri[sz]ation"),
+        None,
+        "rendering: rasterizing splats or triangles into an image (3D Gaussian splatting, differentiable renderers)",
     ),
     (
         "elementwise",
@@ -328,10 +336,10 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "copy",
         None,
         word_pattern(
-            rf"copy|memcpy|cpy|get_?rows|transpose|permute|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
+            rf"copy|memcpy|cpy|get_?rows|transpose|permute|permutation|duplicate{T}*|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
             r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
         ),
         None,
-        "data movement (copy, transpose, permute, kv-cache writes, gather/scatter, concat)",
+        "data movement (copy, transpose, permute, duplicate, kv-cache writes, gather/scatter, concat)",
     ),
 )
