@@ -13,6 +13,8 @@ from helpers.trace.ranks import load_traces
 from . import rules_cpu, rules_gpu, rules_host, rules_ranks
 from .findings import COLUMNS, Context, Findings
 
+# below this share of the step a finding's saving is noise, not a fix
+NO_COST = 0.001
 RULES = [*rules_host.RULES, *rules_gpu.RULES, *rules_cpu.RULES, *rules_ranks.RULES]
 
 
@@ -47,6 +49,14 @@ def run_rules(trace: Trace, rules: list | None = None) -> tuple[Findings, Contex
         except (ValueError, KeyError, IndexError, TypeError) as err:  # one odd trace must not hide the others
             skipped[rule.__name__] = f"{type(err).__name__}: {err}"
     table = pd.DataFrame(rows, columns=COLUMNS)
+    # a pattern that costs this step nothing (off the critical path, no bytes) is no fix: say so, do not rank it
+    idle = (table["saving_upper_bound_us"] <= NO_COST * ctx.step_us) & (table["saving_bytes"] <= 0)
+    if idle.any():
+        ctx.notes.append(
+            f"{int(idle.sum())} pattern(s) found but left out, costing under {NO_COST:.1%} of the step "
+            f"on its critical path: {', '.join(table.loc[idle, 'rule'])}"
+        )
+        table = table[~idle]
     # time savings first; memory findings (no time saving) after them, largest bytes first
     table = table.sort_values(["saving_upper_bound_us", "saving_bytes", "time_us"], ascending=False, kind="stable")
     out = Findings(table.reset_index(drop=True))

@@ -279,14 +279,44 @@ def _manual_attention_on_host(ctx: Context, rows: np.ndarray, what: str, fix: st
     )  # fmt: skip
 
 
+OPTIMIZER_WAITS = "Synchronize|c10d::|nccl|record_param_comms"
+
+
+def _optimizer_saving(ctx: Context, step: int, mine: pd.DataFrame, ranges: np.ndarray) -> float:
+    """What fusing saves of one optimizer step (the range at row `step`; `ranges`: every optimizer range), per
+    step of the trace: the path time of its operators and launch calls, its ranges' own time (the Python loop
+    over the parameters), and two thirds of its kernels' path time (a fused optimizer still reads and writes
+    every parameter and state once; waits and communication are not counted)."""
+    ev = ctx.ev
+    names, cat = ev["name"].to_numpy(dtype=object), ev["cat"].to_numpy(dtype=object)
+    ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
+    within = ~ev["on_device"].to_numpy() & (ts >= ts[step]) & (end <= end[step])
+    own = np.flatnonzero(within & np.isin(cat, ["cpu_op", "cuda_runtime", "cuda_driver"]))
+    own = own[~pd.Series(names[own], dtype=object).str.contains(OPTIMIZER_WAITS).to_numpy()]
+    launch = ev["launch"].to_numpy()[mine["row"].to_numpy()]
+    kernels = mine["row"].to_numpy()[within[np.maximum(launch, 0)]]
+    # an inner optimizer's range (a wrapper's step runs it) is the same Python loop as the outer one's
+    loops = np.append(ranges[within[ranges]], step)
+    own = np.concatenate([own, loops])
+    saving = ctx.path_time(own, ("cpu", "launch delay")) + ctx.path_time(kernels, ("kernel",)) * 2 / 3
+    if not len(ctx.work):
+        # on a CPU a fused step still runs the Python around the operators (it gathers the parameters and their
+        # state): the range's own time stays, and one pass over the parameters
+        ops = np.flatnonzero(within & (cat == "cpu_op"))
+        saving -= ctx.path_time(loops, ("cpu",)) + _fused_cost(ctx, ops)
+    return saving
+
+
 def unfused_optimizer(ctx: Context) -> list[dict]:
     """An optimizer step made of many small per-parameter (or foreach, unfused) kernels."""
     ev = ctx.ev
-    steps = ctx.host_rows(prefix=("Optimizer.step#",))
-    if not len(steps):
+    ranges = ctx.host_rows(prefix=("Optimizer.step#",))
+    if not len(ranges):
         return []
     names = ev["name"].to_numpy(dtype=object)
     ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
+    # a wrapper optimizer's step runs the inner one's inside it: count the outermost ranges only
+    steps = np.asarray([r for r in ranges if not any(ts[o] <= ts[r] and end[r] <= end[o] for o in ranges if o != r)])
     inside = np.zeros(len(ev), dtype=bool)
     host = ~ev["on_device"].to_numpy()
     for r in steps:
@@ -304,24 +334,13 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     launch = ev["launch"].to_numpy()[w["row"].to_numpy()]
     mine = w[(launch >= 0) & inside[np.maximum(launch, 0)] & (w["family"] != "communication").to_numpy()]
     t = float(mine["dur"].sum()) / ctx.per_step
-    # the path time of its operators and launch calls, and two thirds of its kernels' path time: a
-    # fused optimizer still reads and writes every parameter and state once (waits are not counted)
-    cat = ev["cat"].to_numpy(dtype=object)
-    own = np.flatnonzero(inside & np.isin(cat, ["cpu_op", "cuda_runtime", "cuda_driver"]))
-    own = own[
-        ~pd.Series(names[own], dtype=object).str.contains("Synchronize|c10d::|nccl|record_param_comms").to_numpy()
-    ]
-    # the step's own range too: its self time is the Python loop over the parameters
-    own = np.concatenate([own, steps])
-    saving = ctx.path_time(own, ("cpu", "launch delay")) + ctx.path_time(mine["row"], ("kernel",)) * 2 / 3
+    # each optimizer step at its typical cost over the steps: one slowed by the machine must not stand for all
+    saving = float(typical_by_key(list(names[steps]), [_optimizer_saving(ctx, r, mine, ranges) for r in steps]).sum())
     kind = "per-parameter (for-loop)" if per_param >= foreach else "foreach (multi-tensor) but not fused"
     rows = mine["row"].to_numpy()
     if not len(w):  # a CPU-only run: the operators are the work, and their host time its cost
         rows = np.flatnonzero(inside & (ev["cat"] == "cpu_op").to_numpy())
         t = float(ev["dur"].to_numpy()[steps].sum()) / ctx.per_step
-        # a fused step still runs the Python around the operators (it gathers the parameters and their state):
-        # the range's own time stays, and one pass over the parameters
-        saving -= ctx.path_time(steps, ("cpu",)) + _fused_cost(ctx, rows)
     return [
         ctx.finding(
             "unfused_optimizer",

@@ -153,6 +153,37 @@ def test_unfused_optimizer(tmp_path):
     assert "per-parameter" in f["finding"] and f["saving_upper_bound_us"] > 0
 
 
+def _optimizer_steps(k: Kineto, stall_us: float, wrapper: bool = False) -> None:
+    """Three launch-bound steps, each an SGD step of 20 per-parameter operators (30 us each on the host); in
+    the second, one operator is stalled by `stall_us`. With `wrapper`, an outer optimizer's range holds each."""
+    for n in range(3):
+        t, stall = 5000.0 * n, stall_us if n == 1 else 0.0
+        k.step(n + 1, t, 1000 + stall)
+        if wrapper:
+            k.x("Optimizer.step#EMA.step", "user_annotation", t, 950 + stall)
+        k.x("Optimizer.step#SGD.step", "user_annotation", t, 900 + stall)
+        at = t + 5
+        for i in range(20):
+            dur = 30 + (stall if i == 10 else 0)
+            k.cpu("aten::mul_" if i % 2 else "aten::add_", at, dur)
+            k.launch(ELEMENTWISE.format("MulFunctor"), at + 5, 20, at + 27, 2)
+            at += dur + 10
+
+
+def test_unfused_optimizer_counts_each_step_at_its_typical_cost_and_a_wrapper_once(tmp_path):
+    calm, stalled, wrapped = Kineto(), Kineto(), Kineto()
+    _optimizer_steps(calm, 0.0)
+    _optimizer_steps(stalled, 3000.0)
+    _optimizer_steps(wrapped, 0.0, wrapper=True)
+    [base] = rules_gpu.unfused_optimizer(_ctx(calm, tmp_path))
+    assert base["saving_upper_bound_us"] > 500  # twenty operators and their launches on a launch-bound path
+    [f] = rules_gpu.unfused_optimizer(_ctx(stalled, tmp_path))
+    assert f["saving_upper_bound_us"] == pytest.approx(base["saving_upper_bound_us"], rel=0.05)
+    [f] = rules_gpu.unfused_optimizer(_ctx(wrapped, tmp_path))
+    # the wrapper's own 50 us of Python once more, not the inner step twice
+    assert f["saving_upper_bound_us"] == pytest.approx(base["saving_upper_bound_us"] + 50, rel=0.05)
+
+
 def test_diagnose_ranks_and_caps_savings(tmp_path):
     trace = helpers.load_trace(helpers.reference_trace_path("h200_attention_sdpa_math"))
     found = diagnose(trace)
@@ -176,6 +207,19 @@ def test_real_third_party_traces(name, expected):
     assert not found.attrs["skipped"]
     assert (found["saving_upper_bound_us"] >= 0).all()
     assert found["evidence"].str.len().gt(0).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "idle"),
+    [("hta__amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz", "fp32_gemm"),  # its GEMMs are off the path
+     ("hta__triton_example_triton_example.json.gz", "host_sync")],  # the GPU never waits after its one sync
+)  # fmt: skip
+def test_a_pattern_that_costs_nothing_is_a_note_not_a_finding(name, idle):
+    found = diagnose(data_file(name))
+    assert idle not in set(found["rule"])
+    assert any(idle in note and "left out" in note for note in found.attrs["notes"])
+    costless = (found["saving_upper_bound_us"] <= 0.001 * found.attrs["step_us"]) & (found["saving_bytes"] <= 0)
+    assert not costless.any()
 
 
 def test_bad_input():
