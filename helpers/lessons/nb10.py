@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Literal
 
 import pandas as pd
@@ -21,7 +22,7 @@ from ..trace.categories import STEP_PREFIX
 from ..trace.model import Trace, check_trace
 from .exercises import MISSING, RIGHT, TIE, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
 from .planted import PROBLEMS, Loop, build_loop, planted_problem
-from .rounds import rounds_frame
+from .rounds import rounds_frame, take_turns
 
 __all__ = [
     "Findings", "PROBLEMS", "build_loop", "critical_path", "diagnose", "path_summary", "planted_problem", "rounds_frame",
@@ -86,36 +87,38 @@ _record = EXERCISES.report
 
 
 def step_rounds(steps: Mapping[str, Callable[[], object] | Loop], rounds: int = 5, repeats: int = 10) -> dict[str, list[float]]:  # fmt: skip
-    """Microseconds per training step of each variant, unprofiled, `rounds` times, the variants taking turns."""
+    """Microseconds per training step of each variant, unprofiled, `rounds` times, the variants taking turns
+    (:func:`take_turns`)."""
     if not isinstance(steps, Mapping) or not steps:
         raise TypeError("steps must be a non-empty dict {label: loop or step function}")
-    rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
-    fns = {k: (v.step if isinstance(v, Loop) else v) for k, v in steps.items()}
-    for k, fn in fns.items():
-        if not callable(fn):
-            raise TypeError(f"{k}: expected a Loop or a function of no arguments, got {type(fn).__name__}")
-    out: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            out[k].append(time_per_call(fn, repeats=repeats, warmup=1, grad=True) * 1e6)
-    return out
+    fns = {k: _step_function(v, k) for k, v in steps.items()}
+    return take_turns({k: partial(_us_per_step, fn, repeats) for k, fn in fns.items()}, rounds)
 
 
 def profiler_rounds(step: Callable[[], object] | Loop, rounds: int = 5, steps: int = 3) -> dict[str, list[float]]:
-    """Microseconds per step without and with the profiler, in turns round by round (a slow spell of the machine
-    hits both): each round times ``steps`` unprofiled steps (their median), then profiles ``steps`` steps (the
-    median of their ``ProfilerStep`` lengths)."""
+    """Microseconds per step without and with the profiler, in turns round by round (:func:`take_turns`): each
+    round times ``steps`` unprofiled steps (their median), then profiles ``steps`` steps (the median of their
+    ``ProfilerStep`` lengths)."""
+    fn = _step_function(step, "step")
+    steps = bounded_int("steps", steps, 2, 50)
+    measures = {"unprofiled": partial(_us_per_step, fn, steps), "profiled": partial(_us_per_profiled_step, fn, steps)}
+    return take_turns(measures, rounds, most=50)
+
+
+def _step_function(step: object, label: str) -> Callable[[], object]:
     fn = step.step if isinstance(step, Loop) else step
     if not callable(fn):
-        raise TypeError(f"step must be a Loop or a function of no arguments, got {type(step).__name__}")
-    rounds = bounded_int("rounds", rounds, 3, 50, "at least 3 rounds are needed to know the spread")
-    steps = bounded_int("steps", steps, 2, 50)
-    out: dict[str, list[float]] = {"unprofiled": [], "profiled": []}
-    for _ in range(rounds):
-        out["unprofiled"].append(time_per_call(fn, repeats=steps, warmup=1, grad=True) * 1e6)
-        trace = profile(fn, steps=steps, warmup=1, grad=True, label="profiler_rounds")
-        out["profiled"].append(statistics.median(profiled_step_us(trace)))
-    return out
+        raise TypeError(f"{label}: expected a Loop or a function of no arguments, got {type(step).__name__}")
+    return fn
+
+
+def _us_per_step(fn: Callable[[], object], repeats: int) -> float:
+    return time_per_call(fn, repeats=repeats, warmup=1, grad=True) * 1e6
+
+
+def _us_per_profiled_step(fn: Callable[[], object], steps: int) -> float:
+    trace = profile(fn, steps=steps, warmup=1, grad=True, label="profiler_rounds")
+    return statistics.median(profiled_step_us(trace))
 
 
 def profiled_step_us(trace: Trace) -> list[float]:
