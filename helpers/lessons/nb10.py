@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Literal
 
 import pandas as pd
@@ -21,7 +22,7 @@ from ..trace.categories import STEP_PREFIX
 from ..trace.model import Trace, check_trace
 from .exercises import MISSING, RIGHT, TIE, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
 from .planted import PROBLEMS, Loop, build_loop, planted_problem
-from .rounds import rounds_frame
+from .rounds import rounds_frame, take_turns
 
 __all__ = [
     "Findings", "PROBLEMS", "build_loop", "critical_path", "diagnose", "path_summary", "planted_problem", "rounds_frame",
@@ -51,8 +52,8 @@ EXERCISES = Exercises(
         "trace shows it. The profiler inflates that time too, but less than the step as a whole (its cost is a few "
         "microseconds per operator, and the operators a fix removes are large next to that), so the course does not scale a bound by one ratio for the "
         "whole step (benchmarks/results/cpu_diagnose_savings.log compares both).",
-        hint="Take the saving_upper_bound_us of the highest finding whose rule names a planted problem "
-        "(nb10.planted_problem(rule) in nb10.PROBLEMS) as it stands: not its time_us, which counts only its own "
+        hint="Take the saving_upper_bound_us of the highest finding whose rule names a planted problem (the "
+        "first row of nb10.planted_findings(findings)) as it stands: not its time_us, which counts only its own "
         "events, and not scaled by unprofiled_ratio.",
     ),
     item_saving=Exercise(
@@ -86,36 +87,38 @@ _record = EXERCISES.report
 
 
 def step_rounds(steps: Mapping[str, Callable[[], object] | Loop], rounds: int = 5, repeats: int = 10) -> dict[str, list[float]]:  # fmt: skip
-    """Microseconds per training step of each variant, unprofiled, `rounds` times, the variants taking turns."""
+    """Microseconds per training step of each variant, unprofiled, `rounds` times, the variants taking turns
+    (:func:`take_turns`)."""
     if not isinstance(steps, Mapping) or not steps:
         raise TypeError("steps must be a non-empty dict {label: loop or step function}")
-    rounds = bounded_int("rounds", rounds, 3, 100, "at least 3 rounds are needed to know the spread")
-    fns = {k: (v.step if isinstance(v, Loop) else v) for k, v in steps.items()}
-    for k, fn in fns.items():
-        if not callable(fn):
-            raise TypeError(f"{k}: expected a Loop or a function of no arguments, got {type(fn).__name__}")
-    out: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            out[k].append(time_per_call(fn, repeats=repeats, warmup=1, grad=True) * 1e6)
-    return out
+    fns = {k: _step_function(v, k) for k, v in steps.items()}
+    return take_turns({k: partial(_us_per_step, fn, repeats) for k, fn in fns.items()}, rounds)
 
 
 def profiler_rounds(step: Callable[[], object] | Loop, rounds: int = 5, steps: int = 3) -> dict[str, list[float]]:
-    """Microseconds per step without and with the profiler, in turns round by round (a slow spell of the machine
-    hits both): each round times ``steps`` unprofiled steps (their median), then profiles ``steps`` steps (the
-    median of their ``ProfilerStep`` lengths)."""
+    """Microseconds per step without and with the profiler, in turns round by round (:func:`take_turns`): each
+    round times ``steps`` unprofiled steps (their median), then profiles ``steps`` steps (the median of their
+    ``ProfilerStep`` lengths)."""
+    fn = _step_function(step, "step")
+    steps = bounded_int("steps", steps, 2, 50)
+    measures = {"unprofiled": partial(_us_per_step, fn, steps), "profiled": partial(_us_per_profiled_step, fn, steps)}
+    return take_turns(measures, rounds, most=50)
+
+
+def _step_function(step: object, label: str) -> Callable[[], object]:
     fn = step.step if isinstance(step, Loop) else step
     if not callable(fn):
-        raise TypeError(f"step must be a Loop or a function of no arguments, got {type(step).__name__}")
-    rounds = bounded_int("rounds", rounds, 3, 50, "at least 3 rounds are needed to know the spread")
-    steps = bounded_int("steps", steps, 2, 50)
-    out: dict[str, list[float]] = {"unprofiled": [], "profiled": []}
-    for _ in range(rounds):
-        out["unprofiled"].append(time_per_call(fn, repeats=steps, warmup=1, grad=True) * 1e6)
-        trace = profile(fn, steps=steps, warmup=1, grad=True, label="profiler_rounds")
-        out["profiled"].append(statistics.median(profiled_step_us(trace)))
-    return out
+        raise TypeError(f"{label}: expected a Loop or a function of no arguments, got {type(step).__name__}")
+    return fn
+
+
+def _us_per_step(fn: Callable[[], object], repeats: int) -> float:
+    return time_per_call(fn, repeats=repeats, warmup=1, grad=True) * 1e6
+
+
+def _us_per_profiled_step(fn: Callable[[], object], steps: int) -> float:
+    trace = profile(fn, steps=steps, warmup=1, grad=True, label="profiler_rounds")
+    return statistics.median(profiled_step_us(trace))
 
 
 def profiled_step_us(trace: Trace) -> list[float]:
@@ -197,16 +200,15 @@ def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -
 
 
 def check_costliest(answer: object, findings: pd.DataFrame, details: dict | None = None) -> Feedback:
-    """The planted problem behind the highest finding that names one; one whose finding's bound is within 25 % of the top's is too
-    close to call on a shared machine (the bounds are timings), and is accepted too, saying so."""
+    """The planted problem behind the highest finding that names one (:func:`first_fix`); one whose finding's bound
+    is within 25 % of the top's is too close to call on a shared machine (the bounds are timings), and is accepted
+    too, saying so."""
     if answer is None or answer is Ellipsis:
         return _record("costliest", MISSING, "write your guess in the cell above, run it, then run this cell again")
     if not isinstance(answer, str):
         return _record("costliest", WRONG, f"expected one of {', '.join(PROBLEMS)}, got {type(answer).__name__}.", answer)  # fmt: skip
-    ranked = [(planted_problem(r), float(us)) for r, us in zip(findings["rule"], findings["saving_upper_bound_us"])]
-    ranked = [(p, us) for p, us in ranked if p in PROBLEMS]
-    if not ranked:
-        raise ValueError("no finding of the diagnosis names a planted problem: was the planted loop profiled?")
+    planted = _ranked_or_raise(findings)
+    ranked = [(str(p), float(us)) for p, us in zip(planted["problem"], planted["saving_upper_bound_us"])]
     top, top_us = ranked[0]
     close = {p: us for p, us in ranked if us >= 0.75 * top_us and p != top}
     mine = answer.strip().lower()
@@ -259,16 +261,27 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
     return _record(key, WRONG, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} {graded}", p, shown)  # fmt: skip
 
 
-def first_fix(findings: pd.DataFrame) -> str:
-    """The planted problem behind the highest-ranked finding that names one. On a GPU the launch-bound finding
+def planted_findings(findings: pd.DataFrame) -> pd.DataFrame:
+    """The findings whose rule names a planted problem, in the diagnosis's order (highest first), with that
+    problem in a ``problem`` column; empty when none does. On a GPU the launch-bound finding
     (``gpu_idle_cpu_bound``) can rank above them: it is every small kernel's launch together, which no single
     planted fix removes."""
     if not isinstance(findings, pd.DataFrame) or "rule" not in findings.columns:
         raise TypeError("findings must be the table returned by nb10.diagnose(trace)")
-    named = [p for p in findings["rule"].map(planted_problem) if p in PROBLEMS]
-    if not named:
+    problems = findings["rule"].map(planted_problem).to_numpy()
+    return findings.assign(problem=problems)[pd.Series(problems).isin(PROBLEMS).to_numpy()]
+
+
+def first_fix(findings: pd.DataFrame) -> str:
+    """The planted problem behind the highest-ranked finding that names one (see :func:`planted_findings`)."""
+    return str(_ranked_or_raise(findings)["problem"].iloc[0])
+
+
+def _ranked_or_raise(findings: pd.DataFrame) -> pd.DataFrame:
+    ranked = planted_findings(findings)
+    if ranked.empty:
         raise ValueError("no finding of the diagnosis names a planted problem: was the planted loop profiled?")
-    return named[0]
+    return ranked
 
 
 def predicted_saving(findings: pd.DataFrame, problem: str) -> float:

@@ -1,14 +1,19 @@
-"""Used by notebooks 04, 07, 10: repeated timings compared and shown the way the lessons' checkers do (median, spread, tie)."""
+"""Used by notebooks 04, 07, 10: repeated timings taken in turns, compared and shown the way the lessons' checkers
+do (median, spread, tie)."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
 
 import pandas as pd
+
+from ..checks import bounded_int
+
+Measure = Callable[[], float | Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,57 @@ class Verdict:
             return f"{m:.3g} {unit} (middle half of the rounds {r[0]:.3g}-{r[1]:.3g})"
 
         return f"median {one(self.a_median, self.a_range)} against {one(self.b_median, self.b_range)}"
+
+
+def take_turns(
+    measures: Mapping[str, Measure], rounds: int, most: int = 100
+) -> dict[str, list[float] | dict[str, list[float]]]:
+    """Call each labelled measurement once per round, in turn, for `rounds` rounds (3 to `most`), so a slow spell of
+    the machine hits all of them; per label the list of its results, or one list per key when it returns a dict of
+    numbers. An error inside a measure propagates with a note naming its label and round."""
+    if not isinstance(measures, Mapping) or not measures:
+        raise TypeError(
+            f"measures must be a non-empty dict {{label: function of no arguments returning a number or a dict of "
+            f"numbers}}, got {measures!r}"
+        )
+    for label, measure in measures.items():
+        if not callable(measure):
+            raise TypeError(f"{label}: expected a function of no arguments, got {type(measure).__name__}")
+    rounds = bounded_int("rounds", rounds, 3, most, "at least 3 rounds are needed to know the spread")
+    out: dict[str, list[float] | dict[str, list[float]]] = {}
+    for r in range(1, rounds + 1):
+        for label, measure in measures.items():
+            try:
+                value = measure()
+            except Exception as err:
+                err.add_note(f"raised while measuring {label!r}, round {r} of {rounds}")
+                raise
+            _collect(out, label, value, r)
+    return out
+
+
+def _collect(out: dict, label: str, value: object, r: int) -> None:
+    """Append one round's result of `label` to `out`, checking it has the shape of the rounds before."""
+    if isinstance(value, Mapping):
+        values = {str(k): _finite(f"{label}[{k!r}]", v, r) for k, v in value.items()}
+        kept = out.setdefault(label, {k: [] for k in values})
+        if not isinstance(kept, dict) or set(kept) != set(values):
+            raise TypeError(f"{label}: round {r} returned {sorted(values)}, unlike its earlier rounds: a measure must return the same kind of result every round")  # fmt: skip
+        for k, v in values.items():
+            kept[k].append(v)
+        return
+    kept = out.setdefault(label, [])
+    if not isinstance(kept, list):
+        raise TypeError(f"{label}: round {r} returned a number, its earlier rounds a dict: a measure must return the same kind of result every round")  # fmt: skip
+    kept.append(_finite(label, value, r))
+
+
+def _finite(label: str, value: object, r: int) -> float:
+    if isinstance(value, bool) or not isinstance(value, Number):
+        raise TypeError(f"{label}: a measure must return a number (or a dict of numbers), got {type(value).__name__} in round {r}")  # fmt: skip
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{label}: round {r} measured {value!r}, not a finite number")  # fmt: skip
+    return float(value)
 
 
 def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:

@@ -109,6 +109,12 @@ def test_rounds_time_real_calls_and_the_payback_follows_the_spread():
         nb04.payback(first, {"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]})
     with pytest.raises(ValueError, match="at least 3"):
         nb04.call_rounds({"eager": lambda t: t}, x, rounds=2)
+    with pytest.raises(TypeError, match="eager: expected a function or module, got str"):
+        nb04.end_to_end_rounds({"eager": "t @ t"}, x)
+    timed = nb04.end_to_end_rounds({"eager": lambda t: t @ t, "compiled": lambda t: t + 1}, x, rounds=3, iters=2)
+    assert {k: {m: len(v) for m, v in d.items()} for k, d in timed.items()} == {
+        k: {"nosync_us": 3, "sync_us": 3} for k in ("eager", "compiled")
+    }
 
 
 @pytest.fixture(scope="module")

@@ -228,10 +228,18 @@ def test_on_a_gpu_the_first_fix_skips_the_launch_bound_finding_above_the_planted
         }
     )
     assert nb10.first_fix(launch_bound_first) == "optimizer"
+    ranked = nb10.planted_findings(launch_bound_first)
+    assert ranked["problem"].tolist() == ["optimizer", "item"] and ranked["saving_upper_bound_us"].tolist() == [700.0, 300.0]  # fmt: skip
+    assert nb10.check_costliest("optimizer", launch_bound_first).status == "right"  # the same rank as first_fix
+    assert nb10.planted_findings(launch_bound_first.iloc[:1]).empty
     assert nb10.check_saving("first_saving", 700.0, BEFORE, AFTER, launch_bound_first).status == "right"
     assert nb10.check_saving("first_saving", 5000.0, BEFORE, AFTER, launch_bound_first).status == "wrong"
     with pytest.raises(ValueError, match="names a planted problem"):
         nb10.first_fix(launch_bound_first.iloc[:1])
+    with pytest.raises(ValueError, match="names a planted problem"):
+        nb10.check_costliest("item", launch_bound_first.iloc[:1])
+    with pytest.raises(TypeError, match="nb10.diagnose"):
+        nb10.planted_findings({"rule": ["host_sync"]})
 
 
 def test_a_prediction_that_held_against_the_measurement_is_never_wrong():
