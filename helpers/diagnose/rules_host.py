@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from helpers.trace.categories import RECORDER_WAIT
 from helpers.trace.memory_view import BEFORE_TRACE, NO_OP, peak_memory_by_op
 from helpers.trace.overlap import idle_gaps
 
@@ -44,12 +45,35 @@ def _gaps(ctx: Context):
     return gaps[gaps["start_us"] + ctx.t0 >= ctx.steps["start"].min()]
 
 
+def _after(gaps, ends: np.ndarray) -> np.ndarray:
+    """Per GPU gap: it spans the moment one of the synchronisations ending at `ends` (trace-relative us)
+    returns, starting at most a microsecond after it: the queue ran dry because of that wait."""
+    after = np.zeros(len(gaps), dtype=bool)
+    s, e = gaps["start_us"].to_numpy(), gaps["end_us"].to_numpy()
+    for t in ends:
+        after |= (s <= t + 1.0) & (e >= t)
+    return after
+
+
+def _recorder_waits(ctx: Context) -> np.ndarray:
+    """The rows of helpers.profile's own waits at the steps' ends (the recorder's, not the program's); when there
+    are any, the notes say they are not counted."""
+    waits = ctx.host_rows({RECORDER_WAIT})
+    if len(waits) and not any(RECORDER_WAIT in n for n in ctx.notes):
+        ctx.notes.append(f"'{RECORDER_WAIT}' at each step's end (the recorder's, not the program's) is not counted")
+    return waits
+
+
 def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
     """The GPU sat idle because the CPU had not yet launched the next kernel (launch-bound, tiny kernels, Python)."""
     gaps = _gaps(ctx)
     if gaps is None or gaps.empty:
         return []
     cpu = gaps[gaps["cause"] == "cpu-bound"]
+    waits = _recorder_waits(ctx)
+    if len(waits):  # the GPU drained by the recorder's wait waits for the next step's launch because of it
+        ev = ctx.ev
+        cpu = cpu[~_after(cpu, (ev["ts"] + ev["dur"]).to_numpy()[waits] - ctx.t0)]
     idle = float(cpu["idle_us"].sum()) / ctx.per_step
     if idle <= 0.05 * ctx.step_us:
         return []
@@ -78,6 +102,7 @@ def host_sync(ctx: Context) -> list[dict]:
     if not len(ctx.work):
         return []  # on a CPU-only run .item() and friends synchronise nothing
     calls = ctx.host_rows(SYNC_CALLS)
+    calls = calls[~ctx.under(_recorder_waits(ctx))[calls]]
     ops = ctx.host_rows(SYNCING_OPS)
     if not len(calls) and not len(ops):
         return []
@@ -86,14 +111,9 @@ def host_sync(ctx: Context) -> list[dict]:
     time = float(dur[calls].sum()) / ctx.per_step
     gaps = _gaps(ctx)
     ends = (ev["ts"].to_numpy()[calls] + dur[calls]) - ctx.t0
-    after = np.zeros(len(gaps), dtype=bool)
+    drained = 0.0
     if gaps is not None and len(gaps) and len(ends):
-        # GPU gaps that start at most 5 us before a sync returns: the queue ran dry because of it
-        s = gaps["start_us"].to_numpy()
-        e = gaps["end_us"].to_numpy()
-        for t in ends:
-            after |= (s <= t + 1.0) & (e >= t)
-    drained = float(gaps.loc[after, "idle_us"].sum()) / ctx.per_step if gaps is not None else 0.0
+        drained = float(gaps.loc[_after(gaps, ends), "idle_us"].sum()) / ctx.per_step
     saving = ctx.path_time(calls, ("sync wait",)) + drained
     callers = ev["name"].to_numpy(dtype=object)[ops]
     named = sorted(set(callers.tolist()))

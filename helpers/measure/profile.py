@@ -18,6 +18,7 @@ import torch
 from torch.profiler import ProfilerActivity, record_function, schedule
 
 from ..trace import files as tracefile
+from ..trace.categories import RECORDER_WAIT
 from ..trace.model import Trace, TraceInfo
 from .device import device_name, infer_device, synchronize
 
@@ -196,7 +197,8 @@ def profile(
                 for i in range(steps + 1):  # one profiler warm-up step, then the active steps
                     with record_function(label):
                         call("profiled", i)
-                    synchronize(device)
+                    with record_function(RECORDER_WAIT):
+                        synchronize(device)
                     prof.step()
             if "table" not in captured:  # pragma: no cover - torch calls on_trace_ready at the cycle's end
                 raise RuntimeError("the profiler finished without producing a trace")

@@ -43,6 +43,9 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "pr
 # Host events that are not part of a program's work (the profiler's own spans).
 IGNORED_CATEGORIES = frozenset({"Trace", "trace"})
 STEP_PREFIX = "ProfilerStep#"
+# helpers.profile waits for the device at the end of every step it records, under this label, so that a
+# diagnosis can tell the recorder's wait from a synchronisation the program itself makes.
+RECORDER_WAIT = "helpers.profile: wait for the device"
 # A launch call that runs a whole captured graph (many kernels, one call, one correlation id).
 GRAPH_LAUNCH_PATTERN = r"GraphLaunch"
 

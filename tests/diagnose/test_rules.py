@@ -7,6 +7,7 @@ import pytest
 import helpers
 from helpers.diagnose import Findings, diagnose, rules_gpu, rules_host
 from helpers.diagnose.findings import Context
+from helpers.trace.categories import RECORDER_WAIT
 from tests.diagnose.synthetic import Kineto
 from tests.support import data_file
 
@@ -43,6 +44,36 @@ def test_host_sync_and_the_idle_gpu_after_it(tmp_path):
     [f] = rules_host.host_sync(_ctx(k, tmp_path))
     assert "aten::item" in f["evidence"] and f["lesson"] == "10"
     assert f["saving_upper_bound_us"] == pytest.approx(5 + 125, abs=1)
+
+
+def _steps_ending_in_a_wait(k: Kineto, label: str | None) -> None:
+    """Three steps of one 300 us GEMM, each ended by a device synchronise (under `label` when given); the next
+    step's launch comes 100 us after the wait returns."""
+    for n in range(3):
+        t = 500.0 * n
+        k.step(n + 1, t, 450)
+        k.cpu("aten::mm", t, 20)
+        k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 300)
+        if label:
+            k.x(label, "user_annotation", t + 25, 300)
+        k.runtime("cudaDeviceSynchronize", t + 30, 290)
+
+
+def test_the_recorders_own_wait_is_a_note_not_a_sync_finding(tmp_path):
+    recorded, program = Kineto(), Kineto()
+    _steps_ending_in_a_wait(recorded, RECORDER_WAIT)
+    _steps_ending_in_a_wait(program, None)
+    found = diagnose(recorded.load(tmp_path, "recorded.json"))
+    assert not {"host_sync", "gpu_idle_cpu_bound"} & set(found["rule"])
+    assert any(RECORDER_WAIT in note for note in found.attrs["notes"])
+    # the same wait made by the program is its finding, and the GPU idle after it with it
+    found = diagnose(program.load(tmp_path, "program.json"))
+    assert "host_sync" in set(found["rule"])
+
+
+def test_helpers_profile_labels_its_wait(tmp_path):
+    trace = helpers.profile(lambda: None, steps=2, warmup=0, label="nothing")
+    assert (trace.events["name"] == RECORDER_WAIT).sum() == 2  # one per recorded step
 
 
 def test_pageable_copies_and_data_loader(tmp_path):
