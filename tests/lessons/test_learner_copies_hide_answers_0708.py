@@ -117,3 +117,12 @@ def test_the_growth_prompt_does_not_state_its_answer(copies):
     nb = nbformat.read(copies / "07_attention.ipynb", as_version=4)
     prompt = nb.cells[_first(nb, "growth_factor = None") - 1].source
     assert "?" in prompt and "seq x seq" not in prompt
+
+
+def test_the_kernel_exercise_leaves_the_update_to_the_learner(copies):
+    nb = nbformat.read(copies / "07_attention.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if "def my_online_softmax_update" in c.source]
+    assert "exercise" in cell.metadata.get("tags", [])
+    code = _flat(cell.source)
+    for line in ("tl.maximum(m_i", "acc * alpha", "l_i * alpha", "tl.dot(p", "exp2(m_i - m_new)"):
+        assert line not in code, f"the learner's kernel cell spells out {line!r}"
