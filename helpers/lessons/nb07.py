@@ -67,9 +67,10 @@ EXERCISES = Exercises(
     ),
     cpu_choice=Exercise(
         "SDPA's choice on a CPU",
-        explain="ATen's CPU flash kernel (_scaled_dot_product_flash_attention_for_cpu): tiles of keys, an online "
-        "softmax, no score matrix. The memory-efficient and cuDNN kernels exist for CUDA only.",
-        hint="Two of the four backends are CUDA kernels; of the other two, which never writes the score matrix?",
+        explain="ATen's CPU flash kernel (_scaled_dot_product_flash_attention_for_cpu): keys a tile at a time "
+        "through an online softmax. The memory-efficient and cuDNN kernels exist for CUDA only.",
+        hint="Two of the four backends are CUDA kernels; of the other two, does PyTorch prefer the plain reference "
+        "or the fused kernel when both can run?",
     ),
     flash_holds_scores=Exercise(
         "flash holds a whole score matrix",
@@ -285,6 +286,21 @@ def faster_of(rounds: Mapping[str, Sequence[float]]) -> str | Tie:
     return a if verdict.a_faster else b
 
 
+# The names a learner may write for SDPA's backends (the keys of sdpa_backends' table).
+BACKEND_ALIASES = {
+    "flashattention": "flash", "flash attention": "flash", "flash_attention": "flash", "memory efficient": "efficient",
+    "mem_efficient": "efficient", "memory-efficient": "efficient", "cudnn attention": "cudnn",
+}  # fmt: skip
+
+
+def check_cpu_choice(answer: object, expected: str) -> Feedback:
+    """SDPA's backend on a CPU: the learner's name (any case, the usual spellings) against the one that ran."""
+    if isinstance(answer, str):
+        key = " ".join(answer.strip().lower().split())
+        answer = BACKEND_ALIASES.get(key, key)
+    return check("cpu_choice", answer, expected)
+
+
 # The names a learner may write for each side of the sliding-window race.
 WINDOW_ALIASES = {
     "flex": "flex", "flexattention": "flex", "flex attention": "flex", "flex_attention": "flex",
@@ -360,6 +376,17 @@ def run_benchmark(timeout_s: float = 420.0) -> Results:
     out = LOCAL_TRACES_DIR / "attention_benchmark.json"
     run_program(["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out)], timeout_s=timeout_s)
     return load_results(out)
+
+
+def wall_and_kernel_times(results: Results, head_dim: int, seq: int) -> pd.DataFrame:
+    """Per variant at one (head_dim, seq) of an attention benchmark run: the profiled kernel time per call beside
+    the timed wall time per call, fastest first; ``wall_over_kernel`` above 1 is time between and around kernels."""
+    rows = results.table("rows")
+    at = rows[(rows["head_dim"] == head_dim) & (rows["seq"] == seq) & (rows["status"] == "ok")]
+    if at.empty:
+        raise ValueError(f"{results.name} has no row at head_dim {head_dim}, seq {seq}")
+    out = at[["variant", "batch", "kernels_per_call", "kernel_us", "time_us"]].sort_values("time_us")
+    return out.assign(wall_over_kernel=out["time_us"] / out["kernel_us"]).reset_index(drop=True)
 
 
 def benchmark_roofline(results: Results) -> go.Figure:

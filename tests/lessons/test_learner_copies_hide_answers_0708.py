@@ -80,8 +80,11 @@ def _first(nb, needle: str) -> int:
         # 07: the CPU backend is named by the dispatch tree and the backends table
         ("07_attention.ipynb", "cpu_choice = None", 'chain_tree(trace, "aten::scaled_dot_product_attention")'),
         ("07_attention.ipynb", "cpu_choice = None", "nb07.sdpa_backends(q, k, v)"),
-        # 07: the peak table answers the flash question
+        # 07: the peak table answers the flash question, and so does the sweep's SDPA peak
         ("07_attention.ipynb", "flash_holds_scores = None", '"peak_holds_a_score_matrix"'),
+        ("07_attention.ipynb", "flash_holds_scores = None", "last.sdpa_peak_mb"),
+        # 07: torch.profiler itself comes before the course's wrapper of it
+        ("07_attention.ipynb", "torch.profiler.profile(", "helpers.profile("),
         # 08: the decode breakdown and the timeline answer the GPU-busy question
         ("08_whole_model.ipynb", "gpu_busy_more_than_half = None", "decode_parts = nb08.part_breakdown(decode_trace)"),
         ("08_whole_model.ipynb", "predicted_graph_us = None", "nb08.graph_table("),
@@ -98,3 +101,28 @@ def test_no_heading_gives_the_causal_answer(copies):
         line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines() if line.startswith("#")
     ]
     assert not [h for h in headings if "halves" in h.lower()]
+
+
+def test_nothing_before_the_flash_guess_says_the_fused_backends_hold_no_score_matrix(copies):
+    nb = nbformat.read(copies / "07_attention.ipynb", as_version=4)
+    before = _flat(" ".join(c.source for c in nb.cells[: _first(nb, "flash_holds_scores = None")])).lower()
+    for phrase in ("no score matrix", "never hold", "never allocate", "less than one score matrix"):
+        assert phrase not in before
+    # the feedback a learner reads after the CPU-backend guess, which comes first
+    for text in (nb07.EXERCISES.book["cpu_choice"].explain, nb07.EXERCISES.book["cpu_choice"].hint):
+        assert "score matrix" not in text
+
+
+def test_the_growth_prompt_does_not_state_its_answer(copies):
+    nb = nbformat.read(copies / "07_attention.ipynb", as_version=4)
+    prompt = nb.cells[_first(nb, "growth_factor = None") - 1].source
+    assert "?" in prompt and "seq x seq" not in prompt
+
+
+def test_the_kernel_exercise_leaves_the_update_to_the_learner(copies):
+    nb = nbformat.read(copies / "07_attention.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if "def my_online_softmax_update" in c.source]
+    assert "exercise" in cell.metadata.get("tags", [])
+    code = _flat(cell.source)
+    for line in ("tl.maximum(m_i", "acc * alpha", "l_i * alpha", "tl.dot(p", "exp2(m_i - m_new)"):
+        assert line not in code, f"the learner's kernel cell spells out {line!r}"

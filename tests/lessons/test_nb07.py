@@ -212,6 +212,20 @@ def test_the_benchmark_roofline_is_drawn_from_the_stored_table() -> None:
     assert "H200" in fig.layout.title.text
 
 
+def test_wall_and_kernel_times_sets_the_two_side_by_side() -> None:
+    res = helpers.load_results("h200_attention")
+    times = nb07.wall_and_kernel_times(res, head_dim=128, seq=4096)
+    rows = res.table("rows")
+    at = rows[(rows["head_dim"] == 128) & (rows["seq"] == 4096) & (rows["status"] == "ok")]
+    assert sorted(times["variant"]) == sorted(at["variant"])
+    assert times["time_us"].is_monotonic_increasing
+    row = times.set_index("variant").loc["manual-eager"]
+    assert row["wall_over_kernel"] == pytest.approx(row["time_us"] / row["kernel_us"])
+    assert row["wall_over_kernel"] > 1.05  # its masked_fill copy is a memcpy, outside the kernel sum
+    with pytest.raises(ValueError, match="no row at head_dim 96"):
+        nb07.wall_and_kernel_times(res, head_dim=96, seq=4096)
+
+
 def test_run_benchmark_runs_the_program_and_reads_its_file(monkeypatch, tmp_path) -> None:
     calls = []
     out = json.loads(json.dumps({"tables": {}, "provenance": {"device": "X"}}))
