@@ -15,6 +15,8 @@ from .findings import COLUMNS, Context, Findings
 
 # below this share of the step a finding's saving is noise, not a fix
 NO_COST = 0.001
+# rules that name a cost outside the step (a recompile runs before it) and estimate no saving inside it
+NO_SAVING_ESTIMATE = {"recompilation"}
 RULES = [*rules_host.RULES, *rules_gpu.RULES, *rules_cpu.RULES, *rules_ranks.RULES]
 
 
@@ -51,6 +53,7 @@ def run_rules(trace: Trace, rules: list | None = None) -> tuple[Findings, Contex
     table = pd.DataFrame(rows, columns=COLUMNS)
     # a pattern that costs this step nothing (off the critical path, no bytes) is no fix: say so, do not rank it
     idle = (table["saving_upper_bound_us"] <= NO_COST * ctx.step_us) & (table["saving_bytes"] <= 0)
+    idle &= ~table["rule"].isin(NO_SAVING_ESTIMATE)
     if idle.any():
         ctx.notes.append(
             f"{int(idle.sum())} pattern(s) found but left out, costing under {NO_COST:.1%} of the step "

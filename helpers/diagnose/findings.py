@@ -25,15 +25,17 @@ CONFIDENCE = ("high", "medium", "low")
 PATH_EVENT_LIMIT = 300_000
 
 
-def typical_by_key(keys: list, values: np.ndarray) -> np.ndarray:
-    """Each value replaced by the median of the values that share its key. The same chain of operators recurs in
-    every step; one occurrence slowed by the machine (a page fault, another process) must not stand for all."""
+def typical_by_key(keys: list, values: np.ndarray, counted: np.ndarray | None = None) -> np.ndarray:
+    """Each value replaced by the median of the `counted` values (all by default) that share its key; one not
+    counted becomes 0. The same chain of operators recurs in every step; one occurrence slowed by the machine
+    (a page fault, another process) must not stand for all."""
     values = np.asarray(values, dtype=float)
     if not len(values):
         return values
+    counted = np.ones(len(values), dtype=bool) if counted is None else np.asarray(counted, dtype=bool)
     codes = pd.factorize(pd.Series(keys, dtype=object))[0]
-    med = pd.Series(values).groupby(codes).transform("median")
-    return med.to_numpy(dtype=float)
+    med = pd.Series(np.where(counted, values, np.nan)).groupby(codes).transform("median")
+    return np.where(counted, med.to_numpy(dtype=float), 0.0)
 
 
 class Findings(pd.DataFrame):
@@ -51,6 +53,8 @@ class Context:
 
     trace: Trace
     notes: list[str] = field(default_factory=list)
+    path_steps: int = 0  # how many steps the critical path covers (set when it is walked)
+    path_windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # and those steps' start and end
 
     @cached_property
     def ev(self) -> pd.DataFrame:
@@ -92,13 +96,24 @@ class Context:
             keep = steps.iloc[-3:]
             self.notes.append(f"critical path walked over the last 3 of {len(steps)} steps ({len(self.ev):,} events)")
             parts = [critical_path(self.trace, step=int(s), rank=rank) for s in keep["step"]]
-            self.path_steps = len(parts)
+            self.path_steps, self.path_windows = len(parts), keep
             return pd.concat(parts, ignore_index=True)
-        self.path_steps = len(steps)
+        self.path_steps, self.path_windows = len(steps), steps
         if steps["step"].iloc[0] < 0:
             return critical_path(self.trace, rank=rank)
         parts = [critical_path(self.trace, step=int(s), rank=rank) for s in steps["step"]]
         return pd.concat(parts, ignore_index=True)
+
+    def on_path_steps(self, rows: np.ndarray | list) -> np.ndarray:
+        """Per row: it starts inside a step the critical path was walked over (on a huge trace, the last few);
+        an occurrence outside them has no path time, so it cannot say what a typical one costs."""
+        self.path  # noqa: B018  (walking the path decides its steps)
+        ts = self.ev["ts"].to_numpy()[np.asarray(rows, dtype=np.int64)]
+        w = self.path_windows
+        i = np.searchsorted(w["start"].to_numpy(), ts, side="right") - 1
+        ok = i >= 0
+        ok[ok] = ts[ok] <= w["end"].to_numpy()[i[ok]]
+        return ok
 
     @cached_property
     def step_us(self) -> float:

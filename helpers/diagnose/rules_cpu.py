@@ -101,21 +101,29 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
     dur = ev["dur"].to_numpy()
     ts = ev["ts"].to_numpy() - ctx.t0
     savings, times, betweens = [], [], []
-    for chain in chains:
-        under = np.flatnonzero(np.isin(root, chain))  # the operators and everything they called
+    member = np.full(len(ev), -1)
+    for i, chain in enumerate(chains):
+        member[chain] = i
+    # the operators and everything they called, per chain (one pass over the events, not one per chain)
+    owner = np.where(root >= 0, member[np.maximum(root, 0)], -1)
+    under_of = pd.Series(np.arange(len(ev))[owner >= 0]).groupby(owner[owner >= 0]).agg(list)
+    for i, chain in enumerate(chains):
         # the Python between the chain's operators goes with them
         between = ctx.path_time_in(ts[chain[:1]], ts[chain[-1:]] + dur[chain[-1:]], ("cpu gap",))
         # a fused operator still reads the chain's inputs and writes its output: it costs about one typical
         # member (the median: one member slowed by the machine must not shrink the bound)
         keep = np.median(dur[chain]) / max(dur[chain].sum(), 1e-9)
-        savings.append((ctx.path_time(under, ("cpu",)) + between) * (1 - keep))
-        times.append(float(dur[chain].sum()) / ctx.per_step + between)
+        savings.append((ctx.path_time(under_of.get(i, list(chain)), ("cpu",)) + between) * (1 - keep))
+        times.append(float(dur[chain].sum()) / ctx.per_step)
         betweens.append(between)
-    # each step runs the same chains: count each at its typical cost over the steps
-    keys = [tuple(names[chain]) for chain in chains]
-    saving = float(typical_by_key(keys, np.asarray(savings)).sum())
-    t = float(typical_by_key(keys, np.asarray(times)).sum())
-    inside = float(typical_by_key(keys, np.asarray(betweens)).sum())
+    # each step runs the same chains: count each at its typical cost over the steps (the path's steps for what
+    # is read off the path); the same operators on other shapes are another chain
+    dims = ev["input_dims"].to_numpy(dtype=object)
+    keys = [(tuple(names[chain]), tuple(map(str, dims[chain]))) for chain in chains]
+    walked = ctx.on_path_steps([chain[0] for chain in chains])
+    saving = float(typical_by_key(keys, np.asarray(savings), walked).sum())
+    inside = float(typical_by_key(keys, np.asarray(betweens), walked).sum())
+    t = float(typical_by_key(keys, np.asarray(times)).sum()) + inside
     moved = sum(len(chain) for chain in chains)
     # the step's host time outside every operator (Python, freeing tensors and autograd nodes) grows with the
     # number of operators: the chains' operators take their share of it with them

@@ -167,9 +167,9 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
     launch calls and the Python between them are on the critical path; when it does not, they are off it."""
     ev = ctx.ev
     launch = ev["launch"].to_numpy()
-    names = ev["name"].to_numpy(dtype=object)
+    names, dims = ev["name"].to_numpy(dtype=object), ev["input_dims"].to_numpy(dtype=object)
     ts, end = ev["ts"].to_numpy() - ctx.t0, (ev["ts"] + ev["dur"]).to_numpy() - ctx.t0
-    keys, savings = [], []
+    keys, savings, firsts = [], [], []
     for c in chains:
         ops = k["op_row"].to_numpy()[c]
         if (ops < 0).any() or len(np.unique(ops)) < 2:
@@ -178,10 +178,11 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
         calls = launch[k["row"].to_numpy()[c][ops != ops[0]]]
         host = np.union1d(np.flatnonzero(ctx.under(rest)), calls[calls >= 0])  # the operators and all they ran
         between = ctx.path_time_in(end[ops[:1]], ts[ops[-1:]], ("cpu gap",))
-        keys.append(tuple(names[ops]))
+        keys.append((tuple(names[ops]), tuple(map(str, dims[ops]))))
         savings.append(ctx.path_time(host, ("cpu", "launch delay")) + between)
-    # each step launches the same chains: count each at its typical host cost over the steps
-    return float(typical_by_key(keys, np.asarray(savings)).sum())
+        firsts.append(ops[0])
+    # each step launches the same chains: count each at its typical host cost over the steps the path covers
+    return float(typical_by_key(keys, np.asarray(savings), ctx.on_path_steps(firsts)).sum())
 
 
 def manual_attention(ctx: Context) -> list[dict]:
@@ -249,7 +250,8 @@ def _fused_cost(ctx: Context, rows: np.ndarray) -> float:
     per_param = names.isin(PER_PARAM_OPTIM).to_numpy()
     if not per_param.any():
         return 0.0
-    params = float(names[per_param].value_counts().min()) / ctx.per_step
+    ctx.path  # noqa: B018  (walking the path sets path_steps: this cost is subtracted from path times)
+    params = float(names[per_param].value_counts().min()) / max(ctx.path_steps, 1)
     return params * float(np.median(ev["dur"].to_numpy()[rows[per_param]]))
 
 
@@ -316,7 +318,8 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     names = ev["name"].to_numpy(dtype=object)
     ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
     # a wrapper optimizer's step runs the inner one's inside it: count the outermost ranges only
-    steps = np.asarray([r for r in ranges if not any(ts[o] <= ts[r] and end[r] <= end[o] for o in ranges if o != r)])
+    parent = ev["parent"].to_numpy()[ranges]
+    steps = ranges[~((parent >= 0) & ctx.under(ranges)[np.maximum(parent, 0)])]
     inside = np.zeros(len(ev), dtype=bool)
     host = ~ev["on_device"].to_numpy()
     for r in steps:
@@ -334,8 +337,13 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     launch = ev["launch"].to_numpy()[w["row"].to_numpy()]
     mine = w[(launch >= 0) & inside[np.maximum(launch, 0)] & (w["family"] != "communication").to_numpy()]
     t = float(mine["dur"].sum()) / ctx.per_step
-    # each optimizer step at its typical cost over the steps: one slowed by the machine must not stand for all
-    saving = float(typical_by_key(list(names[steps]), [_optimizer_saving(ctx, r, mine, ranges) for r in steps]).sum())
+    # each optimizer step at its typical cost over the steps the path covers: one slowed by the machine must not
+    # stand for all; two optimizers stepped in each step (a GAN's) are told apart by their order in it
+    walked = ctx.on_path_steps(steps)
+    order = pd.Series(names[steps], dtype=object).groupby(np.searchsorted(ctx.steps["start"], ts[steps])).cumcount()
+    keys = list(zip(names[steps], order))
+    values = [_optimizer_saving(ctx, r, mine, ranges) if on else 0.0 for r, on in zip(steps, walked)]
+    saving = float(typical_by_key(keys, values, walked).sum())
     kind = "per-parameter (for-loop)" if per_param >= foreach else "foreach (multi-tensor) but not fused"
     rows = mine["row"].to_numpy()
     if not len(w):  # a CPU-only run: the operators are the work, and their host time its cost

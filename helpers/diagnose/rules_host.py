@@ -45,7 +45,7 @@ def _gaps(ctx: Context):
     return gaps[gaps["start_us"] + ctx.t0 >= ctx.steps["start"].min()]
 
 
-def _after(gaps, ends: np.ndarray) -> np.ndarray:
+def _after(gaps, ends) -> np.ndarray:
     """Per GPU gap: it spans the moment one of the synchronisations ending at `ends` (trace-relative us)
     returns, starting at most a microsecond after it: the queue ran dry because of that wait."""
     after = np.zeros(len(gaps), dtype=bool)
@@ -71,9 +71,17 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
         return []
     cpu = gaps[gaps["cause"] == "cpu-bound"]
     waits = _recorder_waits(ctx)
-    if len(waits):  # the GPU drained by the recorder's wait waits for the next step's launch because of it
+    if len(waits):
+        # without the recorder's wait the host would have reached the next launch that much sooner: that much of
+        # the gap after it (at most all of it) is the recorder's, the rest the program's
         ev = ctx.ev
-        cpu = cpu[~_after(cpu, (ev["ts"] + ev["dur"]).to_numpy()[waits] - ctx.t0)]
+        cpu = cpu.copy()
+        for t, d in zip((ev["ts"] + ev["dur"]).to_numpy()[waits] - ctx.t0, ev["dur"].to_numpy()[waits]):
+            hit = _after(cpu, [t])
+            cut = np.minimum(cpu["idle_us"].to_numpy(), d) * hit
+            cpu["idle_us"] -= cut
+            cpu["start_us"] += cut
+        cpu = cpu[cpu["idle_us"] > 0]
     idle = float(cpu["idle_us"].sum()) / ctx.per_step
     if idle <= 0.05 * ctx.step_us:
         return []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import helpers
-from helpers.diagnose import Findings, diagnose, rules_gpu, rules_host
+from helpers.diagnose import Findings, diagnose, findings, rules_gpu, rules_host
 from helpers.diagnose.findings import Context
 from helpers.trace.categories import RECORDER_WAIT
 from tests.diagnose.synthetic import Kineto
@@ -71,6 +71,24 @@ def test_the_recorders_own_wait_is_a_note_not_a_sync_finding(tmp_path):
     assert "host_sync" in set(found["rule"])
 
 
+def test_the_program_keeps_the_gpu_idle_after_the_recorders_wait_that_is_its_own(tmp_path):
+    """2 ms of the program's host work between the recorder's 300 us wait and the next launch: the recorder
+    accounts for 300 us of each gap at most, the program for the rest."""
+    k = Kineto()
+    for n in range(3):
+        t = 3000.0 * n
+        k.step(n + 1, t, 2900)
+        k.cpu("aten::mm", t, 20)
+        k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 300)
+        k.x(RECORDER_WAIT, "user_annotation", t + 25, 300)
+        k.runtime("cudaDeviceSynchronize", t + 30, 290)
+        k.cpu("aten::to", t + 330, 2000)  # the program's own preprocessing before its next launch
+    found = diagnose(k.load(tmp_path))
+    [idle] = found[found["rule"] == "gpu_idle_cpu_bound"].itertuples()
+    gap = 3000 - 320  # from the GEMM's end to the next step's GEMM
+    assert idle.time_us == pytest.approx((2 * gap - 2 * 300) / 3, rel=0.05)  # two gaps inside the three steps
+
+
 def test_helpers_profile_labels_its_wait(tmp_path):
     trace = helpers.profile(lambda: None, steps=2, warmup=0, label="nothing")
     assert (trace.events["name"] == RECORDER_WAIT).sum() == 2  # one per recorded step
@@ -99,6 +117,8 @@ def test_recompiles_graph_breaks_and_allocator(tmp_path):
     assert rules == {"recompilation", "graph_breaks"}
     [alloc] = rules_host.allocator(ctx)
     assert alloc["saving_upper_bound_us"] == pytest.approx(150)
+    # a recompile estimates no saving inside the step (it runs before it), yet it is a finding, not a note
+    assert "recompilation" in set(diagnose(k.load(tmp_path, "whole.json"))["rule"])
 
 
 def test_fp32_gemm_and_manual_attention(tmp_path):
@@ -199,6 +219,27 @@ def _optimizer_steps(k: Kineto, stall_us: float, wrapper: bool = False) -> None:
             k.cpu("aten::mul_" if i % 2 else "aten::add_", at, dur)
             k.launch(ELEMENTWISE.format("MulFunctor"), at + 5, 20, at + 27, 2)
             at += dur + 10
+
+
+def test_typical_costs_on_a_trace_whose_path_covers_only_the_last_steps(tmp_path, monkeypatch):
+    """Above PATH_EVENT_LIMIT events the critical path covers the last 3 steps: the steps before them have no
+    path time and must not pull a typical cost to zero."""
+    k = Kineto()
+    for n in range(10):
+        t = 5000.0 * n
+        k.step(n + 1, t, 1000)
+        k.x("Optimizer.step#SGD.step", "user_annotation", t, 900)
+        at = t + 5
+        for i in range(20):
+            k.cpu("aten::mul_" if i % 2 else "aten::add_", at, 30)
+            k.launch(ELEMENTWISE.format("MulFunctor"), at + 5, 20, at + 27, 2)
+            at += 40
+    [whole] = rules_gpu.unfused_optimizer(_ctx(k, tmp_path))
+    monkeypatch.setattr(findings, "PATH_EVENT_LIMIT", 10)
+    ctx = _ctx(k, tmp_path)
+    [last3] = rules_gpu.unfused_optimizer(ctx)
+    assert any("last 3 of 10 steps" in note for note in ctx.notes)
+    assert last3["saving_upper_bound_us"] == pytest.approx(whole["saving_upper_bound_us"], rel=0.01)
 
 
 def test_unfused_optimizer_counts_each_step_at_its_typical_cost_and_a_wrapper_once(tmp_path):
