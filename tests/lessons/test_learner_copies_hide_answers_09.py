@@ -16,7 +16,7 @@ LESSON = next(NOTEBOOKS_DIR.glob("09_*.ipynb"))
 # what the solutions of 09 write, and what would give them away
 SOLUTIONS = [
     "one_bucket_allreduces = 1",
-    "more_than_half_hidden = True",
+    "more_than_a_third_hidden = True",
     "2 * MODEL.num_hidden_layers + 1",
     "1 / NPROC",
     '["communication_us"].idxmin()',
