@@ -16,7 +16,7 @@ LESSON = next(NOTEBOOKS_DIR.glob("09_*.ipynb"))
 # what the solutions of 09 write, and what would give them away
 SOLUTIONS = [
     "one_bucket_allreduces = 1",
-    "more_than_half_hidden = True",
+    "more_than_a_third_hidden = True",
     "2 * MODEL.num_hidden_layers + 1",
     "1 / NPROC",
     '["communication_us"].idxmin()',
@@ -53,3 +53,16 @@ def test_no_explanation_or_hint_in_the_learner_copy(learner_sources):
             # every stretch of 25 characters or more between the {fields} filled in at check time
             for piece in (p.split("}")[-1] for p in words.split("{")):
                 assert len(piece) < 25 or piece not in text, (key, piece)
+
+
+def test_on_gpus_the_answers_of_later_guesses_stay_off_screen():
+    # on two GPUs the early cells show live GPU runs: the one-bucket step time and the hidden share are
+    # answers of sections 3 and 4, so those cells must leave them out there
+    cells = [c.source for c in nbformat.read(LESSON, as_version=4).cells]
+    first = lambda text: next(i for i, s in enumerate(cells) if text in s)  # noqa: E731
+    runs_table = first("ddp_runs = nb09.runs_table(")
+    assert 'ddp_runs.loc[ddp_runs["run"].str.endswith("ddp_one_bucket"), ["step_ms"' in cells[runs_table]
+    assert runs_table < first("one_bucket_change_ms = ")
+    per_step = first("per_step25 = nb09.communication_per_step(run25)")
+    assert '"overlap_us", "exposed_communication_us", "overlap_pct"]) if ON_GPUS' in cells[per_step]
+    assert per_step < first("more_than_a_third_hidden = ")
