@@ -12,7 +12,7 @@ import pandas as pd
 from helpers.trace.categories import STEP_PREFIX, work_kinds
 from helpers.trace.kernel_names import decode_kernels
 from helpers.trace.model import Trace
-from helpers.trace.overlap import intersection_length, union
+from helpers.trace.overlap import union
 
 from .critical_path import critical_path
 
@@ -55,6 +55,7 @@ class Context:
     notes: list[str] = field(default_factory=list)
     path_steps: int = 0  # how many steps the critical path covers (set when it is walked)
     path_windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # and those steps' start and end
+    _path_cache: dict = field(default_factory=dict, repr=False)
 
     @cached_property
     def ev(self) -> pd.DataFrame:
@@ -122,18 +123,45 @@ class Context:
 
     def path_time(self, rows: np.ndarray | list, kinds: tuple[str, ...] | None = None) -> float:
         """Critical-path time held by the given event rows (optionally only pieces of these kinds), per step."""
-        p = self.path
-        mask = p["event"].isin(np.asarray(rows, dtype=np.int64)).to_numpy()
-        if kinds is not None:
-            mask = mask & p["kind"].isin(kinds).to_numpy()
-        return float(p.loc[mask, "duration_us"].sum()) / max(self.path_steps, 1)
+        rows = np.unique(np.asarray(rows, dtype=np.int64))
+        return float(self._path_time_per_event(kinds)[rows[rows >= 0]].sum())
+
+    def _path_time_per_event(self, kinds: tuple[str, ...] | None) -> np.ndarray:
+        """Per event row: the critical-path time it holds per step (pieces of `kinds` only); computed once per
+        kinds, so that a rule asking for thousands of chains reads an array instead of the whole path each time."""
+        key = tuple(kinds) if kinds is not None else None
+        if key not in self._path_cache:
+            p = self.path
+            keep = p["event"].to_numpy() >= 0
+            if kinds is not None:
+                keep &= p["kind"].isin(kinds).to_numpy()
+            per = np.bincount(p["event"].to_numpy()[keep], weights=p["duration_us"].to_numpy()[keep],
+                              minlength=len(self.ev))  # fmt: skip
+            self._path_cache[key] = per[: len(self.ev)] / max(self.path_steps, 1)
+        return self._path_cache[key]
 
     def path_time_in(self, starts: np.ndarray, ends: np.ndarray, kinds: tuple[str, ...]) -> float:
         """Critical-path time of pieces of these kinds that falls inside intervals (trace-relative us), per step."""
-        p = self.path[self.path["kind"].isin(kinds)]
-        a = union(p["start_us"].to_numpy(dtype=float), p["end_us"].to_numpy(dtype=float))
-        b = union(np.asarray(starts, dtype=float), np.asarray(ends, dtype=float))
-        return intersection_length(a, b) / max(self.path_steps, 1)
+        b_s, b_e = union(np.asarray(starts, dtype=float), np.asarray(ends, dtype=float))
+        covered = self._covered_before(kinds)
+        return float((covered(b_e) - covered(b_s)).sum()) / max(self.path_steps, 1)
+
+    def _covered_before(self, kinds: tuple[str, ...]):
+        """A function of times: how much of the path's pieces of `kinds` lies before each (trace-relative us).
+        Built once per kinds, so that each interval asked about costs a binary search, not a pass over the path."""
+        key = ("before", tuple(kinds))
+        if key not in self._path_cache:
+            p = self.path[self.path["kind"].isin(kinds)]
+            a_s, a_e = union(p["start_us"].to_numpy(dtype=float), p["end_us"].to_numpy(dtype=float))
+            done = np.concatenate([[0.0], np.cumsum(a_e - a_s)])
+
+            def covered(t: np.ndarray) -> np.ndarray:
+                i = np.searchsorted(a_s, t, side="right") - 1
+                inside = np.clip(t - a_s[np.maximum(i, 0)], 0.0, (a_e - a_s)[np.maximum(i, 0)]) if len(a_s) else 0.0
+                return np.where(i >= 0, done[np.maximum(i, 0)] + inside, 0.0)
+
+            self._path_cache[key] = covered
+        return self._path_cache[key]
 
     @cached_property
     def in_steps(self) -> np.ndarray:
@@ -253,6 +281,19 @@ class Context:
             hit |= live & mark[np.maximum(cur, 0)]
             cur = np.where(live, parent[np.maximum(cur, 0)], -1)
         return hit
+
+    def nearest_mark(self, mark: np.ndarray) -> np.ndarray:
+        """Per event: the `mark` (>= 0) of itself or its nearest marked host ancestor, else -1. One pass over the
+        events for all the marked rows together, where :meth:`under` is one pass per set."""
+        parent = self.ev["parent"].to_numpy()
+        out = np.asarray(mark).copy()
+        cur = np.where(out < 0, parent, -1)
+        while (cur >= 0).any():  # climb the unresolved rows one level at a time
+            live = cur >= 0
+            found = live & (mark[np.maximum(cur, 0)] >= 0)
+            out[found] = mark[cur[found]]
+            cur = np.where(live & ~found, parent[np.maximum(cur, 0)], -1)
+        return out
 
     def operators_under(self, rows: np.ndarray) -> int:
         """How many host operators (``cpu_op``) the given rows are or hold (nested ones included)."""

@@ -169,14 +169,19 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
     launch = ev["launch"].to_numpy()
     names, dims = ev["name"].to_numpy(dtype=object), ev["input_dims"].to_numpy(dtype=object)
     ts, end = ev["ts"].to_numpy() - ctx.t0, (ev["ts"] + ev["dur"]).to_numpy() - ctx.t0
-    keys, savings, firsts = [], [], []
-    for c in chains:
-        ops = k["op_row"].to_numpy()[c]
+    op_rows, kernel_rows, mark, kept = k["op_row"].to_numpy(), k["row"].to_numpy(), np.full(len(ev), -1), []
+    for i, c in enumerate(chains):
+        ops = op_rows[c]
         if (ops < 0).any() or len(np.unique(ops)) < 2:
             continue  # kernels of one operator (or of none): no dispatch to save
-        rest = np.unique(ops[ops != ops[0]])
-        calls = launch[k["row"].to_numpy()[c][ops != ops[0]]]
-        host = np.union1d(np.flatnonzero(ctx.under(rest)), calls[calls >= 0])  # the operators and all they ran
+        mark[np.unique(ops[ops != ops[0]])] = i
+        calls = launch[kernel_rows[c][ops != ops[0]]]
+        kept.append((i, ops, calls[calls >= 0]))
+    owner = ctx.nearest_mark(mark)  # every member but the first, and all they ran, for all chains at once
+    members = pd.Series(np.flatnonzero(owner >= 0)).groupby(owner[owner >= 0]).agg(list)
+    keys, savings, firsts = [], [], []
+    for i, ops, calls in kept:
+        host = np.union1d(np.asarray(members.get(i, []), dtype=np.int64), calls)
         between = ctx.path_time_in(end[ops[:1]], ts[ops[-1:]], ("cpu gap",))
         keys.append((tuple(names[ops]), tuple(map(str, dims[ops]))))
         savings.append(ctx.path_time(host, ("cpu", "launch delay")) + between)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import helpers
 from helpers.diagnose.findings import Context
+from helpers.trace.overlap import intersection_length, union
 from tests.diagnose.synthetic import Kineto
+from tests.support import data_file
 
 
 def test_operators_under_counts_nested_operators(tmp_path):
@@ -37,3 +41,36 @@ def test_a_fused_optimizer_still_costs_one_pass_per_parameter_on_a_cpu(tmp_path)
     # one 10 us operator that a fused step still runs
     assert f["saving_upper_bound_us"] == pytest.approx(130 - 10 - 40)
     assert f["ops_per_step"] == 12
+
+
+def test_path_time_in_agrees_with_a_sweep_over_the_intervals():
+    """The binary-search form of path_time_in gives what intersecting the path's pieces with the intervals gives."""
+    ctx = Context(helpers.load_trace(data_file("hta__trace_filter_sampled_rank-1.json.gz")))
+    p = ctx.path
+    rng = np.random.default_rng(0)
+    lo, hi = float(p["start_us"].min()), float(p["end_us"].max())
+    for kinds in [("cpu gap",), ("cpu", "launch delay"), ("kernel",)]:
+        pieces = p[p["kind"].isin(kinds)]
+        a = union(pieces["start_us"].to_numpy(dtype=float), pieces["end_us"].to_numpy(dtype=float))
+        for _ in range(50):
+            s = rng.uniform(lo, hi, 3)
+            e = s + rng.uniform(0, (hi - lo) / 20, 3)
+            swept = intersection_length(a, union(s, e)) / ctx.path_steps
+            assert ctx.path_time_in(s, e, kinds) == pytest.approx(swept, rel=1e-9, abs=1e-9)
+
+
+def test_nearest_mark_gives_each_event_its_closest_marked_ancestor(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 100)
+    k.cpu("aten::outer", 0, 90)  # marked 0
+    k.cpu("aten::inner", 10, 50)  # marked 1, inside the outer one
+    k.cpu("aten::leaf", 20, 10)  # inside the inner one
+    k.cpu("aten::side", 70, 10)  # inside the outer one only
+    k.cpu("aten::alone", 95, 3)  # under nothing marked
+    ctx = Context(k.load(tmp_path))
+    names = list(ctx.ev["name"])
+    mark = np.full(len(names), -1)
+    mark[names.index("aten::outer")], mark[names.index("aten::inner")] = 0, 1
+    got = dict(zip(names, ctx.nearest_mark(mark)))
+    assert (got["aten::outer"], got["aten::inner"], got["aten::leaf"], got["aten::side"]) == (0, 1, 1, 0)
+    assert got["aten::alone"] == -1
