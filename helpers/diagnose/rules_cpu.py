@@ -55,17 +55,6 @@ def _units(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return units, elementwise, root
 
 
-def _in_ranges(ctx: Context, prefixes: tuple[str, ...]) -> np.ndarray:
-    """Per event: it starts inside a host range whose name starts with one of `prefixes`."""
-    ev = ctx.ev
-    ts = ev["ts"].to_numpy()
-    ranges = ctx.host_rows(prefix=prefixes)
-    inside = np.zeros(len(ev), dtype=bool)
-    for r in ranges:
-        inside |= (ts >= ts[r]) & (ts <= ts[r] + ev["dur"].iat[r])
-    return inside
-
-
 def host_pointwise_chains(ctx: Context) -> list[dict]:
     """On a CPU-only trace: runs of 3 or more elementwise operators one after another on a thread,
     each a separate pass over memory and a separate dispatch, that one fused operator would do."""
@@ -73,7 +62,7 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
         return []
     ev = ctx.ev
     units, elementwise, root = _units(ctx)
-    keep = ~_in_ranges(ctx, OPTIMIZER_STEP)[units]  # the optimizer rule speaks for those
+    keep = ~ctx.under(ctx.host_rows(prefix=OPTIMIZER_STEP))[units]  # the optimizer rule speaks for those
     units, elementwise = units[keep], elementwise[keep]
     if not len(units):
         return []

@@ -289,15 +289,13 @@ def _manual_attention_on_host(ctx: Context, rows: np.ndarray, what: str, fix: st
 OPTIMIZER_WAITS = "Synchronize|c10d::|nccl|record_param_comms"
 
 
-def _optimizer_saving(ctx: Context, step: int, mine: pd.DataFrame, ranges: np.ndarray) -> float:
-    """What fusing saves of one optimizer step (the range at row `step`; `ranges`: every optimizer range), per
-    step of the trace: the path time of its operators and launch calls, its ranges' own time (the Python loop
-    over the parameters), and two thirds of its kernels' path time (a fused optimizer still reads and writes
-    every parameter and state once; waits and communication are not counted)."""
+def _optimizer_saving(ctx: Context, step: int, within: np.ndarray, mine: pd.DataFrame, ranges: np.ndarray) -> float:
+    """What fusing saves of one optimizer step (the range at row `step`, `within` its host events; `ranges`:
+    every optimizer range), per step of the trace: the path time of its operators and launch calls, its ranges'
+    own time (the Python loop over the parameters), and two thirds of its kernels' path time (a fused optimizer
+    still reads and writes every parameter and state once; waits and communication are not counted)."""
     ev = ctx.ev
     names, cat = ev["name"].to_numpy(dtype=object), ev["cat"].to_numpy(dtype=object)
-    ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
-    within = ~ev["on_device"].to_numpy() & (ts >= ts[step]) & (end <= end[step])
     own = np.flatnonzero(within & np.isin(cat, ["cpu_op", "cuda_runtime", "cuda_driver"]))
     own = own[~pd.Series(names[own], dtype=object).str.contains(OPTIMIZER_WAITS).to_numpy()]
     launch = ev["launch"].to_numpy()[mine["row"].to_numpy()]
@@ -320,15 +318,14 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     ranges = ctx.host_rows(prefix=("Optimizer.step#",))
     if not len(ranges):
         return []
-    names = ev["name"].to_numpy(dtype=object)
-    ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
+    names, ts = ev["name"].to_numpy(dtype=object), ev["ts"].to_numpy()
     # a wrapper optimizer's step runs the inner one's inside it: count the outermost ranges only
     parent = ev["parent"].to_numpy()[ranges]
     steps = ranges[~((parent >= 0) & ctx.under(ranges)[np.maximum(parent, 0)])]
-    inside = np.zeros(len(ev), dtype=bool)
-    host = ~ev["on_device"].to_numpy()
-    for r in steps:
-        inside |= host & (ts >= ts[r]) & (end <= end[r])
+    mark = np.full(len(ev), -1)
+    mark[steps] = np.arange(len(steps))
+    owner = ctx.nearest_mark(mark)  # per host event: the optimizer step it runs in (-1: none)
+    inside = owner >= 0
     ops = pd.Series(names[inside & (ev["cat"] == "cpu_op").to_numpy()], dtype=object)
     if ops.str.contains("_fused_adam|_fused_sgd|_fused_adagrad", regex=True).any():
         return []
@@ -347,7 +344,8 @@ def unfused_optimizer(ctx: Context) -> list[dict]:
     walked = ctx.on_path_steps(steps)
     order = pd.Series(names[steps], dtype=object).groupby(np.searchsorted(ctx.steps["start"], ts[steps])).cumcount()
     keys = list(zip(names[steps], order))
-    values = [_optimizer_saving(ctx, r, mine, ranges) if on else 0.0 for r, on in zip(steps, walked)]
+    values = [_optimizer_saving(ctx, r, owner == i, mine, ranges) if on else 0.0
+              for i, (r, on) in enumerate(zip(steps, walked))]  # fmt: skip
     saving = float(typical_by_key(keys, values, walked).sum())
     kind = "per-parameter (for-loop)" if per_param >= foreach else "foreach (multi-tensor) but not fused"
     rows = mine["row"].to_numpy()
