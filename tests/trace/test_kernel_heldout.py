@@ -56,7 +56,8 @@ FRESH5 = _rows("kernel_names_fresh5.tsv")
 FRESH6 = _rows("kernel_names_fresh6.tsv")
 FRESH7 = _rows("kernel_names_fresh7.tsv")
 FRESH8 = _rows("kernel_names_fresh8.tsv")
-SCORED = ALL + FRESH + FRESH2 + FRESH3 + FRESH4 + FRESH5 + FRESH6 + FRESH7 + FRESH8
+FRESH9 = _rows("kernel_names_fresh9.tsv")
+SCORED = ALL + FRESH + FRESH2 + FRESH3 + FRESH4 + FRESH5 + FRESH6 + FRESH7 + FRESH8 + FRESH9
 
 
 def _right(row: dict) -> bool:
@@ -66,7 +67,7 @@ def _right(row: dict) -> bool:
 def test_the_files_are_well_formed() -> None:
     assert len(ALL) >= 150 and len(HELD) >= 50 and len(FRESH) >= 40 and len(FRESH2) >= 80
     assert len(FRESH3) >= 120 and len(FRESH4) >= 40 and len(FRESH5) >= 60 and len(FRESH6) >= 60
-    assert len(FRESH7) >= 50 and len(FRESH8) >= 50
+    assert len(FRESH7) >= 50 and len(FRESH8) >= 50 and len(FRESH9) >= 60
     for row in SCORED:
         assert all(f in FAMILIES and f != "unknown" for f in row["family"].split("|")), row
         assert row["source"].strip(), row["name"]
