@@ -9,7 +9,9 @@ Precedence (first rule wins), and why:
 2. attention before GEMM, quantize and softmax: attention kernels are built from GEMM pieces,
    softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
    State-space and linear-recurrence layers (Mamba's selective scan and SSD chunks, the gated
-   delta rule) right after: ``other`` with op ``state_space``, before the scan and cumsum words.
+   delta rule) right after: ``other`` with op ``state_space``, before the scan and cumsum words;
+   then FFTs, box suppression (NMS) and redzone checks (``other``) and GroupNorm's ``gn``, before the
+   padding, gather and finalize words their names also carry.
    A re-layout of weights for a later GEMM (``interleave_..._for_..._gemm``) is a copy before
    the GEMM words; token index maps (``src2dst``, ``row_id_map``), the MoE auxiliary loss and the
    finalize after an expert GEMM are MoE routing before them.
