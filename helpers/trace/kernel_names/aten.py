@@ -41,7 +41,8 @@ NAMED_KERNELS = (
     (r"adaptive_max|AdaptiveMax", "reduction", "max_pool"),
     (r"nll_loss|NLLCriterion|cross_entropy", "reduction", "nll_loss"),
     # a state-space layer's scan (ssm_scan, selective_scan) is no prefix sum of ATen's
-    (r"(?<!ssm_)(?<!selective_)scan|cumsum|cumprod", "reduction", "scan"),
+    # a scan's carries (SYCL ATen's AccumulateCarrierKernelFunctor) are its second pass
+    (r"(?<!ssm_)(?<!selective_)scan|cumsum|cumprod|AccumulateCarrier", "reduction", "scan"),
     (
         r"embedding|EmbeddingBag|krn_partials_per_segment|partial_segment|compute_grad_weight|sum_and_scatter",
         "embedding",
@@ -53,6 +54,7 @@ NAMED_KERNELS = (
     (r"prepare_grouped_gemm_data", "gemm", "grouped_gemm_setup"),  # _grouped_mm's per-group pointers and sizes
     (r"[Ss]ort|bitonic|radixSelect|gatherTopK|[Tt]op[Kk]|KthValue|KthCounts|segment_kernel", "sort", "sort"),
     (r"indexSelect(?:Large|Small)Index", "copy", "index_select"),
+    (r"^IndexKernel(?:Functor)?$", "copy", "index"),  # SYCL ATen's gather behind tensor[idx] and index_select
     (r"indexFunc(?:Large|Small)Index", "elementwise", "index_add"),
     (r"scatter_gather|gather_kernel|scatter_kernel", "elementwise", "scatter_gather"),
     (r"index_put|indexing_backward|put_kernel|take_kernel|masked_scatter|masked_select", "elementwise", "index"),
@@ -110,7 +112,7 @@ def _aten_op(text: str) -> str | None:
     # a demangled lambda's enclosing function is followed by its arguments; a mangled one read as words by a comma
     implementing = (
         r"\b([A-Za-z][A-Za-z0-9_]*?)(?:CUDAKernelImpl|_kernel_cuda|_kernel_impl|_kernel)\("
-        r"|\b([A-Za-z][A-Za-z0-9_]*?)_kernel_cuda(?=[,>])"
+        r"|\b([A-Za-z][A-Za-z0-9_]*?)_kernel_(?:cuda|impl)(?=[,>])"
     )
     for m in re.finditer(implementing, text):
         word = m.group(1) or m.group(2)

@@ -132,9 +132,13 @@ def parse_cudnn(text: str) -> dict[str, Any] | None:
         if re.search(r"fprop|dgrad|wgrad|implicit_gemm|conv", text):
             return _conv("cudnn", m.group(1), "cuDNN convolution (xmma implicit-GEMM kernel)", text)
         return {"family": "gemm", "source": "cudnn", "short_name": m.group(1), "summary": "A GEMM kernel run by cuDNN."}
-    # scudnn / hcudnn kernels: cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1, cudnn_ampere_scudnn_...
+    # scudnn / hcudnn kernels: cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1, cudnn_ampere_scudnn_...; like
+    # cuBLAS's names they may spell the operand type first and the tensor-core shape in the letter
+    # (volta_fp16_scudnn_fp16_..., turing_fp16_s1688cudnn_fp16_...: s = accumulate in fp32)
     m = re.search(
-        r"\b(?:cudnn_(?:infer|train)_)?(?:cudnn_)?(maxwell|pascal|volta|turing|ampere|hopper)_([shd])cudnn_\w+", text
+        r"\b(?:cudnn_(?:infer|train)_)?(?:cudnn_)?(maxwell|pascal|volta|turing|ampere|hopper)_"
+        r"(?:(fp16|bf16|int8|tf32)_)?([shdi])(?:\d{3,5})?cudnn_\w+",
+        text,
     )
     if m:
         kname = m.group(0)
@@ -145,7 +149,7 @@ def parse_cudnn(text: str) -> dict[str, Any] | None:
             kname,
             inferred=["family"],
             arch=m.group(1),
-            dtype={"s": "fp32", "h": "fp16", "d": "fp64"}[m.group(2)],
+            dtype=m.group(2) or {"s": "fp32", "h": "fp16", "d": "fp64", "i": "int8"}[m.group(3)],
         )
         info["inferred"].append("dtype")
         if t := re.search(r"_(\d+x\d+)_", kname):
@@ -155,7 +159,7 @@ def parse_cudnn(text: str) -> dict[str, Any] | None:
             info["activation"] = "relu"
         return info
     if not re.search(
-        r"\bcudnn(?:::|_[a-z])|\bcask_cudnn|\b(?:wgrad_alg\d_engine|dgrad_engine|fft2d_|(?:implicit|explicit|precomputed)_convolve_)",
+        r"\bcudnn(?:::|_[a-z])|\bcask_cudnn|(?<![A-Za-z_])(?:[wd]grad(?:_alg\d)?_engine|fft2d_|(?:implicit|explicit|precomputed)_convolve_)",
         text,
     ):
         return None  # cuDNN's own functions only (an xmma GEMM run for cuDNN stays a GEMM)
@@ -179,9 +183,9 @@ _CUDNN_FUNCTIONS = (
     ),
     (r"\bscalePackedTensor_kernel", "elementwise", "scale", "cuDNN scaling of a tensor in place", False),
     (r"\bsoftmax_fw|\bsoftmax_bw|\bsoftmax", "softmax", "softmax", "cuDNN softmax", False),
-    (r"\bwgrad_alg\d_engine|\bdgrad_engine|\bdgrad2d_|\bwgrad2d_", "convolution", None, "cuDNN convolution", False),
+    (r"\b[wd]grad(?:_alg\d)?_engine|\b[dw]grad2d_", "convolution", None, "cuDNN convolution", False),
     (
-        r"\b(?:implicit|explicit|precomputed)_convolve_[sh]gemm",
+        r"(?<![A-Za-z_])(?:implicit|explicit|precomputed)_convolve_[sh]gemm",
         "convolution",
         None,
         "cuDNN convolution (GEMM algorithm)",

@@ -87,10 +87,11 @@ CONVENTION_ATTENTION = re.compile(
 _OPTIMIZERS = re.compile(r"_(adamw|adam|sgd|lamb|adagrad|lion|rmsprop|adafactor|muon|novograd)(?=_)")
 # An expert GEMM's name carries a tile (t32x32x256), a weight/activation precision (a8w4, afp4_wfp4,
 # g1u1), a GGUF weight type (q4_K, q8_0: llama.cpp's MoE matmuls), a whole-layer fusion (mega_moe,
-# fmoe, bgmv) or a backward product (dW1, dX, wgrad): aiter's, DeepGEMM's, vLLM's and Liger's MoE kernels
+# fmoe, bgmv), a backward product (dW1, dX, wgrad) or a projection in a low precision (down_fp4, gate_up_fp8):
+# aiter's, DeepGEMM's, vLLM's and Liger's MoE kernels
 _EXPERT_GEMM = re.compile(
     r"_(?:t?\d+x\d+x\d+|a_?(?:fp)?\d+_?w_?(?:fp)?\d+|afp\d+|wfp\d+|g1u1|q_?\d_(?:k|[01])|mega|fmoe|bgmv|sgmv|d[wx]\d*"
-    r"|[wd]grad)(?=_)"
+    r"|[wd]grad|(?:down|up|gate_?up|gu)_(?:mx|nv)?fp_?[48])(?=_)"
 )
 # CUTLASS and CuTe (DSL) kernels are mostly matrix products: the library's name alone, when no other word speaks
 _CUTLASS = word_pattern(r"cutlass|cute(?:_?dsl)?")

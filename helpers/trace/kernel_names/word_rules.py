@@ -9,7 +9,9 @@ Precedence (first rule wins), and why:
 2. attention before GEMM, quantize and softmax: attention kernels are built from GEMM pieces,
    softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
    State-space and linear-recurrence layers (Mamba's selective scan and SSD chunks, the gated
-   delta rule) right after: ``other`` with op ``state_space``, before the scan and cumsum words.
+   delta rule) right after: ``other`` with op ``state_space``, before the scan and cumsum words;
+   then FFTs, box suppression (NMS) and redzone checks (``other``) and GroupNorm's ``gn``, before the
+   padding, gather and finalize words their names also carry.
    A re-layout of weights for a later GEMM (``interleave_..._for_..._gemm``) is a copy before
    the GEMM words; token index maps (``src2dst``, ``row_id_map``), the MoE auxiliary loss and the
    finalize after an expert GEMM are MoE routing before them.
@@ -73,7 +75,8 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         word_pattern(
             rf"conv|convolution|conv{T}*d|{T}*conv_?fwd|{T}*conv_?bwd|grouped_?conv{T}*|winograd{T}*|im_?2_?col"
         ),
-        None,
+        # a re-layout named after the layer it serves (oneDNN's conv_reorder) moves data
+        word_pattern(r"conv(?=_(?:weights?_|filter_)?(?:reorder|transpose|relayout)_)"),
         "convolution words (conv, conv2d, grouped_conv, winograd, im2col)",
     ),
     (
@@ -121,6 +124,37 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         word_pattern(r"hadamard_?transform"),
         None,
         "a Hadamard transform (rotating activations or weights before a low-bit quantization)",
+    ),
+    # transforms and vision ops with a known job of their own, before the copy words their
+    # padding or gather arguments would match (regular_fft_pad, fused_vision_..._nms)
+    (
+        "other",
+        "fft",
+        word_pattern(rf"{T}*fft|fft{T}*|bluestein{T}*"),
+        None,
+        "a fast Fourier transform (cuFFT's regular, vector, Bluestein and prime-factor stages; rfft, irfft)",
+    ),
+    (
+        "other",
+        "nms",
+        word_pattern(r"nms|batched_?nms|non_?max(?:imum)?_?suppression"),
+        None,
+        "non-maximum suppression of detection boxes",
+    ),
+    (
+        "other",
+        "redzone_check",
+        word_pattern(rf"redzone{T}*"),
+        None,
+        "a redzone check: the guard bytes around buffers an autotuned kernel wrote (XLA, TensorFlow)",
+    ),
+    # gn is GroupNorm's usual abbreviation; its finalize pass is no MoE finalize
+    (
+        "normalization",
+        "group_norm",
+        word_pattern(r"gn"),
+        None,
+        "group norm by its abbreviation (gn_accum, gn_finalize)",
     ),
     (
         "reduction",
@@ -192,12 +226,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
             r"all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|all_?to_?all|alltoall"
             rf"|all_?2_?all|send_?recv|sendrecv|nccl{T}*|rccl{T}*|nvshmem{T}*|multimem{T}*|deep_?ep|pplx{T}*"
             r"|symmetric_?memory|symm_?mem|lamport[a-z0-9]*|ar_?fusion|allreduce_?fusion|cross_?device_?reduce"
-            r"|a_?2_?a|comm|barrier|ipc"
+            r"|a_?2_?a|comm|barrier|ipc|(?:one|two)_?shot(?=_(?:ar|all_?reduce|allreduce)_)"
             rf"|(?:dispatch|combine)(?=_(?:\w+_)?(?:{_CONTEXT_EP})_)|(?:{_CONTEXT_EP})(?=_(?:\w+_)?(?:dispatch|combine)_)"
         ),
         None,
         "collectives (all_reduce, all_gather, reduce_scatter, all_to_all / a2a, send/recv, NVSHMEM, Lamport-flag "
-        "all-reduce buffers, a comm namespace, cross-GPU barriers, IPC) and MoE expert-parallel dispatch/combine",
+        "all-reduce buffers, a comm namespace, cross-GPU barriers, IPC, one-/two-shot all-reduce) and MoE "
+        "expert-parallel dispatch/combine",
     ),
     ("reduction", "l2_norm", word_pattern(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
     (
@@ -337,7 +372,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         None,
         word_pattern(
             rf"copy|memcpy|cpy|get_?rows|transpose|permute|permutation|duplicate{T}*|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
-            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense"
+            r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense|swap(?=_dim)"
         ),
         None,
         "data movement (copy, transpose, permute, duplicate, kv-cache writes, gather/scatter, concat)",
