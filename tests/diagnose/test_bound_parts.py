@@ -74,3 +74,24 @@ def test_nearest_mark_gives_each_event_its_closest_marked_ancestor(tmp_path):
     got = dict(zip(names, ctx.nearest_mark(mark)))
     assert (got["aten::outer"], got["aten::inner"], got["aten::leaf"], got["aten::side"]) == (0, 1, 1, 0)
     assert got["aten::alone"] == -1
+
+
+def test_the_rules_pass_over_the_events_a_bounded_number_of_times_not_once_per_chain(monkeypatch):
+    """The decode trace holds hundreds of elementwise chains: a rule that climbs the host tree once per chain
+    takes minutes on a million events (benchmarks/results/cpu_report_scale_decode.log). Count the climbs
+    instead of timing them."""
+    from helpers.diagnose import diagnose
+
+    calls = {"under": 0, "nearest_mark": 0}
+    for name in calls:
+        original = getattr(Context, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Context, name, counted)
+    found = diagnose(helpers.reference_trace_path("h200_decoder_decode"))
+    chains = int(found.loc[found["rule"] == "unfused_elementwise", "evidence"].iloc[0].split(" chains")[0].split()[-1])
+    assert chains > 100
+    assert calls["under"] + calls["nearest_mark"] < 20, calls
