@@ -60,7 +60,10 @@ def _recorder_waits(ctx: Context) -> np.ndarray:
     are any, the notes say they are not counted."""
     waits = ctx.host_rows({RECORDER_WAIT})
     if len(waits) and not any(RECORDER_WAIT in n for n in ctx.notes):
-        ctx.notes.append(f"'{RECORDER_WAIT}' at each step's end (the recorder's, not the program's) is not counted")
+        ctx.notes.append(
+            f"'{RECORDER_WAIT}': helpers.profile waits for the GPU at the end of each step so that the trace is "
+            "complete; that wait is the profiler's, not your program's, and is not counted"
+        )
     return waits
 
 

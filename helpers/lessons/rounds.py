@@ -46,8 +46,11 @@ class Verdict:
         return self.a_median < self.b_median
 
     def describe(self, unit: str = "us") -> str:
+        def num(x: float) -> str:  # whole units with separators, never 2.86e+03; small values keep 3 digits
+            return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
         def one(m: float, r: tuple[float, float]) -> str:
-            return f"{m:.3g} {unit} (middle half of the rounds {r[0]:.3g}-{r[1]:.3g})"
+            return f"{num(m)} {unit} (middle half of the rounds {num(r[0])} to {num(r[1])})"
 
         return f"median {one(self.a_median, self.a_range)} against {one(self.b_median, self.b_range)}"
 
