@@ -287,33 +287,34 @@ def faster_of(rounds: Mapping[str, Sequence[float]]) -> str | Tie:
 
 
 # The names a learner may write for SDPA's backends (the keys of sdpa_backends' table).
-BACKEND_ALIASES = {
-    "flashattention": "flash", "flash attention": "flash", "flash_attention": "flash", "memory efficient": "efficient",
-    "mem_efficient": "efficient", "memory-efficient": "efficient", "cudnn attention": "cudnn",
-}  # fmt: skip
+BACKEND_ALIASES = {"flashattention": "flash", "flash attention": "flash", "memory efficient": "efficient",
+                   "mem efficient": "efficient", "cudnn attention": "cudnn"}  # fmt: skip
+
+
+def _canonical(answer: object, aliases: Mapping[str, str]) -> object:
+    """A learner's name in any case, with spaces, underscores or hyphens, as the table's key (else as written)."""
+    if not isinstance(answer, str):
+        return answer
+    key = " ".join(answer.strip().lower().split())
+    for form in (key, key.replace("_", " "), key.replace("-", " ")):
+        if form in aliases:
+            return aliases[form]
+    return key
 
 
 def check_cpu_choice(answer: object, expected: str) -> Feedback:
     """SDPA's backend on a CPU: the learner's name (any case, the usual spellings) against the one that ran."""
-    if isinstance(answer, str):
-        key = " ".join(answer.strip().lower().split())
-        answer = BACKEND_ALIASES.get(key, key)
-    return check("cpu_choice", answer, expected)
+    return check("cpu_choice", _canonical(answer, BACKEND_ALIASES), expected)
 
 
 # The names a learner may write for each side of the sliding-window race.
-WINDOW_ALIASES = {
-    "flex": "flex", "flexattention": "flex", "flex attention": "flex", "flex_attention": "flex",
-    "sdpa": "sdpa", "scaled_dot_product_attention": "sdpa", "scaled dot product attention": "sdpa",
-}  # fmt: skip
+WINDOW_ALIASES = {"flex": "flex", "flexattention": "flex", "flex attention": "flex", "sdpa": "sdpa",
+                  "scaled dot product attention": "sdpa"}  # fmt: skip
 
 
 def check_faster_window(answer: object, rounds: Mapping[str, Sequence[float]], details: Mapping) -> Feedback:
     """The sliding-window race: the learner's ``"sdpa"`` or ``"flex"`` against the rounds (a tie accepts either)."""
-    if isinstance(answer, str):
-        key = " ".join(answer.strip().lower().split())
-        answer = WINDOW_ALIASES.get(key, WINDOW_ALIASES.get(key.replace(" ", "_"), answer))
-    return check("faster_window", answer, faster_of(rounds), details=dict(details))
+    return check("faster_window", _canonical(answer, WINDOW_ALIASES), faster_of(rounds), details=dict(details))
 
 
 # A kernel is launched by the innermost operator: the clone's copy by aten::copy_ inside aten::clone.

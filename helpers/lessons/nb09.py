@@ -49,9 +49,9 @@ EXERCISES = Exercises(
         "more than a third of the all-reduce time hidden (25 MB buckets, GPUs)",
         explain="{hidden:.0f}% hidden on rank {rank}, the rank that waited least ({low:.0f}% to {high:.0f}% over its "
         "{steps} profiled steps): its buckets are all-reduced on NCCL's stream while the backward's kernels run. Of the "
-        "{exposed_ms:.1f} ms per step left exposed, {tail_ms:.1f} ms is the last buckets, after the backward's end; "
-        "the rest ran in gaps between the backward's kernels (this GPU waited {cpu_wait_ms:.0f} ms per profiled step "
-        "for its CPU).",
+        "{exposed_ms:.1f} ms per step left exposed, {tail_ms:.1f} ms is in the last buckets, those that started after "
+        "the backward's end; the rest is in buckets that started during it, in gaps between the backward's kernels "
+        "(this GPU waited {cpu_wait_ms:.0f} ms per profiled step for its CPU).",
         hint="an all-reduce on its own stream can run beside the backward's kernels; which buckets cannot?",
     ),
     one_bucket_change_ms=Exercise(
@@ -296,11 +296,15 @@ def check_one_bucket(
 
 def hidden_by_step(run: MultiRankTrace, summary: dict[str, Any]) -> pd.DataFrame:
     """Per profiled step of the rank that waited least: the share of its communication hidden behind compute, its
-    exposed communication, and the part of that after the backward's end (the last buckets, the tail)."""
+    exposed communication, and the exposed part of the buckets that started after the backward's end (the tail)."""
     ranks = per_rank(run, summary)
     least = ranks[ranks["waited_least"]].iloc[0]
+    if "gpu_waits_for_cpu_ms" not in least.index:
+        raise ValueError("this check reads a GPU run (the GPU's wait for its CPU): pass one of the two-GPU runs")
     steps = communication_per_step(run)
-    steps = steps[steps["rank"] == least["rank"]].set_index("step")
+    steps = steps[(steps["rank"] == least["rank"]) & (steps["communication_us"] > 0)].set_index("step")
+    if steps.empty:
+        raise ValueError(f"rank {least['rank']} has no communication in its profiled steps: nothing to hide")
     buckets = bucket_schedule(run, (summary.get("ddp") or {}).get("bucket_bytes"))
     mine = buckets[buckets["rank"] == least["rank"]]
     after = mine[mine["start_us"] >= mine["backward_end_us"]]
@@ -313,7 +317,7 @@ def hidden_by_step(run: MultiRankTrace, summary: dict[str, Any]) -> pd.DataFrame
         }
     ).reset_index()
     out.insert(0, "rank", int(least["rank"]))
-    out.attrs.update(hidden_pct=float(least["hidden_pct"]), cpu_wait_ms=float(least.get("gpu_waits_for_cpu_ms", 0.0)))
+    out.attrs.update(hidden_pct=float(least["hidden_pct"]), cpu_wait_ms=float(least["gpu_waits_for_cpu_ms"]))
     return out
 
 

@@ -64,6 +64,7 @@ def test_07_growth_cpu_choice_flash_peak_causal_and_compile():
     assert statuses(nb07, "cpu_choice", chosen, probes) == {"taught": RIGHT, "spaced": RIGHT, "naive": WRONG, "tempting": WRONG}  # fmt: skip
     # the notebook's checker also takes the usual spellings of a backend, and still tells them apart
     spelled = {"FlashAttention": RIGHT, "flash attention": RIGHT, "Memory efficient": WRONG, "math": WRONG, 0: WRONG}
+    spelled |= {"flash_attention": RIGHT, "Flash-Attention": RIGHT, "Memory_Efficient": WRONG}
     assert {a: nb07.check_cpu_choice(a, chosen).status for a in spelled} == spelled
     peak = nb07.peak_memory(nb07.sdpa_fn("flash"), q, k, v)
     holds = bool(peak >= nb07.score_matrix_bytes(nb07.workloads.CPU_SHAPE, q.dtype))

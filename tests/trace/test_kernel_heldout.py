@@ -37,6 +37,10 @@ FRESH8_FLOOR = 0.97
 FRESH9_FLOOR = 0.96
 
 
+# ATen's indexing kernel as the profiler prints it ({impl}: the implementing function)
+INDEX_KERNEL = "void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<at::native::{impl}<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{{lambda(char*, char const*, long)#1}}>(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::{impl}<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{{lambda(char*, char const*, long)#1}} const&)::{{lambda(int)#1}}>(long, at::native::gpu_index_kernel<at::native::{impl}<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{{lambda(char*, char const*, long)#1}}>(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::{impl}<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{{lambda(char*, char const*, long)#1}} const&)::{{lambda(int)#1}})"
+
+
 def _rows(file: str) -> list[dict]:
     return list(csv.DictReader((DATA / file).open(encoding="utf-8"), delimiter="\t"))
 
@@ -135,6 +139,17 @@ def test_held_out_and_studied_scores_stay_above_their_floors(capsys) -> None:
         # RNG: `normal` is a distribution, not a normalization
         ("normal_kernel", "elementwise", {}),
         ("void mylib::normal_distribution_kernel<float>(float*)", "unknown", {}),
+        # padding added or removed is a re-layout, a reduction over padded rows is still a reduction
+        ("add_padding_kernel", "copy", {}),
+        ("_sum_padded_rows_kernel", "reduction", {}),
+        ("masked_mean_padded_kernel", "reduction", {}),
+        # a bare name with `copy` in it is a copy, but not ATen's
+        ("copy_blocks_kernel", "copy", {}),
+        # tensor[idx] gathers (a copy); index_put writes into the indexed places, as the host operator table reads it
+        (INDEX_KERNEL.format(impl="index_kernel_impl"), "copy", {}),
+        (INDEX_KERNEL.format(impl="index_put_kernel_impl"), "elementwise", {}),
+        # a group-limited top-k is MoE routing; a group norm next to a top-k is not
+        ("group_norm_topk_kernel", "normalization", {}),
         # `topk` is a selection, `top` alone is nothing
         ("void mylib::topk_kernel<float>(float*)", "sort", {}),
         ("top_level_kernel", "unknown", {}),
@@ -361,3 +376,9 @@ def test_every_kernel_of_the_third_party_and_reference_traces_gets_a_family(caps
     with capsys.disabled():
         print(f"\n  {len(per_trace) - len(low)} of {len(per_trace)} traces: every kernel has a family")
     assert not low, low
+
+
+def test_atens_indexing_kernel_names_its_op_and_a_bare_copy_is_not_atens() -> None:
+    assert decode_kernel(INDEX_KERNEL.format(impl="index_kernel_impl"))["op"] == "index"
+    assert decode_kernel(INDEX_KERNEL.format(impl="index_put_kernel_impl"))["op"] == "index_put"
+    assert decode_kernel("copy_blocks_kernel")["source"] != "aten"

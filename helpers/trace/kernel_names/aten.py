@@ -66,7 +66,7 @@ NAMED_KERNELS = (
     (r"conv_depthwise|depthwise_conv|slow_conv|im2col|col2im|vol2col|col2vol", "convolution", "convolution"),
     (r"upsample|interpolat|grid_sampler", "other", "upsample"),
     (r"CatArrayBatchedCopy", "copy", "cat"),
-    (r"(?:^|_)copy(?:_|$)", "copy", "copy"),  # split_with_sizes_copy_out, index_copy: named for the copy
+    (r"split_with_sizes_copy|index_copy", "copy", "copy"),  # ATen functions named for the copy they make
     (r"^compute_cuda_kernel$", "copy", "repeat_interleave"),  # Repeat.cu
     (r"kernelPointwiseApply|pointwiseApply", "elementwise", None),
 )
@@ -112,7 +112,7 @@ def _aten_op(text: str) -> str | None:
     # a demangled lambda's enclosing function is followed by its arguments; a mangled one read as words by a comma
     implementing = (
         r"\b([A-Za-z][A-Za-z0-9_]*?)(?:CUDAKernelImpl|_kernel_cuda|_kernel_impl|_kernel)\("
-        r"|\b([A-Za-z][A-Za-z0-9_]*?)_kernel_(?:cuda|impl)(?=[,>])"
+        r"|\b([A-Za-z][A-Za-z0-9_]*?)_kernel_(?:cuda|impl)(?=[,<>])"
     )
     for m in re.finditer(implementing, text):
         word = m.group(1) or m.group(2)
@@ -184,7 +184,8 @@ def parse_aten(text: str) -> dict[str, Any] | None:
         if family == "normalization":
             op = "batch_norm" if "batch_norm" in text else op
     elif base == "index_elementwise_kernel":
-        # gpu_index_kernel behind tensor[idx]: a gather (copy); index_put and friends write with arithmetic
+        # gpu_index_kernel behind tensor[idx] gathers (a copy); index_put, index_add and index_fill write into
+        # the indexed places (elementwise, as the host operator table reads them)
         family = "elementwise" if op and re.search(r"put|add|fill", op) else "copy"
         op = op or "index"
     elif base == "reduce_kernel":

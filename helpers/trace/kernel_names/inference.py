@@ -34,7 +34,7 @@ _ANONYMOUS = (
 # ATen and extension readers, which would otherwise take `count_and_sort_expert_tokens` for a sort
 _MOE_CONTEXT = re.compile(
     r"_(?:moe[a-z0-9]*|[a-z0-9]*moe|experts?|gating|router|routing|topkgating[a-z0-9]*|unpermute|deep_?ep|deepep"
-    r"|expand_?input_?rows|finalize_?moe[a-z0-9]*|grouped_?topk|group_(?:[a-z0-9]+_){0,3}topk)(?=_)"
+    r"|expand_?input_?rows|finalize_?moe[a-z0-9]*|grouped_?topk|group_?(?:limited_|idx_and_)?topk)(?=_)"
 )
 _FAMILY_TEXT = {
     "moe-routing": "mixture-of-experts routing",

@@ -311,7 +311,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
     (
         "copy",
         None,
-        word_pattern(rf"{T}*swizzle{T}*|interleave{T}*|deinterleave|shuffle{T}*|pad{T}*|unpad{T}*"),
+        word_pattern(rf"{T}*swizzle{T}*|interleave{T}*|deinterleave|shuffle{T}*|pad|padding|unpad|unpadding"),
         None,
         "a re-layout (swizzle, interleave, shuffle, padding added or removed) of data or block scales, also "
         "after an arithmetic verb (add_padding)",
