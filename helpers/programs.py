@@ -3,6 +3,7 @@ a subprocess with a timeout, its progress printed as it runs, the file it wrote 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -28,17 +29,23 @@ class Finished:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """End the program's whole process group: SIGTERM, then SIGKILL."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    """End the program's whole process group: SIGTERM, then SIGKILL to whatever of the group is left. The program
+    can exit before the processes it started (torchrun before its ranks), so the group is waited for, not it alone."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10.0)
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
         try:
-            os.killpg(proc.pid, sig)
+            os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=10.0)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+            break  # no process of the group is left
+        time.sleep(0.05)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10.0)
 
 
 def _useful(line: str) -> bool:
