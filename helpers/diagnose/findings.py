@@ -116,6 +116,12 @@ class Context:
         ok[ok] = ts[ok] <= w["end"].to_numpy()[i[ok]]
         return ok
 
+    def chain_keys(self, chains: list) -> list[tuple]:
+        """A key per chain of operator rows: their names and input shapes. Each step runs the same chains;
+        the same operators on other shapes are another chain."""
+        names, dims = self.ev["name"].to_numpy(dtype=object), self.ev["input_dims"].to_numpy(dtype=object)
+        return [(tuple(names[c]), tuple(map(str, dims[c]))) for c in chains]
+
     @cached_property
     def step_us(self) -> float:
         """Mean length of a step on the critical path (the window: host step and the device work it launched)."""

@@ -106,9 +106,8 @@ def host_pointwise_chains(ctx: Context) -> list[dict]:
         times.append(float(dur[chain].sum()) / ctx.per_step)
         betweens.append(between)
     # each step runs the same chains: count each at its typical cost over the steps (the path's steps for what
-    # is read off the path); the same operators on other shapes are another chain
-    dims = ev["input_dims"].to_numpy(dtype=object)
-    keys = [(tuple(names[chain]), tuple(map(str, dims[chain]))) for chain in chains]
+    # is read off the path)
+    keys = ctx.chain_keys(chains)
     walked = ctx.on_path_steps([chain[0] for chain in chains])
     saving = float(typical_by_key(keys, np.asarray(savings), walked).sum())
     inside = float(typical_by_key(keys, np.asarray(betweens), walked).sum())

@@ -167,7 +167,6 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
     launch calls and the Python between them are on the critical path; when it does not, they are off it."""
     ev = ctx.ev
     launch = ev["launch"].to_numpy()
-    names, dims = ev["name"].to_numpy(dtype=object), ev["input_dims"].to_numpy(dtype=object)
     ts, end = ev["ts"].to_numpy() - ctx.t0, (ev["ts"] + ev["dur"]).to_numpy() - ctx.t0
     op_rows, kernel_rows, mark, kept = k["op_row"].to_numpy(), k["row"].to_numpy(), np.full(len(ev), -1), []
     for i, c in enumerate(chains):
@@ -179,14 +178,14 @@ def _host_side_of_chains(ctx: Context, k: pd.DataFrame, chains: list[list[int]])
         kept.append((i, ops, calls[calls >= 0]))
     owner = ctx.nearest_mark(mark)  # every member but the first, and all they ran, for all chains at once
     members = pd.Series(np.flatnonzero(owner >= 0)).groupby(owner[owner >= 0]).agg(list)
-    keys, savings, firsts = [], [], []
+    savings, firsts = [], []
     for i, ops, calls in kept:
         host = np.union1d(np.asarray(members.get(i, []), dtype=np.int64), calls)
         between = ctx.path_time_in(end[ops[:1]], ts[ops[-1:]], ("cpu gap",))
-        keys.append((tuple(names[ops]), tuple(map(str, dims[ops]))))
         savings.append(ctx.path_time(host, ("cpu", "launch delay")) + between)
         firsts.append(ops[0])
     # each step launches the same chains: count each at its typical host cost over the steps the path covers
+    keys = ctx.chain_keys([ops for _, ops, _ in kept])
     return float(typical_by_key(keys, np.asarray(savings), ctx.on_path_steps(firsts)).sum())
 
 

@@ -66,23 +66,22 @@ _FBGEMM = (
         "a (de)quantization kernel",
     ),
 )
-_CUB = (
-    (r"RadixSort|MergeSort|SegmentedSort|Sort", "sort", "sort", "device-wide sort"),
-    (r"Scan", "reduction", "scan", "device-wide prefix sum (scan)"),
-    (r"ReduceByKey|Reduce", "reduction", "reduce", "device-wide reduction"),
-    (r"Select|Compact|Partition|Unique|RunLength", "sort", "select", "device-wide selection / compaction"),
-    (r"Histogram", "sort", "histogram", "device-wide histogram"),
-    (r"Transform|For|Fill", "elementwise", "transform", "device-wide transform"),
-)
-# rocPRIM (ROCm's CUB, behind hipCUB) names its kernels in snake case inside a versioned inline
-# namespace (rocprim::ROCPRIM_400000_NS::detail::partition_kernel): the same algorithms
-_ROCPRIM = (
-    (r"sort", "sort", "sort", "device-wide sort"),
-    (r"scan", "reduction", "scan", "device-wide prefix sum (scan)"),
-    (r"reduce", "reduction", "reduce", "device-wide reduction"),
-    (r"select|partition|unique|run_length", "sort", "select", "device-wide selection / compaction"),
-    (r"histogram", "sort", "histogram", "device-wide histogram"),
-    (r"transform|for_each|fill", "elementwise", "transform", "device-wide transform"),
+# CUB's device-wide algorithms, and the same ones in rocPRIM (ROCm's CUB, behind hipCUB), which
+# names them in snake case inside a versioned namespace (rocprim::ROCPRIM_400000_NS::detail::
+# partition_kernel): (CUB pattern, rocPRIM pattern, family, op, what)
+_DEVICE_WIDE = (
+    (r"RadixSort|MergeSort|SegmentedSort|Sort", r"sort", "sort", "sort", "device-wide sort"),
+    (r"Scan", r"scan", "reduction", "scan", "device-wide prefix sum (scan)"),
+    (r"ReduceByKey|Reduce", r"reduce", "reduction", "reduce", "device-wide reduction"),
+    (
+        r"Select|Compact|Partition|Unique|RunLength",
+        r"select|partition|unique|run_length",
+        "sort",
+        "select",
+        "device-wide selection / compaction",
+    ),
+    (r"Histogram", r"histogram", "sort", "histogram", "device-wide histogram"),
+    (r"Transform|For|Fill", r"transform|for_each|fill", "elementwise", "transform", "device-wide transform"),
 )
 # Thrust's CUDA backend names its kernel `_kernel_agent<...__<algorithm>::...>`: (pattern, family, op)
 _THRUST = (
@@ -205,6 +204,16 @@ def _entry(family: str, source: str, what: str, op: str | None, inferred: list[s
     return info
 
 
+def _device_wide(fn: str, source: str, library: str) -> dict[str, Any]:
+    """A CUB or rocPRIM kernel, by the algorithm its function name spells in that library's case."""
+    column = 0 if source == "cub" else 1
+    for row in _DEVICE_WIDE:
+        if re.search(row[column], fn):
+            family, op, what = row[2:]
+            return _entry(family, source, what, op, [], fn)
+    return _entry("other", source, f"a {library} device-wide algorithm ({fn})", None, [], fn)
+
+
 def parse_extensions(text: str) -> dict[str, Any] | None:
     fn = function_name(text)
     spaces = namespaces(text)
@@ -216,15 +225,9 @@ def parse_extensions(text: str) -> dict[str, Any] | None:
         if named:
             return _entry("unknown", "fbgemm", f"an FBGEMM kernel ({fn})", None, [], fn)
     if spaces and spaces[-1] == "cub" or re.match(r"(?:void\s+)?(?:at_cuda_detail::)?cub::", text):
-        for pattern, family, op, what in _CUB:
-            if re.search(pattern, fn):
-                return _entry(family, "cub", what, op, [], fn)
-        return _entry("other", "cub", f"a CUB device-wide algorithm ({fn})", None, [], fn)
+        return _device_wide(fn, "cub", "CUB")
     if spaces and spaces[0] == "rocprim":
-        for pattern, family, op, what in _ROCPRIM:
-            if re.search(pattern, fn):
-                return _entry(family, "rocprim", what, op, [], fn)
-        return _entry("other", "rocprim", f"a rocPRIM device-wide algorithm ({fn})", None, [], fn)
+        return _device_wide(fn, "rocprim", "rocPRIM")
     qual = split_signature(text)[0]
     if qual.startswith("thrust::") and (m := re.search(r"::__(\w+?)::", text)):
         family, op = next(((f, o) for p, f, o in _THRUST if re.search(p, text)), ("elementwise", m.group(1)))
