@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "benchmarks.timing_methods",
         "the MLP timed end to end by every method, to show what each hides",
     ),
+    "decode-floor": ("benchmarks.decode_floor", "batch-1 decode against the weight-read floor, cause by cause"),
     "fp8-gate-up": ("benchmarks.fp8_gate_up", "the FP8 gate+up path against the bf16 fused kernel: rate and error"),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }
