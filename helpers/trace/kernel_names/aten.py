@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ..dtypes import from_cpp
-from .common import join, readable, split_signature
+from .common import CUTE_DSL_PREFIX, join, readable, split_signature
 
 _ATEN_TEMPLATES = (
     "vectorized_elementwise_kernel",
@@ -148,6 +148,8 @@ def _cpp_dtype(text: str) -> str | None:
 
 
 def parse_aten(text: str) -> dict[str, Any] | None:
+    if text.startswith(CUTE_DSL_PREFIX):
+        return None  # a CuTe DSL JIT kernel (FlashInfer's RMSNormKernel) is never ATen's, whatever its class is called
     if text.startswith("_ZN2at"):
         text = readable(text)  # ATen's mangled symbols (Proton, NVBit) in the words the readers below know
     qual, args = split_signature(text)

@@ -19,6 +19,8 @@ PRECISION_LETTER = {"s": "fp32", "d": "fp64", "h": "fp16", "c": "complex64", "z"
 # nvjet type codes such as `tst`, `hsh`, `tss`: letters read by analogy (t = bf16, h = fp16,
 # s = fp32, d = fp64) as input, compute and output types. Undocumented, hence inferred.
 NVJET_TYPE_LETTER = {"t": "bf16", "h": "fp16", "s": "fp32", "d": "fp64"}
+# CUTLASS's Python DSL (CuTe DSL) names each JIT-compiled kernel `kernel_cutlass_<module><Class>_object_at_...`
+CUTE_DSL_PREFIX = "kernel_cutlass_"
 
 Fields = dict[str, Any]
 

@@ -95,6 +95,10 @@ _VECTOR_TYPES = frozenset(f"{t}{n}" for t in ("int", "uint", "float", "char", "u
 _WHOLE_RE = re.compile(r"(?<![a-z0-9])(?:" + "|".join(_TYPES_WHOLE) + r"|[a-z]*[24])(?![a-z0-9])")
 _TYPE_OF = dict(_TYPES_IN_CHUNK)
 _ENUM_CAST = re.compile(r"\((?:\w+::)*\w+\)-?\d+")
+# CUTLASS writes a block-scaled operand as `<scale type>x<data type>`; its type-erased runtime types
+# f4 and f8 (``ue4m3xf4``: FP4 data with UE4M3 scales, NVFP4)
+_SCALED_PAIR = re.compile(r"(?<=ue4m3x|ue8m0x)f([48])(?![a-z0-9])")
+_ERASED = {"4": "fp4_e2m1", "8": "fp8"}
 
 
 def read_types(text: str) -> tuple[str | None, str | None]:
@@ -109,6 +113,8 @@ def read_types(text: str) -> tuple[str | None, str | None]:
     found: list[tuple[int, str]] = []  # (position, type)
     stage_like: list[tuple[int, str]] = []
     scale = None
+    for m in _SCALED_PAIR.finditer(low):
+        found.append((m.start(), _ERASED[m.group(1)]))
     for m in _WHOLE_RE.finditer(low):
         if m.group(0) in _TYPES_WHOLE:
             (stage_like if m.group(0) in _STAGE_LIKE else found).append((m.start(), _TYPES_WHOLE[m.group(0)]))

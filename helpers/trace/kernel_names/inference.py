@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .common import namespaces
+from .common import CUTE_DSL_PREFIX, namespaces
 from .dtypes import read_arch, read_scale_layout, read_types
 from .tokens import CONVENTION_ATTENTION, gated_ops, infer_family, name_words
 
@@ -29,12 +29,21 @@ _ANONYMOUS = (
     "native",
     "moe",
     "dev",
+    "cuda",  # libcu++'s namespace, and one a project may reuse for its own kernels: no project's name
 )
 # Words that put a name in a mixture-of-experts context: such names are read by words before the
 # ATen and extension readers, which would otherwise take `count_and_sort_expert_tokens` for a sort
 _MOE_CONTEXT = re.compile(
     r"_(?:moe[a-z0-9]*|[a-z0-9]*moe|experts?|gating|router|routing|topkgating[a-z0-9]*|unpermute|deep_?ep|deepep"
     r"|expand_?input_?rows|finalize_?moe[a-z0-9]*|grouped_?topk|group_?(?:limited_|idx_and_)?topk)(?=_)"
+)
+# `namespace::op` is a dispatcher operator (a CPU row of the profiler), not a kernel, when the namespace
+# is an operator library's: PyTorch's own (aten, prim, c10d, quantized ...) and the extensions that
+# register ops (vLLM's _C, _moe_C and vllm, SGLang's sgl_kernel, TensorRT-LLM's trtllm, FBGEMM, torchao,
+# xFormers, torchvision). A kernel's C++ namespace (sglang::fused_qknorm_rope_warp) is read by its words.
+_OP_NAMESPACE = re.compile(
+    r"(?:aten|prim|c10d|_c10d_functional\w*|profiler|quantized|_quantized|mkldnn|_?inductor|torchvision|torchaudio"
+    r"|fbgemm|_C|_moe_C|_rocm_C|_vllm_\w+_C|_custom_ops|vllm|sgl_kernel|trtllm|torchao|xformers)::\w+(?:\.\w+)?"
 )
 _FAMILY_TEXT = {
     "moe-routing": "mixture-of-experts routing",
@@ -45,7 +54,7 @@ _FAMILY_TEXT = {
 
 def parse_by_tokens(text: str) -> dict[str, Any] | None:
     """The last resort: a family from the words of the name (see :mod:`.tokens`), always inferred."""
-    if re.fullmatch(r"\w+::\w+(?:\.\w+)?", text):
+    if _OP_NAMESPACE.fullmatch(text):
         return None  # a dispatcher op (aten::matmul): the op tables read those, not kernel names
     found = infer_family(text)
     if found is None and CONVENTION_ATTENTION.fullmatch(text):
@@ -54,6 +63,8 @@ def parse_by_tokens(text: str) -> dict[str, Any] | None:
         return None
     family, op, what = found
     spaces = [n for n in namespaces(text) if n not in _ANONYMOUS] if not text.startswith("_Z") else []
+    if text.startswith(CUTE_DSL_PREFIX):
+        spaces = ["cute_dsl"]
     info: dict[str, Any] = {
         "family": family,
         "source": spaces[0].replace("_", "-") if spaces else "unknown",

@@ -82,7 +82,8 @@ def parse_tensile(text: str) -> dict[str, Any] | None:
 _WORD_FAMILIES = (
     (r"fmha|(?<![a-z])mha|gemm_softmax_gemm|attention|paged_attn|(?<![a-z])pa_|mla_", "attention"),
     (r"conv", "convolution"),
-    (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", "communication"),
+    # aiter's custom all-reduce (cross_device_reduce_1stage / _2stage) is vLLM's, ported to ROCm
+    (r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_?device_?reduce", "communication"),
     (r"moe_?align|moe_?sort|topk_?softmax|moe_?sum|moe_?routing|grouped_?topk", "moe-routing"),
     (r"gemm|(?<![a-z])mm_|(?<![a-z])wv_splitk|gemv", "gemm"),
     (r"rmsnorm|layernorm|layer_norm|rms_norm|groupnorm|batchnorm|norm2d|(?<![a-z])rms(?![a-z])", "normalization"),

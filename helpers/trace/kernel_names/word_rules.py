@@ -10,8 +10,8 @@ Precedence (first rule wins), and why:
    softmax and, in quantized attention (SageAttention's ``qk_int8_sv_f8_..._attn``), casts.
    State-space and linear-recurrence layers (Mamba's selective scan and SSD chunks, the gated
    delta rule) right after: ``other`` with op ``state_space``, before the scan and cumsum words;
-   then FFTs, box suppression (NMS) and redzone checks (``other``) and GroupNorm's ``gn``, before the
-   padding, gather and finalize words their names also carry.
+   then FFTs, box suppression (NMS), redzone checks and TMA-descriptor writes (``other``) and
+   GroupNorm's ``gn``, before the fill, padding, gather and finalize words their names also carry.
    A re-layout of weights for a later GEMM (``interleave_..._for_..._gemm``) is a copy before
    the GEMM words; token index maps (``src2dst``, ``row_id_map``), the MoE auxiliary loss and the
    finalize after an expert GEMM are MoE routing before them.
@@ -20,7 +20,8 @@ Precedence (first rule wins), and why:
    matrix product, so they are GEMMs (with the dtype and scale layout read separately).
 4. communication: collectives, and ``dispatch`` / ``combine`` only beside an expert-parallel or
    MoE word (DeepEP's ``deep_ep::intranode::dispatch``): alone those words mean nothing.
-5. an L2 norm is a reduction (optimizers' gradient clipping), any other ``norm`` a normalization;
+5. an L2 norm is a reduction (optimizers' gradient clipping) unless it has a pass of its own (a
+   layer's ``l2norm_fwd``), any other ``norm`` a normalization;
    normalization before quantize (a norm with a fused FP8 quantization is still a norm).
 6. gated activations (``silu_and_mul``, ``swiglu``) are the family ``fused`` with their
    ``fused_ops``, as Liger's GeGLU already is; a single activation is ``elementwise``.
@@ -66,6 +67,14 @@ def word_pattern(alternatives: str) -> re.Pattern[str]:
     return re.compile(rf"_(?:{alternatives})(?=_)")
 
 
+# A grouped GEMM with a TMA descriptor per group writes them on the device first (CUTLASS's
+# tensormaps_init / _perform_update, DeepSeek's fill_tensormaps_kernel): setup, not a fill of data
+_TMA_DESCRIPTORS = word_pattern(
+    r"(?:fill|init|initiali[sz]e|update|prepare|make|create|setup)_?tensor_?maps?"
+    r"|tensor_?maps?_(?:init|initiali[sz]e|update|perform_update|fill|prepare)"
+)
+# An L2 norm with a pass of its own (FLA's l2norm_fwd/_bwd on q and k) normalizes a layer's rows
+_L2NORM_LAYER = word_pattern(r"(?:l_?2_?norm|l2norm)(?=_(?:fwd|bwd|forward|backward)_)")
 # (family, op or None, pattern, unless pattern or None, what the words mean): first match wins.
 _CONTEXT_EP = r"deep_?ep|deepep|ep|intranode|internode|low_?latency|nvshmem|rdma|nvl|a_?2_?a|moe|experts?"
 FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | None, str], ...] = (
@@ -147,6 +156,13 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         word_pattern(rf"redzone{T}*"),
         None,
         "a redzone check: the guard bytes around buffers an autotuned kernel wrote (XLA, TensorFlow)",
+    ),
+    (
+        "other",
+        "tma_descriptor",
+        _TMA_DESCRIPTORS,
+        None,
+        "writing TMA descriptors (CUtensorMap) for a later GEMM's loads",
     ),
     # gn is GroupNorm's usual abbreviation; its finalize pass is no MoE finalize
     (
@@ -234,7 +250,7 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "all-reduce buffers, a comm namespace, cross-GPU barriers, IPC, one-/two-shot all-reduce) and MoE "
         "expert-parallel dispatch/combine",
     ),
-    ("reduction", "l2_norm", word_pattern(r"l_?2_?norm|norm_?l_?2|l2norm"), None, "an L2 norm (a reduction)"),
+    ("reduction", "l2_norm", word_pattern(r"l_?2_?norm|norm_?l_?2|l2norm"), _L2NORM_LAYER, "an L2 norm (a reduction)"),
     (
         "normalization",
         None,
@@ -371,10 +387,10 @@ FAMILY_RULES: tuple[tuple[str, str | None, re.Pattern[str], re.Pattern[str] | No
         "copy",
         None,
         word_pattern(
-            rf"copy|memcpy|cpy|get_?rows|transpose|permute|permutation|duplicate{T}*|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
+            rf"copy|memcpy|cpy|get_?rows|transpose|permute|permutation|duplicate{T}*|expand|reorder|reshape_?and_?cache{T}*|kv_?cache|concat|cat|pack|unpack|pad|gather"
             r"|scatter|index_?select|slice|flip|roll|repeat|copy_?blocks|to_?dense|to_?padded_?dense|swap(?=_dim)"
         ),
         None,
-        "data movement (copy, transpose, permute, duplicate, kv-cache writes, gather/scatter, concat)",
+        "data movement (copy, transpose, permute, duplicate or expand rows, kv-cache writes, gather/scatter, concat)",
     ),
 )
