@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import nbformat
 import pytest
 import torch
 
@@ -112,3 +113,28 @@ print(max(e["args"]["Total Allocated"] for e in ev if e.get("name") == "[memory]
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
     total = int(out.stdout.strip().splitlines()[-1])
     assert 2**20 <= total < 2 * 2**20  # the 16 MiB held before is not counted
+
+
+def _code(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def test_the_graph_table_waits_for_a_prediction(learner_copies):
+    nb = nbformat.read(learner_copies / LESSON.name, as_version=4)
+    (cell,) = [s for s in _code(nb) if "nb08.graph_table(" in s]
+    assert cell.index("if predicted_graph_us is None") < cell.index("nb08.graph_table(")
+    assert cell.index("if predicted_graph_us is None") < cell.index("Inside a profiled replayed step")
+
+
+def test_profiled_numbers_stand_beside_unprofiled_ones():
+    nb = nbformat.read(LESSON, as_version=4)
+    code = "\n".join(_code(nb))
+    for needle in (
+        "prefill_unprofiled_us = helpers.time_per_call(",  # section 2's CPU prefill
+        "gpu_prefill_unprofiled_us",  # the GPU prefill whose gaps give the queue latency
+        "(profiled_step_us - eager_step_us) / recorded",  # the decode operators
+        '"step, no profiler (us)"',  # the replayed steps
+        "train_ms = pd.Series([helpers.time_per_call(train.fn",  # the training step
+        '"optimizer.step(), no profiler (us)"',  # the optimizers
+    ):
+        assert needle in code, needle
