@@ -152,8 +152,9 @@ def training(
         with torch.enable_grad(), conf.running():
             return step()
 
+    training_step.step = step  # the TrainingStep itself: notebook 08 times its optimizer alone, unprofiled
     details = {"config": cfg.name, "configuration": conf.name, "batch": sz.train_batch, "seq": sz.train_seq}
-    details["optimizer"] = optimizer
+    details.update(optimizer=optimizer, parameter_tensors=len(list(model.parameters())))
     return Built(f"train_{conf.name}", training_step, (step.tokens,), dev, dt, cfg, details)
 
 

@@ -30,10 +30,12 @@ from ..decoder.layers import compile_blocks, swap_layers
 from ..decoder.model import PARTS, build_model, random_tokens
 from ..decoder.training import TrainingStep
 from ..measure.memory import allocator_history, memory_figure, memory_peaks, profile_memory
+from ..measure.timing import time_per_call
+from ..measure.workload import Built
 from ..paths import LOCAL_TRACES_DIR
 from ..programs import run_program
 from ..trace.kernel_names import decode_kernels
-from ..trace.memory_view import memory_over_time_figure, peak_memory_by_op
+from ..trace.memory_view import BEFORE_TRACE, memory_over_time_figure, peak_memory_by_op
 from ..trace.model import Trace, check_trace
 from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
@@ -41,10 +43,10 @@ from .results import Results, load_results
 
 # the model's names this lesson uses, beside its own
 __all__ = [
-    "PARTS", "Generator", "TrainingStep", "allocator_history", "build_model", "compile_blocks", "decode_timing",
-    "graph_prediction", "idle_share", "kernel_parts", "memory_figure", "memory_over_time_figure", "memory_peaks",
-    "part_breakdown", "peak_memory_by_op", "prefill_timing", "profile_memory", "queue_latency_us", "random_tokens",
-    "reference_trace", "swap_layers", "weight_read_floor_us", "workloads"
+    "BEFORE_TRACE", "PARTS", "Generator", "TrainingStep", "allocator_history", "build_model", "compile_blocks",
+    "decode_timing", "graph_prediction", "idle_share", "kernel_parts", "memory_figure", "memory_over_time_figure",
+    "memory_peaks", "part_breakdown", "peak_memory_by_op", "prefill_timing", "profile_memory", "queue_latency_us",
+    "random_tokens", "reference_trace", "swap_layers", "weight_read_floor_us", "workloads"
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -94,10 +96,12 @@ EXERCISES = Exercises(
     ),
     optimizer=Exercise(
         "fewest optimizer launches",
-        explain="{tensors} parameter tensors in the full model; per step the for-loop issued "
-        "{launches[for-loop]:.0f} operations, foreach {launches[foreach]:.0f}, fused {launches[fused]:.0f}. "
-        "The for-loop runs AdamW's operations once per tensor, foreach once per list of tensors, fused one "
-        "kernel per group. (On a CPU there are no launches to save, so foreach need not be faster there.)",
+        explain="{tensors} parameter tensors; per step the for-loop issued {launches[for-loop]:.0f} operations, "
+        "foreach {launches[foreach]:.0f}, fused {launches[fused]:.0f}. The for-loop runs each of AdamW's operations "
+        "once per tensor, foreach once per list of tensors, fused all of AdamW's math in one operation per group. "
+        "On a GPU a list operation launches one kernel per chunk of the list (a launch's arguments hold the "
+        "addresses of a bounded number of tensors and blocks), so a large model takes a few kernels: still the "
+        "fewest. (On a CPU there are no launches to save, so foreach need not be faster there.)",
         hint="which implementation handles a whole group of parameters in one call?",
     ),
     memory_peak=Exercise(
@@ -319,7 +323,8 @@ def check_variant(
             raise ValueError(f"measured_speedup must be a positive number or a list of them, got {measured_speedup!r}")
         expected = round(statistics.median(rounds), 2)
         low, high = 0.9 * min(rounds), 1.1 * max(rounds)
-        accept = lambda a: isinstance(a, Number) and not isinstance(a, bool) and low <= float(a) <= high  # noqa: E731
+        if isinstance(speedup, Number) and not isinstance(speedup, bool):  # else: "expected a number"
+            accept = lambda a: low <= float(a) <= high  # noqa: E731
     part_fb = check("variant_part", part, top, details={"part": top, "share": share})
     fix_fb = check("variant_fix", fix, VARIANT_FIX)
     speedup_fb = check("variant_speedup", speedup, expected, accept=accept)
@@ -327,3 +332,61 @@ def check_variant(
         shown = replace(speedup_fb, message=f"{speedup_fb.message} (accepted here: {low:.2f} to {high:.2f})")
         speedup_fb = EXERCISES.record("variant_speedup", shown)
     return [part_fb, fix_fb, speedup_fb]
+
+
+def optimizer_step_us(built: Built, repeats: int = 5) -> float:
+    """One ``optimizer.step()`` of a training workload (``workloads.training_view``) timed alone, without the
+    profiler: the median of `repeats`, in us, after one whole step (the gradients and the optimizer's state exist)."""
+    step = getattr(getattr(built, "fn", None), "step", None)
+    if not isinstance(step, TrainingStep):
+        raise TypeError("pass a training workload: nb08.workloads.training_view(device, optimizer=...)")
+    built.fn(*built.inputs)
+    return time_per_call(step.optimizer.step, repeats=repeats, warmup=1) * 1e6
+
+
+def fix_bounds(prefill: Trace, decode: Trace, results: Results) -> pd.DataFrame:
+    """Each fix's bound read from eager traces beside what `results` (a decoder benchmark run) measured without the
+    profiler: speedups of prefill (kernel families of `prefill`) and decode (the CUDA-graph prediction, its latency
+    from `prefill`), and the peak memory recomputation keeps (4 ``[tokens, intermediate]`` tensors per layer)."""
+    k = kernel_parts(check_trace(prefill, "prefill"))
+    if k.empty:
+        raise ValueError(f"{prefill.info.describe()} has no GPU kernels: the bounds are read from a GPU prefill")
+    k = k.join(decode_kernels(list(k["name"].unique())).set_index("name")["family"], on="name")
+    steps = max(k["step"].nunique(), 1)
+    gemm = k.loc[k["family"] == "gemm", "duration_us"].sum() / steps
+    attention = k.loc[(k["family"] == "attention") | k["launched_by"].str.contains("attention", na=False)]
+    attention = attention["duration_us"].sum() / steps
+    geglu = k.loc[(k["part"] == "mlp") & (k["family"] != "gemm"), "duration_us"].sum() / steps
+    table, setup = results.table("configurations").set_index("configuration"), results.table("setup").iloc[0]
+
+    def value(configuration: str, column: str) -> float:
+        v = table[column].get(configuration, np.nan) if column in table.columns else np.nan
+        return float(v) if v is not None and np.isfinite(v) else np.nan
+
+    tokens = float(setup["prefill_batch"] * setup["prompt_len"])
+    eager = tokens / value("eager", "prefill_tokens_per_s") * 1e6  # us per prefill, no profiler
+    sdpa = [value(c, "prefill_tokens_per_s") for c in ("sdpa-flash", "sdpa-efficient", "sdpa-cudnn")]
+    cfg = DECODER_CONFIGS[str(setup["config"])]
+    tensors = 4 * cfg.num_hidden_layers * setup["train_batch"] * setup["train_seq"] * cfg.intermediate_size
+    kept_gb = tensors * (2 if str(setup["dtype"]) in ("bfloat16", "float16") else 4) / 1e9
+    eager_peak = value("eager", "train_peak_gb")
+    rows = [
+        ("torch.compile", "prefill speedup", "at most", eager / (gemm + attention),
+         value("compile", "prefill_tokens_per_s") / value("eager", "prefill_tokens_per_s")),
+        ("the course's fused MLP", "prefill speedup", "at most", eager / (eager - geglu),
+         value("course", "prefill_tokens_per_s") / value("eager", "prefill_tokens_per_s")),
+        ("the fastest other SDPA backend", "prefill speedup", "at most", eager / (eager - attention),
+         np.nanmax(sdpa) / value("eager", "prefill_tokens_per_s") if np.isfinite(sdpa).any() else np.nan),
+        ("CUDA graphs", "decode speedup", "at least",
+         value("eager", "decode_us") / graph_prediction(decode, prefill)["predicted_us"],
+         value("eager", "decode_us") / value("eager+graph", "decode_us")),
+        ("recompute the MLPs", "peak memory, x eager", "about", 1 - kept_gb / eager_peak,
+         value("recompute", "train_peak_gb") / eager_peak),
+    ]  # fmt: skip
+    out = pd.DataFrame(rows, columns=["fix", "what", "bound", "predicted", "measured"])
+    tests = {"at most": np.less_equal, "at least": np.greater_equal, "about": lambda m, p: abs(m - p) <= 0.05 * p}
+    out["holds"] = [
+        None if not np.isfinite(m) else bool(tests[b](m, p))
+        for b, p, m in zip(out["bound"], out["predicted"], out["measured"])
+    ]
+    return out.set_index("fix")
