@@ -53,7 +53,7 @@ for _folder in (ROOT, ROOT / "benchmarks"):  # helpers, and the scripts beside t
 from common import log  # noqa: E402
 from hostile_resources import CHILD as RESOURCE_CHILD  # noqa: E402
 from hostile_resources import EXPECTED, RESOURCE_PROBES, build_resource_probes  # noqa: E402
-from trace_loading import build_big_trace  # noqa: E402
+from trace_loading import PEAK_RSS, build_big_trace  # noqa: E402
 
 SOURCE = ROOT / "traces" / "h200_mlp_eager.json.gz"
 TARGET_S, TARGET_MB = 10.0, 1000.0
@@ -70,9 +70,18 @@ try:
     report = {"outcome": "loaded", "message": f"{len(trace.events):,} events; notes: {trace.notes[:2]}"}
 except BaseException as err:
     report = {"outcome": type(err).__name__, "message": str(err)}
-report.update(load_s=time.perf_counter() - t1, import_s=t1 - t0)
+report.update(load_s=time.perf_counter() - t1, import_s=t1 - t0, own_peak_rss_mb=peak_mb())
 print(json.dumps(report))
 """
+
+
+def _peak_of(pid: int) -> float | None:
+    """A running process's peak resident memory so far (VmHWM, MB); None without /proc."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 def build_damaged(path: Path, size: int) -> dict[str, Any]:
@@ -128,7 +137,11 @@ def build_probes(workdir: Path, quick: bool, names: tuple[str, ...] = PROBES) ->
 def run_child(
     helpers_root: Path, path: Path, mode: str, timeout: float, memory_limit: int, script: str = CHILD
 ) -> dict[str, Any]:
-    """One load in a fresh interpreter: its report, wall time and peak RSS (also when killed at `timeout`)."""
+    """One load in a fresh interpreter: its report, wall time and peak RSS (also when killed at `timeout`).
+
+    The peak is the child's own (VmHWM, see ``trace_loading.PEAK_RSS``; the last one read while it ran when it
+    is killed): wait4's ru_maxrss would also count this process's memory at the fork.
+    """
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
@@ -138,15 +151,16 @@ def run_child(
     env = env_with_first_on_path(helpers_root)
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, str(path), mode],
+        [sys.executable, "-c", PEAK_RSS + script, str(path), mode],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
         cwd=str(helpers_root),
         preexec_fn=limit,
     )
-    out, timed_out = b"", False
+    out, timed_out, seen_peak = b"", False, None
     while True:
+        seen_peak = _peak_of(proc.pid) or seen_peak
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -169,7 +183,8 @@ def run_child(
         report = json.loads(lines[-1])
     else:
         report = {"outcome": f"exit {proc.returncode}", "message": "the process died without a report"}
-    report.update(wall_s=round(wall, 2), peak_rss_mb=round(usage.ru_maxrss / 1024), timed_out=timed_out)
+    peak = report.pop("own_peak_rss_mb", None) or seen_peak or usage.ru_maxrss / 1024
+    report.update(wall_s=round(wall, 2), peak_rss_mb=round(peak), timed_out=timed_out)
     return report
 
 

@@ -61,7 +61,7 @@ try:
     report = {"outcome": "done", "message": f"{what}; notes: {notes[:3]}"}
 except BaseException as err:
     report = {"outcome": type(err).__name__, "message": str(err)[:600]}
-report.update(load_s=time.perf_counter() - t1, import_s=t1 - t0)
+report.update(load_s=time.perf_counter() - t1, import_s=t1 - t0, own_peak_rss_mb=peak_mb())
 print(json.dumps(report))
 """
 

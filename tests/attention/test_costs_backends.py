@@ -116,7 +116,12 @@ def test_peak_memory_sees_the_score_matrix_only_in_the_hand_written_version() ->
 
 
 def test_peak_memory_of_a_known_allocation() -> None:
-    assert helpers.measure.memory.peak_memory(lambda: torch.ones(1_000_000)) >= 4_000_000
+    # a closure that takes no tensor is measured on the GPU when there is one: allocate where it is measured
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert helpers.measure.memory.peak_memory(lambda: torch.ones(1_000_000, device=device)) >= 4_000_000
+    # a CPU tensor argument puts the measurement on the CPU, GPU or not
+    cpu = torch.zeros(1)
+    assert helpers.measure.memory.peak_memory(lambda x: torch.ones(1_000_000) + x, cpu) >= 4_000_000
     with pytest.raises(TypeError):
         helpers.measure.memory.peak_memory(3)
 

@@ -508,3 +508,19 @@ def test_a_child_keeps_the_machines_python_path(monkeypatch, tmp_path):
     assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path), "/opt/site"]
     monkeypatch.delenv("PYTHONPATH")
     assert env_with_first_on_path(tmp_path)["PYTHONPATH"] == str(tmp_path)
+
+
+def test_a_probe_reports_its_own_peak_memory_not_the_parents(tmp_path):
+    """A child's ru_maxrss from wait4 also counts the parent's resident memory at the fork: a pytest worker that
+    holds a GPU context (over a GB) made every probe miss its 1 GB target. The child's own peak is reported."""
+    import numpy as np
+
+    hostile_inputs = load_benchmark("hostile_inputs")
+    small = tmp_path / "small.json"
+    small.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1}]}')
+    ballast = np.ones(1_200 * 2**20 // 8)  # resident in this process when the child is forked
+    root = Path(helpers.__file__).resolve().parents[1]
+    row = hostile_inputs.run_child(root, small, "whole", timeout=120, memory_limit=8 * 2**30)
+    assert row["outcome"] == "loaded", row
+    assert row["peak_rss_mb"] < 1_000, row
+    del ballast
