@@ -20,6 +20,7 @@ The causes are in order of size, so the first row is the first thing to fix.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from .common import log, store_tables, write_json
 from .decoder.configurations import RUNS
 
 # the best configuration of the decoder benchmark first: a run cut short still says the most
+SDPA_BACKENDS = ("flash", "efficient", "cudnn", "math")
 CONFIGURATIONS = ("course-concat+compile+graph", "eager+graph", "compile+graph")
 PROMPT_LEN, STEPS, PROFILED = 128, 50, 10
 
@@ -81,14 +83,29 @@ def _causes(kernels: pd.DataFrame, step_us: float, floor_us: float, head_bytes: 
         if family not in ("gemm", "lm_head", "idle_between_kernels", "span"):
             rows.append({"cause": f"{family} kernels", "us": float(us)})
     rows.append({"cause": "GPU idle between kernels inside the step", "us": float(steps["idle_between_kernels"])})
-    rows.append({"cause": "outside the kernels' span (the replay's launch, the step's edges)",
+    # negative when the profiler stretches the replay's span beyond the unprofiled step
+    rows.append({"cause": "the unprofiled step beyond the profiled kernels' span (launch; negative: profiler cost)",
                  "us": step_us - float(steps["span"])})  # fmt: skip
     return rows
 
 
+def _top_kernels(kernels: pd.DataFrame, steps: int, n: int = 12) -> list[dict[str, Any]]:
+    """The kernels that take most of a step: short name, family, launches and microseconds per step."""
+    decoded = [decode_kernel(k) for k in kernels["name"]]
+    k = kernels.assign(kernel=[d.get("short_name") or n for d, n in zip(decoded, kernels["name"])],
+                       family=[d.get("family") or "other" for d in decoded])  # fmt: skip
+    top = k.groupby(["kernel", "family"])["duration_us"].agg(["count", "sum"]).nlargest(n, "sum").reset_index()
+    return [{"kernel": r.kernel[:120], "family": r.family, "per_step": r["count"] / steps, "us": r["sum"] / steps}
+            for _, r in top.iterrows()]  # fmt: skip
+
+
 def _run(name: str, cfg: Any, dev: torch.device) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One configuration: its unprofiled decode timing, and the kernels of profiled graph replays."""
+    """One configuration (``NAME`` or ``NAME@backend``, SDPA forced to that backend): its unprofiled decode
+    timing, and the kernels of profiled graph replays."""
+    name, _, backend = name.partition("@")
     conf = RUNS[name].configuration
+    if backend:
+        conf = replace(conf, sdpa_backend=backend)
     model = conf.build(cfg, dev, torch.bfloat16)
     max_len = PROMPT_LEN + 2 * STEPS + 2 + 3 * PROFILED + 16
     gen = Generator(model, 1, max_len, graph=True, compiled_prefill=False)
@@ -115,7 +132,8 @@ def measure(device: str | None, configurations: tuple[str, ...], out_path: Path 
     for name in configurations:
         timing, kernels = _run(name, cfg, dev)
         rows = _causes(kernels, timing["step_us"], floor_us, head_bytes, roof)
-        out["configurations"][name] = {"timing": timing, "kernels_per_step": len(kernels) / PROFILED, "causes": rows}
+        out["configurations"][name] = {"timing": timing, "kernels_per_step": len(kernels) / PROFILED, "causes": rows,
+                                       "top_kernels": _top_kernels(kernels, PROFILED)}  # fmt: skip
         log(f"{name}: {timing['step_us']:.0f} us/token, {100 * floor_us / timing['step_us']:.1f}% of the floor")
         for r in sorted(rows[1:], key=lambda r: -r["us"]):
             log(f"    {r['us']:8.1f} us  {r['cause']}")
@@ -138,8 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks decode-floor", description=__doc__.split("\n")[0])
     p.add_argument("--device", default=None)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--configurations", nargs="+", default=list(CONFIGURATIONS), choices=sorted(RUNS))
+    p.add_argument("--configurations", nargs="+", default=list(CONFIGURATIONS),
+                   help="decoder configurations with graphed decode; NAME@flash (efficient, cudnn, math) forces SDPA's backend")  # fmt: skip
     args = p.parse_args(argv)
+    for name in args.configurations:
+        base, _, backend = name.partition("@")
+        if base not in RUNS or not RUNS[base].configuration.graph or backend not in ("", *SDPA_BACKENDS):
+            graphed = [n for n, r in RUNS.items() if r.configuration.graph]
+            p.error(f"{name!r}: give a graphed configuration {graphed}, optionally @ one of {SDPA_BACKENDS}")
     measure(args.device, tuple(args.configurations), args.out)
     log(f"wrote {args.out}")
     return 0
