@@ -12,12 +12,9 @@ from helpers.trace.categories import RECORDER_WAIT
 from helpers.trace.memory_view import BEFORE_TRACE, NO_OP, peak_memory_by_op
 from helpers.trace.overlap import idle_gaps
 
+from .critical_path import SYNC_CALLS
 from .findings import Context
 
-SYNC_CALLS = {
-    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-    "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy",
-}  # fmt: skip
 # Operators that force a synchronisation when their tensors live on a GPU.
 SYNCING_OPS = {"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select"}
 ALLOCATOR_CALLS = {"cudaMalloc", "cudaFree", "hipMalloc", "hipFree", "cudaMallocHost", "cudaFreeHost", "cuMemAlloc_v2"}
@@ -125,13 +122,17 @@ def host_sync(ctx: Context) -> list[dict]:
     drained = 0.0
     if gaps is not None and len(gaps) and len(ends):
         drained = float(gaps.loc[_after(gaps, ends), "idle_us"].sum()) / ctx.per_step
-    saving = ctx.path_time(calls, ("sync wait",)) + drained
+    # what the wait costs is what the step loses to it: not the wait itself when the GPU's queued work must
+    # finish before the next synchronising point anyway, more when host work after it could have overlapped
+    saving = _moved_wait_bound(ctx, calls)
     callers = ev["name"].to_numpy(dtype=object)[ops]
     named = sorted(set(callers.tolist()))
     detail = (
         f"{len(calls):,} synchronising calls per trace ({len(calls) / ctx.per_step:.1f} per step)"
         + (f", under {', '.join(named)}" if named else "")
         + f"; the GPU then sat idle {drained:,.1f} us per step"
+        + f"; without them the host would run ahead until the next synchronising point (a later sync, a pageable "
+        f"copy), where the GPU's queued work must still finish: at most {saving:,.1f} us per step saved"
     )
     return [
         ctx.finding(
@@ -147,6 +148,49 @@ def host_sync(ctx: Context) -> list[dict]:
             detail,
         )  # fmt: skip
     ]
+
+
+def _moved_wait_bound(ctx: Context, calls: np.ndarray) -> float:
+    """Per step, the most that removing the synchronising `calls` saves: a removed wait moves to the next point
+    that synchronises anyway (a later sync, the recorder's, a pageable copy). Per call, with B its wait, W the
+    host's time until that point, G the GPU time launched meanwhile and d the GPU idle in between, the window
+    takes B + max(W, d + G) with the call and max(W, B + G) without it. Each rank of a run on its own."""
+    ev, w = ctx.ev, ctx.work
+    if not len(calls) or not len(w):
+        return 0.0
+    ts, dur = ev["ts"].to_numpy() - ctx.t0, ev["dur"].to_numpy()
+    rank = ev["rank"].to_numpy() if "rank" in ev else np.zeros(len(ev), dtype=int)
+    launch = ev["launch"].to_numpy()[w["row"].to_numpy()]
+    work_rank = rank[w["row"].to_numpy()]
+    pageable = w["name"].str.contains("Pageable", regex=False).to_numpy() & (launch >= 0)
+    syncs = ctx.host_rows(SYNC_CALLS)
+    gaps = _gaps(ctx)
+    total = 0.0
+    for r in np.unique(rank[calls]):
+        mine = work_rank == r
+        if not mine.any():
+            continue
+        # the end of a step synchronises nothing (a wait removed there moves into the next step); past the last
+        # point, the GPU's last work ends the window
+        last = float((w["start"].to_numpy()[mine] + w["dur"].to_numpy()[mine]).max()) - ctx.t0
+        points = np.sort(np.concatenate([ts[syncs[rank[syncs] == r]], ts[launch[pageable & mine]], [last]]))
+        rows = calls[rank[calls] == r]
+        ends = ts[rows] + dur[rows]
+        nxt = np.maximum(points[np.minimum(np.searchsorted(points, ends), len(points) - 1)], ends)
+        # GPU time launched in each window, from this rank's launches in time order
+        at = np.where(launch[mine] >= 0, ts[np.maximum(launch[mine], 0)], np.inf)
+        order = np.argsort(at)
+        cum = np.concatenate([[0.0], np.cumsum(w["dur"].to_numpy()[mine][order])])
+        gpu = cum[np.searchsorted(at[order], nxt)] - cum[np.searchsorted(at[order], ends)]
+        idle = np.zeros(len(rows))
+        if gaps is not None and len(gaps):
+            g = gaps[gaps["rank"] == r] if "rank" in gaps else gaps
+            gs, ge = g["start_us"].to_numpy(), g["end_us"].to_numpy()
+            for i, (a, b) in enumerate(zip(ends, nxt)):
+                idle[i] = np.clip(np.minimum(ge, b) - np.maximum(gs, a), 0, None).sum()
+        host, wait = nxt - ends, dur[rows]
+        total += float(np.clip(wait + np.maximum(host, idle + gpu) - np.maximum(host, wait + gpu), 0, None).sum())
+    return total / ctx.per_step
 
 
 def copies(ctx: Context) -> list[dict]:

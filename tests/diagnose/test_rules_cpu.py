@@ -3,11 +3,14 @@ show is in the top 3 of its trace, and a fixed problem no longer is."""
 
 from __future__ import annotations
 
+import statistics
+
 import torch
 
 import helpers
 from helpers.diagnose import diagnose, rules_cpu
 from helpers.diagnose.findings import Context
+from helpers.lessons.nb10 import profiled_step_us
 from helpers.lessons.planted import build_loop
 from tests.diagnose.synthetic import Kineto
 from tests.support import data_file
@@ -17,7 +20,10 @@ def _found(fixed=()):
     torch.set_num_threads(1)
     loop = build_loop(fixed, device="cpu")
     trace = helpers.profile(loop.step, steps=3, warmup=1, grad=True, label="planted")
-    return diagnose(trace)
+    found = diagnose(trace)
+    # the typical step: one step stalled by another program on a busy machine must not stand for all three
+    found.attrs["median_step_us"] = statistics.median(profiled_step_us(trace))
+    return found
 
 
 def test_each_planted_problem_is_in_the_top_3_of_its_trace():
@@ -30,7 +36,7 @@ def test_each_planted_problem_is_in_the_top_3_of_its_trace():
     opt = only_optimizer.iloc[0]
     assert opt["events"] > 0 and "operators" in opt["finding"]  # evidence from the host operators on a CPU
     # a real part of the step, not its size: other programs stalling the rest of the step shrink the share
-    assert opt["saving_upper_bound_us"] > 0.05 * only_optimizer.attrs["step_us"]
+    assert opt["saving_upper_bound_us"] > 0.05 * only_optimizer.attrs["median_step_us"]
 
 
 def test_no_false_finding_once_both_are_fixed():
