@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+
 from ..measure.roofline import elementwise_bytes, gemm_flops  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
+from ..measure.timing import time_per_call
 from ..mlp.model import CPU_SHAPE  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 from ..trace.memory_view import memory_over_time_figure, peak_memory_by_op  # noqa: F401  (helpers.nb03.<name>)
 from ..trace.queries import device_properties, mm_dims  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 from .exercises import Exercise, Exercises
+from .rounds import take_turns
 
 EXERCISES = Exercises(
     "03",
@@ -49,3 +58,57 @@ EXERCISES = Exercises(
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block with one torch CPU thread, then restore the count: on a machine shared with other work, a
+    parallel region waits for whichever of its threads the OS descheduled, and every call takes a scheduler tick."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def us_rounds(fns: dict, rounds: int = 5, repeats: int = 10) -> dict[str, list[float]]:
+    """Microseconds per call of each function of no arguments, `rounds` times, the functions taking turns."""
+
+    def one(fn):
+        return lambda: time_per_call(fn, repeats=repeats, warmup=2) * 1e6
+
+    return take_turns({name: one(fn) for name, fn in fns.items()}, rounds)
+
+
+def gelu_pace(copy_us: Sequence[float], gelu_us: Sequence[float], mul_us: Sequence[float]) -> str:
+    """What sets the GeLU's pace on a CPU, from rounds of microseconds per call of a copy and a GeLU of the same
+    tensor (both move 2 passes) and of a multiply (3 passes): the tanh's arithmetic when even the closest rounds
+    put the GeLU over twice the copy, memory when it stays within 1.5 times, else no verdict. Three times equal to
+    within 5% say the machine, not the work, set them."""
+    rounds = {"copy": copy_us, "gelu": gelu_us, "mul": mul_us}
+    for name, values in rounds.items():
+        values = list(values)
+        if len(values) < 3 or not all(math.isfinite(float(v)) and float(v) > 0 for v in values):
+            raise ValueError(f"{name}: need at least 3 positive finite rounds, got {values!r}")
+    med = {k: statistics.median(map(float, v)) for k, v in rounds.items()}
+    if max(med.values()) <= 1.05 * min(med.values()):
+        return (
+            f"The three take the same time ({min(med.values()):,.0f} to {max(med.values()):,.0f} us) although they do "
+            "different work: the machine (threads waiting for each other, the scheduler's tick) set these times, not "
+            "memory or arithmetic, so they say nothing about what sets the GeLU's pace. "
+        )
+    lo = min(map(float, gelu_us)) / max(map(float, copy_us))
+    hi = max(map(float, gelu_us)) / min(map(float, copy_us))
+    ratio = med["gelu"] / med["copy"]
+    if lo > 2:
+        return (
+            f"gelu moves the same bytes as the copy {ratio:.1f} times more slowly (at least {lo:.1f} times, its fastest round "
+            "against the copy's slowest): on this CPU its cost is the arithmetic of the tanh, not memory. "
+        )
+    if hi < 1.5:
+        return f"gelu keeps up with the copy here ({ratio:.1f} times its time): memory, not arithmetic, sets its pace. "
+    return (
+        f"gelu takes {ratio:.1f} times the copy's time ({lo:.1f} to {hi:.1f} over the rounds): between keeping up "
+        "and being held back by its arithmetic, no verdict here. "
+    )

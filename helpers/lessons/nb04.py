@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import logging
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import partial
+from numbers import Number
 
 import pandas as pd
 import torch
@@ -14,10 +18,11 @@ from ..measure.timing import time_end_to_end, time_per_call
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
 from .exercises import Exercise, Exercises, Tie, compare_rounds
+from .nb03 import one_thread
 from .rounds import rounds_frame, take_turns
 
 __all__ = [
-    "compile_wrapper_rows", "infer_plan", "kernels_by_role", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
+    "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -49,8 +54,7 @@ EXERCISES = Exercises(
     ),
     compiled_faster_end_to_end=Exercise(
         "compiled faster end to end",
-        explain="Back to back, the GPU is busy all the time at the blog's shape: the wall time per call follows the "
-        "kernel time, and the fused kernel saves device time. Host work (guards, wrappers) hides behind the queue.",
+        explain="{why}",
         hint="Compare the kernel times: if the GPU never waits, which variant finishes a call sooner?",
     ),
     compiles_default=Exercise(
@@ -162,7 +166,7 @@ def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]]) -> str
     if isinstance(verdict, Tie):
         return f"{timing}. Too close to call here: the rounds overlap, so no pay-back can be computed from them."
     if not verdict:
-        return f"{timing}: a compiled call is not faster end to end here, so the compile does not pay back (see 6b)."
+        return f"{timing}: a compiled call is not faster end to end here, so the compile does not pay back."
     # the smallest saving the rounds allow gives the longest pay-back
     slow, fast = e["median_us"] - c["median_us"], e["min_us"] - c["max_us"]
     calls = first_call.compile_s / (slow * 1e-6)
@@ -179,3 +183,62 @@ def _ms(row: pd.Series) -> str:
 
 def _list(values: Sequence[float], unit: str) -> str:
     return ", ".join(f"{float(v):.3g}" for v in values) + f" {unit}"
+
+
+def bound_by(kernel_us: float, back_to_back_us: Sequence[float], slack: float = 1.1) -> str:
+    """``"GPU"`` when the fastest back-to-back round (us per call) stays within `slack` times the kernel time per call:
+    then the device was busy all the time, and slower rounds are other work on a shared machine; else ``"CPU"``."""
+    values = [float(v) for v in back_to_back_us]
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"back_to_back_us must be positive finite times, got {values!r}")
+    if not (isinstance(kernel_us, Number) and math.isfinite(float(kernel_us)) and float(kernel_us) > 0):
+        raise ValueError(f"kernel_us must be a positive finite time, got {kernel_us!r}")
+    return "GPU" if min(values) <= slack * float(kernel_us) else "CPU"
+
+
+def end_to_end_why(bound: Mapping[str, str]) -> str:
+    """The explanation of the end-to-end check from ``{"eager": "GPU" or "CPU", "compiled": ...}`` (:func:`bound_by`)."""
+    if set(bound) != {"eager", "compiled"} or not set(bound.values()) <= {"GPU", "CPU"}:
+        raise ValueError(f"bound must map 'eager' and 'compiled' to 'GPU' or 'CPU', got {dict(bound)!r}")
+    if set(bound.values()) == {"GPU"}:
+        return (
+            "Back to back, the GPU was busy all the time here: the wall time per call follows the kernel time, and "
+            "the fused kernel saves device time. Host work (guards, wrappers) hides behind the queue."
+        )
+    cpu = " and ".join(k for k in ("eager", "compiled") if bound[k] == "CPU")
+    return (
+        f"Back to back, {cpu} waited for the CPU here: even the fastest round took longer than the kernels, so the "
+        "wall time follows the host's work (Python, guards, wrappers, launches) more than the kernel time, and the "
+        "fused kernel's saving shows only where the host keeps ahead of the GPU."
+    )
+
+
+@contextmanager
+def quiet_dynamo() -> Iterator[None]:
+    """Dynamo's warnings off inside the block (its graph-break advice, which a report then states), the default
+    logging after it."""
+    torch._logging.set_logs(dynamo=logging.ERROR)
+    try:
+        yield
+    finally:
+        torch._logging.set_logs()
+
+
+def autotune_note(trace_us: float, bench_us: float, bench_label: str) -> str:
+    """A sentence setting the max-autotune trace's kernel time per forward beside the benchmark run's, both in us."""
+    for name, v in (("trace_us", trace_us), ("bench_us", bench_us)):
+        if isinstance(v, bool) or not isinstance(v, Number) or not math.isfinite(float(v)) or float(v) <= 0:
+            raise ValueError(f"{name} must be a positive finite time in us, got {v!r}")
+    run = f"the benchmark run of `python -m benchmarks mlp` ({bench_label})"
+    if abs(trace_us - bench_us) <= 0.05 * min(trace_us, bench_us):
+        return (
+            f"A separate compile in {run} measured {bench_us:.0f} us of kernels per forward for the same mode, as "
+            "here: this time autotuning settled on kernels as fast. It benchmarks its candidates again at every "
+            "compile, so on another run or GPU it can choose others: read a max-autotune number with the trace "
+            "that produced it."
+        )
+    return (
+        f"Autotuning benchmarks its candidates again at every compile: {run} measured {bench_us:.0f} us of kernels "
+        f"per forward for the same mode, against {trace_us:.0f} us here. Read a max-autotune number with the trace "
+        "that produced it."
+    )

@@ -68,7 +68,8 @@ def test_megabytes_saved_by_fusion(h200):
 def test_end_to_end_is_graded_only_beyond_the_spread():
     apart = {"compiled": [210.0, 211.5, 212.0, 210.4, 213.0], "eager": [240.0, 241.0, 239.5, 242.0, 240.7]}
     assert nb04.first_is_faster(apart) is True
-    _probe("compiled_faster_end_to_end", nb04.first_is_faster(apart), True, False)
+    why = {"why": nb04.end_to_end_why({"eager": "GPU", "compiled": "GPU"})}
+    _probe("compiled_faster_end_to_end", nb04.first_is_faster(apart), True, False, details=why)
     # one slow round (another program on the machine) does not make a tie: the middle half of the rounds decides
     one_slow = {"compiled": [210.0, 215.0, 250.0, 212.0, 211.0], "eager": [240.0, 241.0, 239.5, 242.0, 240.7]}
     assert nb04.first_is_faster(one_slow) is True
@@ -77,9 +78,9 @@ def test_end_to_end_is_graded_only_beyond_the_spread():
     tie = nb04.first_is_faster(noisy)
     assert isinstance(tie, Tie)
     for answer in (True, False):
-        fb = nb04.check("compiled_faster_end_to_end", answer, tie)
+        fb = nb04.check("compiled_faster_end_to_end", answer, tie, details=why)
         assert fb.status == TIE and "too close to call" in fb.message.lower() and "middle half" in fb.message
-    assert nb04.check("compiled_faster_end_to_end", "yes", tie).status == WRONG
+    assert nb04.check("compiled_faster_end_to_end", "yes", tie, details=why).status == WRONG
     # a recording with one number per variant cannot show its spread: a tie that says so
     single = nb04.first_is_faster({"compiled": [210.9], "eager": [240.7]})
     assert isinstance(single, Tie) and "one number per variant" in single.why
@@ -162,3 +163,43 @@ def test_hints_wait_for_a_wrong_answer():
     assert fb.status == "not answered yet" and "Hint" not in fb.message and "nb04.hint" in fb.message
     assert "Hint" in nb04.check("compiles_default", 3, 2).message
     assert nb04.hint("compiles_default").message.startswith("Hint")
+
+
+def test_bound_by_reads_the_fastest_round_and_the_explanation_follows():
+    # the H200 of pass 1: compiled 206 us of kernels, back-to-back median 252 us but fastest round 209 us
+    assert nb04.bound_by(205.82, [252.0, 221.0, 353.0, 209.0, 816.0]) == "GPU"
+    assert nb04.bound_by(234.72, [246.0, 242.0, 249.0, 240.0, 406.0]) == "GPU"
+    # pass 2, host contended: even the fastest rounds (283, 322 us) are far over the kernels (207, 235 us)
+    assert nb04.bound_by(207.36, [284.0, 284.0, 285.0, 283.0, 303.0]) == "CPU"
+    assert nb04.bound_by(234.92, [325.0, 325.0, 326.0, 322.0, 326.0]) == "CPU"
+    gpu = nb04.end_to_end_why({"eager": "GPU", "compiled": "GPU"})
+    cpu = nb04.end_to_end_why({"eager": "CPU", "compiled": "CPU"})
+    assert "GPU was busy all the time" in gpu and "waited for the CPU" not in gpu
+    assert "eager and compiled waited for the CPU" in cpu and "busy all the time" not in cpu
+    assert "compiled waited" in nb04.end_to_end_why({"eager": "GPU", "compiled": "CPU"})
+    with pytest.raises(ValueError, match="positive finite"):
+        nb04.bound_by(200.0, [])
+    with pytest.raises(ValueError, match="'eager' and 'compiled'"):
+        nb04.end_to_end_why({"eager": "GPU"})
+
+
+def test_autotune_note_says_whether_the_benchmark_agrees():
+    same = nb04.autotune_note(231.9, 232.0, "H200 run")
+    assert "as here" in same and "against" not in same
+    other = nb04.autotune_note(205.0, 232.0, "H200 run")
+    assert "against 205 us here" in other
+    with pytest.raises(ValueError, match="bench_us"):
+        nb04.autotune_note(200.0, float("nan"), "x")
+
+
+def test_quiet_dynamo_hides_the_graph_break_warning(caplog):
+    def broken(x):
+        y = x * 2
+        return y / y.abs().max().item()
+
+    torch._dynamo.reset()
+    with nb04.quiet_dynamo():
+        report = torch._dynamo.explain(broken)(torch.randn(4))
+    torch._dynamo.reset()
+    assert report.graph_break_count == 1
+    assert not [r for r in caplog.records if r.levelname == "WARNING" and "Graph break" in r.getMessage()]
