@@ -152,7 +152,7 @@ def host_sync(ctx: Context) -> list[dict]:
 
 def _moved_wait_bound(ctx: Context, calls: np.ndarray) -> float:
     """Per step, the most that removing the synchronising `calls` saves: a removed wait moves to the next point
-    that synchronises anyway (a later sync, the recorder's, a pageable copy). Per call, with B its wait, W the
+    that synchronises anyway (a later sync of the program, a pageable copy). Per call, with B its wait, W the
     host's time until that point, G the GPU time launched meanwhile and d the GPU idle in between, the window
     takes B + max(W, d + G) with the call and max(W, B + G) without it. Each rank of a run on its own."""
     ev, w = ctx.ev, ctx.work
@@ -163,7 +163,9 @@ def _moved_wait_bound(ctx: Context, calls: np.ndarray) -> float:
     launch = ev["launch"].to_numpy()[w["row"].to_numpy()]
     work_rank = rank[w["row"].to_numpy()]
     pageable = w["name"].str.contains("Pageable", regex=False).to_numpy() & (launch >= 0)
+    # the recorder's own waits are not the program's: without the profiler nothing synchronises there
     syncs = ctx.host_rows(SYNC_CALLS)
+    syncs = syncs[~ctx.under(ctx.host_rows({RECORDER_WAIT}))[syncs]]
     gaps = _gaps(ctx)
     total = 0.0
     for r in np.unique(rank[calls]):

@@ -52,21 +52,33 @@ def test_host_sync_and_the_idle_gpu_after_it(tmp_path):
 
 
 def test_a_wait_that_the_next_synchronising_point_takes_over_saves_nothing(tmp_path):
-    """.item() just before the step's closing synchronise (the recorder's, or a timing loop's): removed, its wait
-    moves to that synchronise, and the GPU's idle between steps stays."""
-    k = Kineto()
-    for n in range(3):
-        t = 1000.0 * n
-        k.step(n + 1, t, 990)
-        k.cpu("aten::mm", t, 20)
-        k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
-        k.cpu("aten::item", t + 30, 796)
-        k.runtime("cudaStreamSynchronize", t + 31, 794)  # returns at t + 825
-        k.x(RECORDER_WAIT, "user_annotation", t + 829, 8)
-        k.runtime("cudaDeviceSynchronize", t + 830, 5)
-    found = diagnose(k.load(tmp_path))
+    """.item() just before a pageable copy (which waits for the GPU too): removed, its wait moves to the copy.
+    The recorder's own wait is no such point: without the profiler nothing waits there."""
+
+    def steps(recorder: bool) -> Kineto:
+        k = Kineto()
+        for n in range(3):
+            t = 1000.0 * n
+            k.step(n + 1, t, 990)
+            k.cpu("aten::mm", t, 20)
+            k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
+            k.cpu("aten::item", t + 30, 796)
+            k.runtime("cudaStreamSynchronize", t + 31, 794)  # returns at t + 825
+            if recorder:  # the recorder's wait, then the next step's host work from t + 1000
+                k.x(RECORDER_WAIT, "user_annotation", t + 829, 8)
+                k.runtime("cudaDeviceSynchronize", t + 830, 5)
+            else:
+                k.launch("Memcpy HtoD (Pageable -> Device)", t + 830, 20, t + 835, 10, call="cudaMemcpyAsync",
+                         cat="gpu_memcpy")  # fmt: skip
+        return k
+
+    found = diagnose(steps(recorder=False).load(tmp_path, "copy.json"))
     sync = found[found["rule"] == "host_sync"]
     assert sync.empty or float(sync["saving_upper_bound_us"].iloc[0]) <= 10
+    # before the recorder's wait the program's .item() costs the host time up to the next step's work
+    found = diagnose(steps(recorder=True).load(tmp_path, "recorder.json"))
+    [f] = found[found["rule"] == "host_sync"].itertuples()
+    assert f.saving_upper_bound_us > 100
 
 
 def test_a_wait_with_host_work_after_it_saves_what_that_work_could_overlap(tmp_path):
