@@ -10,6 +10,7 @@ import torch
 
 from ..measure.ceilings import Ceilings, measure_ceilings
 from ..measure.numerics import relative_error
+from ..measure.profile import profile
 from ..measure.timing import time_device
 from ..mlp.model import geglu_reference
 from ..mlp.plans import geglu_bytes
@@ -157,19 +158,11 @@ def _intact(guard: torch.Tensor, name: str) -> bool:
 def _kernel_us(fn: Callable[[], object], repeats: int) -> float:
     """Mean summed duration (us) of the GPU kernels of one ``fn()`` call, read from a profile: the GPU's work
     alone, without the host's launch work that a wall clock per call also counts."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(repeats):
-            fn()
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
-    if not kernels:
+    trace = profile(fn, steps=repeats, warmup=1, label="geglu kernel")
+    kernels = trace.kernels(allow_empty=True)
+    if kernels.empty:
         raise ValueError("the profile holds no GPU kernel of this launcher")
-    return sum(e.time_range.elapsed_us() for e in kernels) / repeats
+    return float(kernels["duration_us"].sum()) / len(trace.steps)
 
 
 def time_geglu_kernel(
