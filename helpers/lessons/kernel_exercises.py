@@ -10,6 +10,7 @@ import torch
 
 from ..measure.ceilings import Ceilings, measure_ceilings
 from ..measure.numerics import relative_error
+from ..measure.profile import profile
 from ..measure.timing import time_device
 from ..mlp.model import geglu_reference
 from ..mlp.plans import geglu_bytes
@@ -154,6 +155,16 @@ def _intact(guard: torch.Tensor, name: str) -> bool:
     return bool(torch.isnan(guard).all()) if name == "out" else bool((guard == GUARD_INPUT).all())
 
 
+def _kernel_us(fn: Callable[[], object], repeats: int) -> float:
+    """Mean summed duration (us) of the GPU kernels of one ``fn()`` call, read from a profile: the GPU's work
+    alone, without the host's launch work that a wall clock per call also counts."""
+    trace = profile(fn, steps=repeats, warmup=1, label="geglu kernel")
+    kernels = trace.kernels(allow_empty=True)
+    if kernels.empty:
+        raise ValueError("the profile holds no GPU kernel of this launcher")
+    return float(kernels["duration_us"].sum()) / len(trace.steps)
+
+
 def time_geglu_kernel(
     fns: dict[str, GeGLULauncher],
     m: int,
@@ -161,7 +172,8 @@ def time_geglu_kernel(
     dtype: torch.dtype = torch.bfloat16,
     ceilings: Ceilings | None = None,
 ) -> pd.DataFrame:
-    """Used by notebook 06: median time of each launcher on a GPU, its bandwidth and share of the memory roof."""
+    """Used by notebook 06: each launcher's kernel time on a GPU (profiler), its bandwidth and share of the memory
+    roof, beside its median time per call between CUDA events (``call_us``: the Python launcher included)."""
     if kernel_device().type != "cuda":
         raise ValueError("timing a Triton kernel needs a CUDA GPU: in the CPU interpreter its speed means nothing")
     ceilings = ceilings or measure_ceilings("cuda")
@@ -171,14 +183,16 @@ def time_geglu_kernel(
     floor_us = nbytes / ceilings.bandwidth_bytes_per_s * 1e6
     rows = []
     for label, fn in fns.items():
-        us = time_device(lambda: fn(gate, up, out), repeats=50, warmup=5) * 1e6
+        call_us = time_device(lambda fn=fn: fn(gate, up, out), repeats=50, warmup=5) * 1e6
+        us = _kernel_us(lambda fn=fn: fn(gate, up, out), repeats=20)
         rows.append(
             {
                 "kernel": label,
-                "us": us,
+                "kernel_us": us,
                 "tbps": nbytes / us / 1e6,
                 "pct_of_memory_roof": 100 * floor_us / us,
                 "floor_us": floor_us,
+                "call_us": call_us,
             }
         )
     return pd.DataFrame(rows)

@@ -104,8 +104,17 @@ def sync_margin(times: pd.DataFrame) -> dict[str, object]:
     return {"variant": str(rows.loc[i, "variant"]), "margin_us": float(margin[i])}
 
 
+# A difference of one run within this share of the larger number is read as a tie: without rounds the lesson
+# has no spread, and on a shared GPU single timings move by more than a few percent.
+TIE_SHARE = 0.10
+
+
+def _tie(x: float, y: float, share: float = TIE_SHARE) -> bool:
+    return abs(x - y) <= share * max(abs(x), abs(y))
+
+
 def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "compile") -> str:
-    """Whether ``a`` keeps its kernel-time lead over ``b`` once each call is synchronised, with the numbers."""
+    """Whether ``a``'s kernel-time lead over ``b`` grows, shrinks or is lost once each call is synchronised."""
     t = times.set_index("variant")
     missing = {a, b, "eager"} - set(t.index)
     if missing:
@@ -113,10 +122,21 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
     ka, kb, sa, sb = (float(t.loc[v, c]) for c, v in (("kernel_us", a), ("kernel_us", b), ("e2e_sync_us", a),
                                                        ("e2e_sync_us", b)))  # fmt: skip
     oa, ob = (float(t.loc[v, "host_overhead_us"]) for v in (a, b))
-    if ka >= kb:
-        verdict = f"{a} has no kernel-time lead over {b} to keep"
+    lead_k, lead_s = kb - ka, sb - sa
+    if _tie(sa, sb):
+        verdict = f"a tie within {TIE_SHARE:.0%} (kernel-time lead {lead_k:.0f} us)"
+    elif lead_s < 0:
+        verdict = (
+            f"{b} is ahead by {-lead_s:.0f} us: the extra host work of {a} eats its kernel-time lead of {lead_k:.0f} us"
+            if lead_k > 0
+            else f"{b} is ahead by {-lead_s:.0f} us"
+        )
+    elif lead_k <= 0:
+        verdict = f"{a} is ahead by {lead_s:.0f} us with no kernel-time lead: its host work is the smaller"
+    elif lead_s > lead_k:
+        verdict = f"{a}'s smaller host work makes its kernel-time lead of {lead_k:.0f} us grow to {lead_s:.0f} us"
     else:
-        verdict = f"the extra host work {'eats' if sa >= sb else 'leaves'} the kernel-time lead of {kb - ka:.0f} us"
+        verdict = f"{a}'s extra host work shrinks its kernel-time lead of {lead_k:.0f} us to {lead_s:.0f} us"
     return (
         f"Host overhead per call (synchronised minus kernel time): {a} {oa:.0f} us, {b} {ob:.0f} us, eager "
         f"{float(t.loc['eager', 'host_overhead_us']):.0f} us. Synchronised, {a} takes {sa:.0f} us against {b}'s "
@@ -125,10 +145,38 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
     )
 
 
+def hiding_sentence(times: pd.DataFrame) -> str:
+    """Which variants' host work hid behind the GPU's back to back (within the tie share of the kernel time)."""
+    if not {"variant", "kernel_us", "e2e_nosync_us"} <= set(times.columns):
+        raise ValueError("times needs the columns variant, kernel_us and e2e_nosync_us")
+    t = times.dropna(subset=["kernel_us", "e2e_nosync_us"])
+    if t.empty:
+        raise ValueError("no variant has both a kernel time and a back-to-back time")
+    hidden = t[t["e2e_nosync_us"] <= (1 + TIE_SHARE) * t["kernel_us"]]["variant"].tolist()
+    exposed = t[t["e2e_nosync_us"] > (1 + TIE_SHARE) * t["kernel_us"]]
+    parts = []
+    if hidden:
+        parts.append(
+            f"Back to back in this run, the host's work hid behind the GPU's for {', '.join(map(str, hidden))} "
+            f"(within {TIE_SHARE:.0%} of their kernel time): there the kernel time decides."
+        )
+    if not exposed.empty:
+        shown = ", ".join(
+            f"{r.variant} ({r.e2e_nosync_us:.0f} us against {r.kernel_us:.0f} us of kernels)"
+            for r in exposed.itertuples()
+        )
+        parts.append(
+            f"It did not for {shown}: their host took longer to issue a call than the GPU took to run it, so the "
+            "host set the pace even without waiting."
+        )
+    return " ".join(parts)
+
+
 def training_sentence(
     training: pd.DataFrame, modes: Sequence[str] = ("course-fused-save", "course-fused-recompute")
 ) -> str:
-    """What the recorded training steps say: the fastest variant, each fused mode against eager, time and memory."""
+    """What the training steps say: the fastest variant, each fused mode against eager (a tie within the tie
+    share), time and memory, with the caveat of a single run."""
     if not {"variant", "step_us", "peak_mb"} <= set(training.columns) or training.empty:
         raise ValueError("training must be a non-empty table with the columns variant, step_us and peak_mb")
     t = training.dropna(subset=["step_us"]).set_index("variant")
@@ -138,9 +186,16 @@ def training_sentence(
         e = t.loc["eager"]
         for mode in (m for m in modes if m in t.index):
             r = t.loc[mode]
-            speed = "slower" if r["step_us"] > e["step_us"] else "faster"
+            if _tie(r["step_us"], e["step_us"]):
+                speed = f"level with it, within {TIE_SHARE:.0%}"
+            else:
+                speed = "slower" if r["step_us"] > e["step_us"] else "faster"
             parts.append(
                 f"`{mode}`: {r['step_us'] / e['step_us']:.2f}x eager's step time ({speed}), "
                 f"{r['peak_mb']:.0f} MB peak against eager's {e['peak_mb']:.0f} MB."
             )
+    parts.append(
+        "Each step time is one run without its spread: on a shared GPU a step can move between runs by more than "
+        "these differences, so read the times as this run's, and the peak memory (which does not move) as the firm result."
+    )
     return " ".join(parts)
