@@ -98,6 +98,7 @@ def test_the_lesson_runs_the_decoder_benchmark_as_a_program(monkeypatch, tmp_pat
 
     def fake(args, timeout_s, **kwargs):
         calls.append((args, timeout_s))
+        assert kwargs["show"] is nb08.live.benchmark_line_shown  # the log hides section 8's answer and the targets
         out = tmp_path / "live.json"
         out.write_text('{"benchmark": "decoder", "tables": {}}')
 
