@@ -101,7 +101,8 @@ def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us") -> 
                 verdicts.append(f"{b} is faster than {a}")
             else:
                 verdicts.append(f"{a} and {b} tie (their rounds overlap)")
-    return f"{shown}. " + "; ".join(verdicts) + "."
+    said = "; ".join(verdicts)
+    return f"{shown}. {said[0].upper()}{said[1:]}."
 
 
 def profiler_cost_text(profiled: float, rounds: Sequence[float], unit: str = "ms") -> str:
