@@ -88,6 +88,8 @@ def _first(nb, needle: str) -> int:
         # 08: the decode breakdown and the timeline answer the GPU-busy question
         ("08_whole_model.ipynb", "gpu_busy_more_than_half = None", "decode_parts = nb08.part_breakdown(decode_trace)"),
         ("08_whole_model.ipynb", "predicted_graph_us = None", "nb08.graph_table("),
+        # 08: the eager step's distance from the weight-read floor says the GPU mostly waits
+        ("08_whole_model.ipynb", "gpu_busy_more_than_half = None", "nb08.weight_read_floor_us(model"),
         # 08: torch.profiler's own memory columns come before the course's categories of them
         ("08_whole_model.ipynb", "profile_memory=True) as memory_prof", "nb08.profile_memory("),
     ],

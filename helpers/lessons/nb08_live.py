@@ -1,0 +1,118 @@
+"""Lesson 08's sentences over live numbers: each verdict is computed from the numbers shown (a tie when the
+rounds overlap), so a noisy shared GPU cannot make fixed prose say the opposite of its table. Plain numbers in,
+text out; the notebook reaches these through :mod:`helpers.lessons.nb08`."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+# Lines of the decoder benchmark's log that answer a question the lesson asks later (the transfer variant's
+# speedup) or judge the project's targets (not a learner's business): left out of what the notebook prints.
+_HIDDEN_PREFIXES = ("exercise variant:", "[met]", "[NOT met]", "[not measured]")
+
+
+def benchmark_line_shown(line: str) -> bool:
+    """Whether a line of ``python -m benchmarks decoder`` is printed in the lesson: not the exercise variant's
+    measured fix, not the targets' verdicts, not the profiler's tracing notices."""
+    if not isinstance(line, str):
+        raise TypeError(f"line must be a string, got {type(line).__name__}")
+    text = line.split("]", 1)[1].strip() if line.lstrip().startswith("[ ") else line.strip()  # drop "[  71.3s]"
+    return "USDT" not in line and not text.startswith(_HIDDEN_PREFIXES)
+
+
+def cpu_side_averages(events: Iterable[Any]) -> dict[str, Any]:
+    """``{key: row}`` of ``prof.key_averages()`` keeping the CPU-side row of each key: on a GPU a
+    ``record_function`` scope also has a GPU-side row of the same key, with no CPU time."""
+    out: dict[str, Any] = {}
+    for e in events:
+        if getattr(e, "device_type", torch.autograd.DeviceType.CPU) == torch.autograd.DeviceType.CPU:
+            out[e.key] = e
+    return out
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def prefill_idle_text(idle: float, cpu_bound: float) -> str:
+    """How the GPU spent a profiled prefill, from its idle share and the CPU-bound part of it (fractions of the
+    step): ahead of the GPU when little of the step waits on the CPU, else said to be CPU bound."""
+    idle, cpu_bound = _number("idle", idle), _number("cpu_bound", cpu_bound)
+    if cpu_bound < 0.1:
+        return f"the GPU idle for {idle:.1%} of it: the CPU queues kernels ahead of the GPU"
+    return (
+        f"the GPU idle for {idle:.1%} of it, {cpu_bound:.1%} of the step waiting for the CPU to launch the next "
+        "kernel (*idle: CPU-bound*): profiled, the CPU does not keep ahead of the GPU"
+    )
+
+
+def profiler_latency_text(per_kernel_us: float, queue_latency_us: float) -> str:
+    """What the profiler's cost per kernel (profiled minus unprofiled prefill, per kernel) says about the queue
+    latency read from the same trace: negligible, of its size (an upper bound), or far larger (CPU bound)."""
+    per_kernel, latency = _number("per_kernel_us", per_kernel_us), _number("queue_latency_us", queue_latency_us)
+    if per_kernel <= 0.1 * latency:
+        return ": the profiler added almost nothing per kernel here."
+    if per_kernel <= 3 * latency:
+        return (
+            f": the profiled one is {per_kernel:.2f} us per kernel longer. That cost is of the size of the queue "
+            "latency itself, so part of the latency read from a profiled trace may be the profiler's: treat it as "
+            "an upper bound."
+        )
+    times = f", {per_kernel / latency:.0f}x the queue latency" if latency > 0 else ""
+    return (
+        f": the profiled one is {per_kernel:.2f} us per kernel longer{times}. Far larger: the profiled prefill is "
+        "CPU bound, the profiler's cost at every operator call making the CPU late (the *idle: CPU-bound* time). "
+        "The queue latency comes only from gaps where the next kernel was already queued, which that lateness "
+        "does not lengthen; still, read it as an upper bound."
+    )
+
+
+def _rounds(name: str, values: Sequence[float]) -> list[float]:
+    out = [_number(name, v) for v in values] if isinstance(values, Sequence) and not isinstance(values, str) else []
+    if not out:
+        raise ValueError(f"{name} must be a non-empty list of numbers")
+    return out
+
+
+def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us") -> str:
+    """Each option's median and range of rounds, then each pair's verdict: faster only when the two ranges do not
+    overlap, else a tie."""
+    if not isinstance(times, Mapping) or len(times) < 2:
+        raise ValueError("pass at least two options, {name: [round, ...]}")
+    rounds = {str(k): _rounds(str(k), v) for k, v in times.items()}
+    shown = "; ".join(
+        f"{k} {statistics.median(v):,.0f} {unit} ({min(v):,.0f}-{max(v):,.0f})" for k, v in rounds.items()
+    )
+    names = list(rounds)
+    verdicts = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            ra, rb = rounds[a], rounds[b]
+            if max(ra) < min(rb):
+                verdicts.append(f"{a} is faster than {b}")
+            elif max(rb) < min(ra):
+                verdicts.append(f"{b} is faster than {a}")
+            else:
+                verdicts.append(f"{a} and {b} tie (their rounds overlap)")
+    said = "; ".join(verdicts)
+    return f"{shown}. {said[0].upper()}{said[1:]}."
+
+
+def profiler_cost_text(profiled: float, rounds: Sequence[float], unit: str = "ms") -> str:
+    """The profiled step against unprofiled rounds: inside their range is within noise, else the profiler's
+    cost (or a profiled step shorter than every round) as a percentage."""
+    profiled, rounds = _number("profiled", profiled), _rounds("rounds", rounds)
+    median = statistics.median(rounds)
+    if min(rounds) <= profiled <= max(rounds):
+        return f"the profiled step lies within the unprofiled rounds ({min(rounds):.0f}-{max(rounds):.0f} {unit}): the profiler's cost is within noise."
+    change = profiled / median - 1
+    if change < 0:
+        return f"the profiled step was {-change:.0%} shorter than the unprofiled median: within the noise of a shared machine."
+    return f"the profiler added {change:.0%}."

@@ -1,0 +1,85 @@
+"""Lesson 08's sentences over live numbers, fed the numbers an H200 run showed (two passes on a shared GPU)."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from helpers import nb08
+
+live = nb08.live
+
+
+def test_the_benchmark_log_hides_the_variant_answer_and_the_target_verdicts():
+    hidden = [
+        "[  71.3s] exercise variant: prefill 9674 us -> 6922 us with the fix",
+        "[NOT met] CUDA-graph decode step predicted from the eager trace within 25%: 0.343 (predicted 2600 us)",
+        "[met] CUDA-graph decode step predicted from the eager trace within 25%: 0.147",
+        "[not measured] prefill: best course configuration faster than eager, not slower than compile: nan",
+        "STAGE:2026-12-07 USDT probe",
+    ]
+    shown = [
+        "[   5.7s] eager                  prefill     27333.3 us       149,854 tokens/s",
+        "[  25.4s] graph prediction: eager window 40806 us, kernels 1908 us (721), latency 0.96 us -> predicted 2600 us",
+        "eager                        149,854    11686.3     4.2     291.6     43.6",
+    ]
+    assert not any(live.benchmark_line_shown(line) for line in hidden)
+    assert all(live.benchmark_line_shown(line) for line in shown)
+    with pytest.raises(TypeError):
+        live.benchmark_line_shown(None)
+
+
+def test_a_scope_keeps_its_cpu_side_row_not_the_gpu_annotation_of_the_same_key():
+    cpu, gpu = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
+    rows = [
+        SimpleNamespace(key="mlp", device_type=cpu, cpu_time_total=9607.0),
+        SimpleNamespace(key="mlp", device_type=gpu, cpu_time_total=0.0),
+        SimpleNamespace(key="aten::linear", device_type=cpu, cpu_time_total=50.0),
+    ]
+    averages = live.cpu_side_averages(rows)
+    assert averages["mlp"].cpu_time_total == 9607.0 and set(averages) == {"mlp", "aten::linear"}
+
+
+def test_the_prefill_sentence_follows_the_idle_share_shown():
+    # live H200 passes: idle 40.2 % (38.6 CPU-bound) and 49.4 % (48.7); the reference trace: 6.8 % (2.7)
+    for idle, cpu_bound in ((0.402, 0.386), (0.494, 0.487)):
+        text = live.prefill_idle_text(idle, cpu_bound)
+        assert "does not keep ahead" in text and "far ahead" not in text and f"{idle:.1%}" in text
+    assert "queues kernels ahead" in live.prefill_idle_text(0.068, 0.027)
+    with pytest.raises(ValueError):
+        live.prefill_idle_text(float("nan"), 0.1)
+
+
+def test_the_profiler_cost_per_kernel_is_set_against_the_queue_latency_by_size():
+    for per_kernel, latency in ((17.64, 1.02), (30.14, 0.99)):  # the two live passes: 17x and 30x
+        text = live.profiler_latency_text(per_kernel, latency)
+        assert "Far larger" in text and "CPU bound" in text and "of the size" not in text
+    assert "of the size" in live.profiler_latency_text(0.5, 0.96)
+    assert "almost nothing" in live.profiler_latency_text(0.05, 0.96)
+    assert "almost nothing" in live.profiler_latency_text(-2.0, 0.96)
+    assert "Far larger" in live.profiler_latency_text(3.0, 0.0)
+
+
+def test_optimizer_times_are_ranked_with_ties_when_the_rounds_overlap():
+    # pass 1 medians: for-loop 7,223 us, foreach 7,030 us (a tie), fused 1,992 us
+    text = live.ranked_with_ties(
+        {"for-loop": [7100, 7223, 7400], "foreach": [6900, 7030, 7300], "fused": [1950, 1992, 2100]}
+    )
+    assert "For-loop and foreach tie" in text
+    assert "fused is faster than for-loop" in text and "fused is faster than foreach" in text
+    assert "foreach is faster" not in text
+    # pass 2: foreach 4,944 against the for-loop's 6,692, rounds apart
+    assert "Foreach is faster than for-loop" in live.ranked_with_ties(
+        {"for-loop": [6600, 6692, 6800], "foreach": [4900, 4944, 5000]}
+    )
+    with pytest.raises(ValueError):
+        live.ranked_with_ties({"fused": [1.0]})
+    with pytest.raises(ValueError):
+        live.ranked_with_ties({"a": [], "b": [1.0]})
+
+
+def test_a_profiled_step_shorter_than_the_unprofiled_one_is_called_noise():
+    assert "within noise" in live.profiler_cost_text(34.0, [34.0, 36.0, 37.0])  # pass 2: inside the rounds
+    text = live.profiler_cost_text(33.0, [34.5, 36.0, 37.0])
+    assert "shorter" in text and "-" not in text.split("shorter")[0]
+    assert live.profiler_cost_text(35.0, [33.0, 33.1, 33.9]) == "the profiler added 6%."
