@@ -59,10 +59,9 @@ EXERCISES = Exercises(
     first_saving=Exercise(
         "saving of the first fix",
         explain="The prediction is the finding's bound as it stands: the critical-path time the fix removes, as the "
-        "trace shows it. The profiler inflates that time too, by a few microseconds per operator it records: about "
-        "as much as the whole step when the fix removes many small operators, less when it removes a few large ones "
-        "or a wait. Whether one ratio for the whole step scales a bound right is measured, not assumed (the table of "
-        "all the fixes below compares both).",
+        "trace shows it. The profiler inflates that time too, by a few microseconds per operator it records, but not "
+        "necessarily by the step's ratio: whether one ratio for the whole step scales a bound right is measured, not "
+        "assumed (the table of all the fixes below compares both).",
         hint="Which column of the findings table is the time the critical path would lose with the problem gone, "
         "rather than the time its own events took? And which finding does the first fix remove?",
     ),

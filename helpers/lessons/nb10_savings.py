@@ -81,16 +81,10 @@ def scaling_verdict(fixes: pd.DataFrame) -> str:
         return head + "On this run scaling changed no verdict: compare `scaled_us` and `predicted_us` with `measured_us` in the table to see which came closer."  # fmt: skip
     parts = []
     if won:
-        parts.append(
-            f"scaling turned {_names(won)} from missed to held (a fix that removes many small operators loses "
-            "about the step's share of profiler time)"
-        )
+        parts.append(f"scaling turned {_names(won)} from missed to held (the removed time was inflated like the step)")
     if lost:
-        parts.append(
-            f"it turned {_names(lost)} from held to missed (a fix that removes a few larger operators, or waits, "
-            "loses less than the step's share)"
-        )
-    return head + "On this run " + "; ".join(parts) + ". Whether one ratio fits depends on what the fix removes."
+        parts.append(f"it turned {_names(lost)} from held to missed (the removed time was inflated less than the step)")
+    return head + "On this run " + "; ".join(parts) + ". Whether one ratio fits depends on the fix and the machine."
 
 
 def missed_reasons(fixes: pd.DataFrame, launch_bound: Mapping[str, bool] | None = None) -> str:
