@@ -21,15 +21,25 @@ from ..paths import REPO_ROOT
 from ..trace.categories import STEP_PREFIX
 from ..trace.model import Trace, check_trace
 from .exercises import MISSING, RIGHT, TIE, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
+from .nb10_savings import (
+    SAVING_TOLERANCE,
+    STEP_NOISE,
+    measured_saving,
+    missed_reasons,
+    path_sentence,
+    prediction_held,
+    scaling_note,
+    scaling_verdict,
+    too_noisy,
+)
 from .planted import PROBLEMS, Loop, build_loop, planted_problem
 from .rounds import rounds_frame, take_turns
 
 __all__ = [
-    "Findings", "PROBLEMS", "build_loop", "critical_path", "diagnose", "path_summary", "planted_problem", "rounds_frame",
+    "Findings", "PROBLEMS", "SAVING_TOLERANCE", "STEP_NOISE", "build_loop", "critical_path", "diagnose",
+    "measured_saving", "missed_reasons", "path_sentence", "path_summary", "planted_problem", "prediction_held",
+    "rounds_frame", "scaling_note", "scaling_verdict", "too_noisy",
 ]  # fmt: skip
-
-# A predicted saving counts as right within this share of the measured one (or inside the rounds' spread).
-SAVING_TOLERANCE = 0.25
 
 EXERCISES = Exercises(
     "10",
@@ -49,9 +59,9 @@ EXERCISES = Exercises(
     first_saving=Exercise(
         "saving of the first fix",
         explain="The prediction is the finding's bound as it stands: the critical-path time the fix removes, as the "
-        "trace shows it. The profiler inflates that time too, but less than the step as a whole (its cost is a few "
-        "microseconds per operator, and the operators a fix removes are large next to that), so the course does not scale a bound by one ratio for the "
-        "whole step (the table of all the fixes below compares both).",
+        "trace shows it. The profiler inflates that time too, by a few microseconds per operator it records, but not "
+        "necessarily by the step's ratio: whether one ratio for the whole step scales a bound right is measured, not "
+        "assumed (the table of all the fixes below compares both).",
         hint="Which column of the findings table is the time the critical path would lose with the problem gone, "
         "rather than the time its own events took? And which finding does the first fix remove?",
     ),
@@ -167,38 +177,6 @@ def operators_per_step(trace: Trace) -> float:
     return float(statistics.mean(inside))
 
 
-# A difference smaller than this share of the step is inside any shared machine's noise.
-STEP_NOISE = 0.02
-
-
-def measured_saving(before: Sequence[float], after: Sequence[float]) -> dict[str, float]:
-    """The saving of a fix from two sets of interleaved rounds (us per step): the ``median`` of the round-by-round
-    differences, their first and third quartiles ``q1``/``q3`` (the middle half: the machine's noise), and the
-    ``step`` before the fix (the median of its rounds)."""
-    b, a = list(before), list(after)
-    if len(b) != len(a) or len(b) < 3:
-        raise ValueError(f"need the same number of rounds (at least 3) before and after, got {len(b)} and {len(a)}")
-    compare_rounds(b, a)  # the same checks as every timing: finite numbers
-    q1, median, q3 = statistics.quantiles([x - y for x, y in zip(b, a)], n=4, method="inclusive")
-    return {"median": median, "q1": q1, "q3": q3, "step": statistics.median(b)}
-
-
-def prediction_held(predicted_us: float, saving: Mapping[str, float]) -> bool:
-    """Whether a predicted saving held: within 25 % of the measured median, inside its middle half, or closer to it
-    than 2 % of the step (a fix that saves almost nothing is measured as noise around zero)."""
-    near = max(SAVING_TOLERANCE * abs(saving["median"]), STEP_NOISE * abs(saving.get("step", 0.0)))
-    return bool(abs(predicted_us - saving["median"]) <= near or saving["q1"] <= predicted_us <= saving["q3"])
-
-
-def too_noisy(predicted_us: float, saving: Mapping[str, float]) -> bool:
-    """Whether the rounds spread too widely to test a prediction: their middle half is wider than half of the larger
-    of the measured and predicted savings, and wider than 2 % of the step."""
-    spread = saving["q3"] - saving["q1"]
-    return bool(
-        spread > max(0.5 * max(abs(saving["median"]), abs(predicted_us)), STEP_NOISE * abs(saving.get("step", 0.0)))
-    )
-
-
 def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -> Literal[True] | Tie:
     """True when the middle half of the profiled rounds lies above the unprofiled one's; otherwise a Tie: overlapping
     halves are inside the noise, and a profiled step measured faster can only be the machine's doing."""
@@ -256,15 +234,19 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
         taught.add(float(mine["saving_upper_bound_us"].iloc[0]))
     p = float(predicted_us)
     s = measured_saving(before, after)
+    right = any(abs(p - t) <= max(0.02 * abs(t), 1.0) for t in taught)
     measured = (
         f"Measured without the profiler: {s['median']:,.0f} us per step (middle half of the rounds {s['q1']:,.0f} "
-        f"to {s['q3']:,.0f} us): the prediction {'held' if prediction_held(p, s) else 'missed'} here."
+        f"to {s['q3']:,.0f} us): {'the bound' if right else 'your prediction'} "
+        f"{'held' if prediction_held(p, s) else 'missed'} here."
     )
     explain = ex.explain.format(**{"why": "", **(details or {})})
     if ratio is not None:
         explain += f" (The profiler's cost on this step: unprofiled/profiled = {float(ratio):.2f}.)"
-    if any(abs(p - t) <= max(0.02 * abs(t), 1.0) for t in taught):
-        return _record(key, RIGHT, f"you predicted {p:,.0f} us. {measured} {explain}", p, p)
+        if right and p > 0:
+            explain += " " + scaling_note(p, float(ratio), s)
+    if right:  # the method is graded; the bound's own miss is reported as the measurement's
+        return _record(key, RIGHT, f"you predicted {p:,.0f} us: right method (the bound as the trace shows it). {measured} {explain}", p, p)  # fmt: skip
     shown = " or ".join(f"{t:,.0f}" for t in sorted(taught))
     if prediction_held(p, s):  # the measurement cannot tell it from the taught figure: not the learner's error
         return _record(key, TIE, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} Yours is within 25 % of the measured median, inside the rounds' middle half or within 2 % of the step of it: too close to call on this machine. {explain}", p, shown)  # fmt: skip
@@ -272,7 +254,7 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
     if len(mine) and abs(p - float(mine["time_us"].iloc[0])) <= 0.02 * abs(float(mine["time_us"].iloc[0])):
         graded += " That is the finding's time_us, the time its own events took, not what the critical path would lose."
     if ratio is not None and any(abs(p - t * float(ratio)) <= 0.02 * abs(t * float(ratio)) for t in taught):
-        graded += " That is the bound scaled by unprofiled_ratio: the profiler inflates the operators a fix removes less than the whole step."  # fmt: skip
+        graded += " That is the bound scaled by unprofiled_ratio: the exercise grades the bound as the trace shows it; whether scaling comes closer is measured in the table of all the fixes below."  # fmt: skip
     return _record(key, WRONG, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} {graded}", p, shown)  # fmt: skip
 
 
@@ -301,7 +283,7 @@ def _ranked_or_raise(findings: pd.DataFrame) -> pd.DataFrame:
 
 def predicted_saving(findings: pd.DataFrame, problem: str) -> float:
     """The unprofiled saving predicted for fixing `problem`: the sum of its findings' bounds, unscaled (0 when none).
-    The profiler's cost is roughly per operator, so a step-wide unprofiled/profiled ratio would under-predict."""
+    The profiler's cost is roughly per operator, so a step-wide unprofiled/profiled ratio fits some fixes, not all."""
     if not isinstance(findings, pd.DataFrame) or "rule" not in findings.columns:
         raise TypeError("findings must be the table returned by nb10.diagnose(trace)")
     if problem not in PROBLEMS:

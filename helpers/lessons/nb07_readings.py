@@ -1,0 +1,83 @@
+"""Lesson 07's sentences over live timings and tile counts, computed from the numbers (a ranking inside the rounds'
+spread is a tie): the kernels timed side by side, causal masking's time against its FLOPs, FlexAttention's tiles."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from .rounds import compare_rounds, rounds_frame
+
+__all__ = ["causal_sentence", "flex_tiles_sentence", "ranking_sentence", "rounds_frame"]
+
+
+def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms") -> str:
+    """The variants from fastest to slowest by the median of their rounds, each set beside the fastest: faster or
+    slower when the middle halves of the rounds are apart, a tie with it when they overlap."""
+    if len(rounds) < 2:
+        raise ValueError("give at least two variants' rounds to rank")
+    verdicts = {n: compare_rounds(r, r) for n, r in rounds.items()}  # checks every set of rounds
+    order = sorted(rounds, key=lambda n: verdicts[n].a_median)
+    best = order[0]
+    parts = []
+    for name in order[1:]:
+        v = compare_rounds(rounds[best], rounds[name])
+        if v.tie:
+            parts.append(f"`{name}` ({v.b_median:.2f} {unit}) ties with it: the middle halves of their rounds overlap")
+        else:
+            parts.append(f"`{name}` is slower ({v.b_median:.2f} {unit}, {v.b_median / v.a_median:.2f}x)")
+    lo, hi = verdicts[best].a_range
+    return (
+        f"Fastest by the median of its rounds: `{best}`, {verdicts[best].a_median:.2f} {unit} (middle half {lo:.2f} "
+        f"to {hi:.2f}); " + "; ".join(parts) + "."
+    )
+
+
+def causal_sentence(table: pd.DataFrame) -> str:
+    """Causal masking's time against its FLOPs, per sequence length, from rows with ``seq``, ``time_ratio`` and
+    ``flops_ratio``: a GPU kernel skips whole tiles above the diagonal, computes the diagonal's tiles in full and
+    keeps its fixed costs, so the time ratio sits above the FLOP ratio, less so as the tiles grow in number."""
+    missing = [c for c in ("seq", "time_ratio", "flops_ratio") if c not in getattr(table, "columns", ())]
+    if missing:
+        raise ValueError(f"the table lacks the column(s) {', '.join(missing)}")
+    each = "; ".join(
+        f"at seq {int(r.seq)} causal takes {r.time_ratio:.2f} of the full attention's time for {r.flops_ratio:.2f} of "
+        "its FLOPs"
+        for r in table.itertuples()
+    )
+    above = table[table["time_ratio"] > table["flops_ratio"] + 0.05]
+    why = (
+        " The tiles above the diagonal are skipped, but those on it are computed in full and masked, and each query "
+        "block still loads its queries and writes its output: at "
+        + ", ".join(str(int(s)) for s in above["seq"])
+        + " that leaves the time ratio above the FLOP ratio (the longer the sequence, the smaller the diagonal's share)."
+        if len(above)
+        else " Nearly all the skipped work is saved: the diagonal's tiles are a small share at these lengths."
+    )
+    return f"On the GPU's key tiles of 64 to 128, {each}.{why}"
+
+
+def flex_tiles_sentence(us: Mapping[str, float], tiles: Mapping[str, tuple[int, int]]) -> str:
+    """FlexAttention's causal and sliding-window kernels (``us``: kernel microseconds) beside their BlockMasks'
+    tiles (``tiles``: (partial, full) per mask): empty tiles cost nothing, a partial one is computed and masked."""
+    for m in ("causal", "sliding_window"):
+        if m not in us or m not in tiles:
+            raise ValueError(f"give the kernel time and the tiles of both masks (causal, sliding_window); {m} missing")
+    kept = {m: sum(tiles[m]) for m in tiles}
+    if kept["causal"] <= 0 or us["causal"] <= 0:
+        raise ValueError("the causal mask keeps no tile, or its kernel took no time")
+    tile_share, time_share = kept["sliding_window"] / kept["causal"], us["sliding_window"] / us["causal"]
+    partial = {m: tiles[m][0] / kept[m] for m in tiles}
+    return (
+        f"Same shape, same generated template: causal {us['causal']:.0f} us, a 256-key sliding window "
+        f"{us['sliding_window']:.0f} us ({time_share:.0%}). The window keeps {kept['sliding_window']} tiles against "
+        f"causal's {kept['causal']} ({tile_share:.0%}): empty tiles cost nothing, but "
+        f"{partial['sliding_window']:.0%} of the window's tiles are partial (against {partial['causal']:.0%} of "
+        "causal's), on the diagonal and at the window's far edge, and a partial tile is computed in full and masked"
+        + (
+            ", so the time falls less than the tiles."
+            if time_share > tile_share * 1.1
+            else "; here the time fell about as much as the tiles."
+        )
+    )

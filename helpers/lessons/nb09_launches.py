@@ -1,0 +1,74 @@
+"""Lesson 09's reading of runs launched once each on a CPU: how each rank's step changed between two launches,
+against the spread of every rank's timed steps, said per run (never one verdict for all), and the machine's cores."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+
+def _rank_steps(summary: Mapping[str, Any]) -> dict[int, list[float]]:
+    if not isinstance(summary, Mapping) or not summary.get("ranks"):
+        raise ValueError("expected a run's summary (run_summary(folder)), with its ranks' step times")
+    out = {int(r["rank"]): [float(x) for x in r["step_ms"]] for r in summary["ranks"]}
+    if any(len(s) < 3 for s in out.values()):
+        raise ValueError("need at least 3 timed steps per rank to know the spread")
+    return out
+
+
+def _inner_spread(steps: list[float]) -> float:
+    inner = sorted(steps)[1:-1] if len(steps) >= 5 else sorted(steps)  # one odd step alone does not decide
+    return inner[-1] - inner[0]
+
+
+def rank_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Each rank's median step (ms) in `new` minus the same rank's in `base`, and the noise: the widest spread of
+    one rank's timed steps in either run, without its extremes. ``within_noise`` when a rank's change is inside it
+    or the ranks changed in opposite directions."""
+    a, b = _rank_steps(base), _rank_steps(new)
+    if set(a) != set(b):
+        raise ValueError(f"the runs have different ranks: {sorted(a)} and {sorted(b)}")
+    change = [statistics.median(b[r]) - statistics.median(a[r]) for r in sorted(a)]
+    noise = max(_inner_spread(s) for s in (*a.values(), *b.values()))
+    mixed = min(change) < 0 < max(change)
+    return {"change_ms": change, "noise_ms": noise, "within_noise": mixed or any(abs(c) <= noise for c in change)}
+
+
+def launches_sentence(base_name: str, base: Mapping[str, Any], news: Mapping[str, Mapping[str, Any]]) -> str:
+    """How the step changed from run `base_name` to each run of `news` (name: summary), rank by rank, with each
+    run's own verdict against the spread of the steps; a change larger than it is still one launch against one."""
+    if not news:
+        raise ValueError("news must name at least one run to compare with the base")
+    changes = {n: rank_changes(base, s) for n, s in news.items()}
+    noise = max(c["noise_ms"] for c in changes.values())
+    each = " and ".join(f"{'/'.join(f'{x:+.1f}' for x in c['change_ms'])} ms ({n})" for n, c in changes.items())
+    inside = [n for n, c in changes.items() if c["within_noise"]]
+    outside = [n for n in changes if n not in inside]
+    verdicts = []
+    if inside:
+        verdicts.append(f"{', '.join(inside)} inside that noise (or its ranks disagree), so these runs cannot say")
+    if outside:
+        verdicts.append(
+            f"{', '.join(outside)} beyond it on every rank, but each run is one launch on a shared machine: a change "
+            "between two launches also carries whatever else ran at the time, so it is a hint, not a result"
+        )
+    return (
+        f"Against {base_name}, each rank's median step changed by {each} (rank 0/rank 1...), while one rank's timed "
+        f"steps spread over up to {noise:.1f} ms: " + "; ".join(verdicts) + ". "
+    )
+
+
+def cores_phrase(nproc: int, cores: int | None = None) -> str:
+    """The ranks and the CPU cores they run on (``os.cpu_count()`` unless given): sharing them when there are no
+    more cores than ranks, else on a machine whose other work can still delay a rank."""
+    n = os.cpu_count() if cores is None else cores
+    if not isinstance(nproc, int) or nproc < 1 or not isinstance(n, int) or n < 1:
+        raise ValueError(f"nproc and cores must be positive integers, got {nproc!r} and {n!r}")
+    if n <= nproc:
+        return f"{nproc} processes share {n} core{'s' if n > 1 else ''}, and each message waits for the other rank's threads to be scheduled"  # fmt: skip
+    return (
+        f"{nproc} processes on {n} cores, which other work on the machine may hold: each message waits until the "
+        "other rank reaches the same collective"
+    )

@@ -1,0 +1,160 @@
+"""Lesson 10's reading of measured savings: whether a predicted saving held against interleaved rounds, and the
+sentences that explain the table of fixes and the critical path from their own numbers (never fixed verdicts)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from .exercises import compare_rounds
+
+# A predicted saving counts as right within this share of the measured one (or inside the rounds' spread).
+SAVING_TOLERANCE = 0.25
+# A difference smaller than this share of the step is inside any shared machine's noise.
+STEP_NOISE = 0.02
+# Below this share of a GPU step's critical path on the device (kernels, copies), the path stays on the host.
+HOST_BOUND_PCT = 5.0
+
+
+def measured_saving(before: Sequence[float], after: Sequence[float]) -> dict[str, float]:
+    """The saving of a fix from two sets of interleaved rounds (us per step): the ``median`` of the round-by-round
+    differences, their first and third quartiles ``q1``/``q3`` (the middle half: the machine's noise), and the
+    ``step`` before the fix (the median of its rounds)."""
+    b, a = list(before), list(after)
+    if len(b) != len(a) or len(b) < 3:
+        raise ValueError(f"need the same number of rounds (at least 3) before and after, got {len(b)} and {len(a)}")
+    compare_rounds(b, a)  # the same checks as every timing: finite numbers
+    q1, median, q3 = statistics.quantiles([x - y for x, y in zip(b, a)], n=4, method="inclusive")
+    return {"median": median, "q1": q1, "q3": q3, "step": statistics.median(b)}
+
+
+def prediction_held(predicted_us: float, saving: Mapping[str, float]) -> bool:
+    """Whether a predicted saving held: within 25 % of the measured median, inside its middle half, or closer to it
+    than 2 % of the step (a fix that saves almost nothing is measured as noise around zero)."""
+    near = max(SAVING_TOLERANCE * abs(saving["median"]), STEP_NOISE * abs(saving.get("step", 0.0)))
+    return bool(abs(predicted_us - saving["median"]) <= near or saving["q1"] <= predicted_us <= saving["q3"])
+
+
+def too_noisy(predicted_us: float, saving: Mapping[str, float]) -> bool:
+    """Whether the rounds spread too widely to test a prediction: their middle half is wider than half of the larger
+    of the measured and predicted savings, and wider than 2 % of the step."""
+    spread = saving["q3"] - saving["q1"]
+    return bool(
+        spread > max(0.5 * max(abs(saving["median"]), abs(predicted_us)), STEP_NOISE * abs(saving.get("step", 0.0)))
+    )
+
+
+def scaling_note(bound_us: float, ratio: float, saving: Mapping[str, float]) -> str:
+    """One sentence on this measurement: did the bound scaled by the step's unprofiled/profiled `ratio` hold where
+    the bound itself did not, or the other way round? Both holding or both missing is said too."""
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not ratio > 0:
+        raise ValueError(f"ratio must be a positive number (unprofiled over profiled), got {ratio!r}")
+    scaled = float(bound_us) * float(ratio)
+    raw, scaled_ok = prediction_held(bound_us, saving), prediction_held(scaled, saving)
+    head = f"Scaled by the step's unprofiled/profiled ratio ({ratio:.2f}), the bound would be {scaled:,.0f} us"
+    if scaled_ok and not raw:
+        return f"{head}, which held where the bound missed: here the fix removed time the profiler inflated about as much as the whole step."  # fmt: skip
+    if raw and not scaled_ok:
+        return f"{head}, which missed where the bound held: here the profiler inflated the removed time less than the whole step."  # fmt: skip
+    if raw:
+        return f"{head}; both held, so this run cannot tell which is better."
+    closer = "the scaled one" if abs(scaled - saving["median"]) < abs(bound_us - saving["median"]) else "the bound itself"  # fmt: skip
+    return f"{head}; both missed, {closer} closer to the measured median."
+
+
+def scaling_verdict(fixes: pd.DataFrame) -> str:
+    """What scaling each non-zero prediction by its step's ratio changed, from the table of fixes (columns ``fix``,
+    ``predicted_us``, ``held``, ``scaled_held``): the verdicts it turned each way, named."""
+    _need(fixes, ("fix", "predicted_us", "held", "scaled_held"))
+    costly = fixes[fixes["predicted_us"] > 0]
+    if costly.empty:
+        return ""
+    won = costly[costly["scaled_held"] & ~costly["held"]]["fix"].tolist()
+    lost = costly[~costly["scaled_held"] & costly["held"]]["fix"].tolist()
+    head = (
+        f"Scaled by the step's unprofiled/profiled ratio, {int(costly['scaled_held'].sum())} of the {len(costly)} "
+        f"non-zero predictions would have held, against {int(costly['held'].sum())} unscaled. "
+    )
+    if not won and not lost:
+        return head + "On this run scaling changed no verdict: compare `scaled_us` and `predicted_us` with `measured_us` in the table to see which came closer."  # fmt: skip
+    parts = []
+    if won:
+        parts.append(f"scaling turned {_names(won)} from missed to held (the removed time was inflated like the step)")
+    if lost:
+        parts.append(f"it turned {_names(lost)} from held to missed (the removed time was inflated less than the step)")
+    return head + "On this run " + "; ".join(parts) + ". Whether one ratio fits depends on the fix and the machine."
+
+
+def missed_reasons(fixes: pd.DataFrame, launch_bound: Mapping[str, bool] | None = None) -> str:
+    """Why the predictions that missed did, each reason from the rows it fits (columns ``fix``, ``predicted_us``,
+    ``measured_us``, ``measured_q1_us``, ``measured_q3_us``, ``held``): a bound above a positive saving, one below
+    it, and a fix that made the step slower (its whole middle half below zero). `launch_bound` says, per fix, whether
+    the diagnosis before it found the GPU waiting for launches (``gpu_idle_cpu_bound``)."""
+    _need(fixes, ("fix", "predicted_us", "measured_us", "measured_q1_us", "measured_q3_us", "held"))
+    missed = fixes[~fixes["held"]]
+    slower = missed[missed["measured_q3_us"] < 0]
+    rest = missed[missed["measured_q3_us"] >= 0]
+    out = []
+    over = rest[rest["predicted_us"] > rest["measured_us"]]
+    if len(over):
+        out.append(
+            f"Over ({_names(over['fix'])}): the bound is an upper bound (a fused or fixed version still does the "
+            "arithmetic and touches memory once, and still waits where the step must), and the profiler inflates "
+            "the removed operators too."
+        )
+    under = rest[rest["predicted_us"] < rest["measured_us"]]
+    if len(under):
+        out.append(
+            f"Under ({_names(under['fix'])}): the fix also removed time the rule did not charge to it, or the "
+            "machine's rounds moved (compare the middle half)."
+        )
+    for r in slower.itertuples():
+        line = (
+            f"Slower ({r.fix}): the fix cost more than it saved, {-r.measured_us:,.0f} us per step (middle half "
+            f"{-r.measured_q3_us:,.0f} to {-r.measured_q1_us:,.0f} us), where the bound can only predict a saving."
+        )
+        if r.fix == "fp32" and (launch_bound or {}).get(r.fix, False):
+            line += (
+                " Autocast adds a cast kernel before the matrix products (each fp32 weight and input to bf16, the "
+                "gradients back): the diagnosis before this fix found the step launch-bound, the GPU waiting for the "
+                "host's launches, so those extra launches cost more than the faster bf16 products save."
+            )
+        out.append(line)
+    return " ".join(out)
+
+
+def path_sentence(by_kind: pd.DataFrame, on_gpu: bool) -> str:
+    """Where a step's critical path runs, from :func:`helpers.diagnose.path_summary`'s table (``kind``, ``pct``):
+    on a CPU the Python thread; on a GPU the host and the device, or the host alone when kernels and copies hold
+    under 5 % of it (a launch-bound step)."""
+    _need(by_kind, ("kind", "pct"))
+    if not on_gpu:
+        return (
+            "On a CPU-only trace the path is the Python thread itself: nothing runs in parallel to hide work behind, "
+            "so every operator removed shortens the step."
+        )
+    device = float(by_kind[by_kind["kind"].isin(["kernel", "memcpy"])]["pct"].sum())
+    if device < HOST_BOUND_PCT:
+        return (
+            f"On this GPU the path hardly leaves the host: kernels and copies hold {device:.1f} % of it. The GPU "
+            "finishes each kernel before the host launches the next (the step is launch-bound), so a fix shortens "
+            "the step by the host time it removes (operators, launches, Python), not by its kernels' time."
+        )
+    return (
+        f"On a GPU the path passes between the host and the device: here kernels and copies hold {device:.0f} % of "
+        "it. Work that runs beside the path, off it, saves nothing when removed."
+    )
+
+
+def _need(table: pd.DataFrame, columns: Sequence[str]) -> None:
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"expected a DataFrame, got {type(table).__name__}")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"the table lacks the column(s) {', '.join(missing)}")
+
+
+def _names(names: Sequence[str] | pd.Series) -> str:
+    return ", ".join(str(n) for n in names)

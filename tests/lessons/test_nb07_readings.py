@@ -1,0 +1,45 @@
+"""Lesson 07's computed sentences, fed the numbers two H200 runs gave (so the GPU branches are tested on a CPU)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from helpers.lessons import nb07_readings as r
+
+
+def test_a_ranking_inside_the_rounds_spread_is_a_tie():
+    # pass 2: your kernel 0.25 ms, the course's and SDPA flash 0.36 ms each
+    rounds = {
+        "your kernel": [0.25, 0.24, 0.26, 0.25, 0.27],
+        "nb07.flash_attention": [0.36, 0.35, 0.37, 0.36, 0.40],
+        "SDPA flash": [0.36, 0.36, 0.35, 0.38, 0.36],
+    }
+    text = r.ranking_sentence(rounds)
+    assert text.startswith("Fastest by the median of its rounds: `your kernel`, 0.25 ms")
+    assert "is slower (0.36 ms" in text and "ties" not in text
+    # pass 1: 0.62 against 0.50 against 0.44, but with rounds that overlap
+    wide = {"your kernel": [0.62, 0.45, 0.70, 0.50, 0.55], "SDPA flash": [0.44, 0.52, 0.60, 0.47, 0.41]}
+    assert "ties with it" in r.ranking_sentence(wide)
+    with pytest.raises(ValueError):
+        r.ranking_sentence({"one": [1.0, 1.0, 1.0]})
+
+
+def test_causal_time_above_its_flops_is_said_from_the_numbers():
+    table = pd.DataFrame({"seq": [2048, 8192], "time_ratio": [0.70, 0.55], "flops_ratio": [0.5002, 0.5001]})
+    text = r.causal_sentence(table)
+    assert "at seq 2048 causal takes 0.70" in text and "0.50 of its FLOPs" in text
+    assert "computed in full and masked" in text and "at 2048 that leaves" in text  # 8192: within 0.05
+    close = table.assign(time_ratio=[0.52, 0.51])
+    assert "Nearly all the skipped work is saved" in r.causal_sentence(close)
+    with pytest.raises(ValueError, match="time_ratio"):
+        r.causal_sentence(table.drop(columns="time_ratio"))
+
+
+def test_the_sliding_windows_partial_tiles_are_named():
+    # H200: causal 231 us, window 108 us; BlockMasks at seq 2048, tiles of 128: (partial, full)
+    text = r.flex_tiles_sentence({"causal": 231.07, "sliding_window": 107.9}, {"causal": (16, 120), "sliding_window": (30, 15)})  # fmt: skip
+    assert "45 tiles against causal's 136 (33%)" in text and "(47%)" in text
+    assert "67% of the window's tiles are partial" in text and "falls less than the tiles" in text
+    with pytest.raises(ValueError, match="both masks"):
+        r.flex_tiles_sentence({"causal": 1.0}, {"causal": (1, 1)})

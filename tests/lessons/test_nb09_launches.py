@@ -1,0 +1,51 @@
+"""Lesson 09's sentences over runs launched once each on a CPU, fed per-rank medians like those two H200-host runs
+gave (the GPU machine had one GPU, so its ranks ran gloo on 16 cores)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.lessons import nb09
+
+
+def _summary(*rank_medians, wobble=0.3):
+    steps = lambda m: [m - wobble, m, m + wobble, m - 0.5 * wobble, m + 0.5 * wobble]  # noqa: E731
+    return {"ranks": [{"rank": r, "step_ms": steps(m)} for r, m in enumerate(rank_medians)]}
+
+
+def test_each_run_gets_its_own_verdict():
+    # pass 2: the ranks' medians moved by -0.2 and -1.4 ms; one run beyond the spread, the other inside it
+    base = _summary(9.14, 9.16)
+    text = nb09.launches_sentence(
+        "the first run", base, {"ddp_bucket200": _summary(8.94, 8.92), "ddp_one_bucket": _summary(7.63, 7.54)}
+    )
+    assert "-0.2/-0.2 ms (ddp_bucket200)" in text and "-1.5/-1.6 ms (ddp_one_bucket)" in text
+    assert "ddp_bucket200 inside that noise" in text and "ddp_one_bucket beyond it on every rank" in text
+    assert "one launch" in text
+
+
+def test_a_slow_first_launch_is_judged_per_rank_and_called_a_hint():
+    # pass 1: the first launch's ranks at 29.6/29.1 ms, the job's step (the slowest rank per step) at 34.7
+    base = _summary(29.63, 29.05, wobble=7.0)
+    change = nb09.rank_changes(base, _summary(8.89, 8.91))
+    assert change["change_ms"] == pytest.approx([-20.74, -20.14]) and not change["within_noise"]
+    text = nb09.launches_sentence("the first run", base, {"ddp_bucket200": _summary(8.89, 8.91)})
+    assert "-20.7/-20.1 ms" in text and "hint, not a result" in text and "cannot say" not in text
+
+
+def test_ranks_that_disagree_are_inside_the_noise():
+    change = nb09.rank_changes(_summary(10.0, 10.0), _summary(12.0, 8.0))
+    assert change["within_noise"]
+    with pytest.raises(ValueError, match="summary"):
+        nb09.rank_changes({}, _summary(1.0))
+    with pytest.raises(ValueError, match="different ranks"):
+        nb09.rank_changes(_summary(1.0, 1.0), _summary(1.0))
+
+
+def test_the_cores_are_counted():
+    assert "share 2 cores" in nb09.cores_phrase(2, cores=2)
+    many = nb09.cores_phrase(2, cores=16)
+    assert "16 cores" in many and "share" not in many
+    assert str(__import__("os").cpu_count()) in nb09.cores_phrase(2) or "share" in nb09.cores_phrase(2)
+    with pytest.raises(ValueError):
+        nb09.cores_phrase(0)
