@@ -32,6 +32,7 @@ from ..trace.queries import kernels_per_forward, op_input
 from ..triton_env import ensure_interpreter_ready, triton_mode
 from .display import reference_trace
 from .exercises import MISSING, RIGHT, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
+from .nb07_readings import benchmark_line_shown as line_shown
 from .results import Results, load_results, reference_ceilings
 
 __all__ = [
@@ -375,7 +376,7 @@ LIVE_BENCHMARK = ("--head-dims", "128", "--seqs", "4096", "--variants", "sdpa-fl
 def run_benchmark(timeout_s: float = 420.0) -> Results:
     """A short run of ``python -m benchmarks attention`` on this GPU, as a program; its results file read back."""
     out = LOCAL_TRACES_DIR / "attention_benchmark.json"
-    run_program(["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out)], timeout_s=timeout_s)
+    run_program(["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out)], timeout_s, show=line_shown)
     return load_results(out)
 
 

@@ -230,8 +230,8 @@ def test_run_benchmark_runs_the_program_and_reads_its_file(monkeypatch, tmp_path
     calls = []
     out = json.loads(json.dumps({"tables": {}, "provenance": {"device": "X"}}))
 
-    def fake(args, timeout_s):
-        calls.append((args, timeout_s))
+    def fake(args, timeout_s, show):
+        calls.append((args, timeout_s, show))
         (tmp_path / "attention_benchmark.json").write_text(json.dumps(out))
         return ""
 
@@ -239,6 +239,7 @@ def test_run_benchmark_runs_the_program_and_reads_its_file(monkeypatch, tmp_path
     monkeypatch.setattr(nb07, "LOCAL_TRACES_DIR", tmp_path)
     res = nb07.run_benchmark(timeout_s=5)
     assert calls[0][0][:3] == ["-m", "benchmarks", "attention"] and "--out" in calls[0][0]
+    assert not calls[0][2]("targets: course <= 1.0 x flash")  # the project's targets stay off the lesson's screen
     assert res.provenance["device"] == "X"
 
 

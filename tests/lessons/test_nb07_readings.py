@@ -43,3 +43,15 @@ def test_the_sliding_windows_partial_tiles_are_named():
     assert "67% of the window's tiles are partial" in text and "falls less than the tiles" in text
     with pytest.raises(ValueError, match="both masks"):
         r.flex_tiles_sentence({"causal": 1.0}, {"causal": (1, 1)})
+
+
+def test_the_live_benchmark_shows_no_targets():
+    from helpers.lessons.nb07_readings import benchmark_line_shown
+
+    assert benchmark_line_shown("sdpa-flash        128   4096      512.0      530.1    350.2      40.1  1.0e-03")
+    assert not benchmark_line_shown("targets: course <= 1.0 x flash, <= 1.2 x the fastest other variant")
+    assert not benchmark_line_shown("[  71.3s] targets: course <= 1.0 x flash")
+    assert not benchmark_line_shown("  d= 128 seq=  4096 course     512.0 us  vs flash  1.10 (met: False)  vs fastest")
+    assert not benchmark_line_shown("STAGE:2026-12-07 USDT profiler_start")
+    with pytest.raises(TypeError):
+        benchmark_line_shown(3)
