@@ -37,6 +37,7 @@ from ..programs import run_program
 from ..trace.kernel_names import decode_kernels
 from ..trace.memory_view import BEFORE_TRACE, memory_over_time_figure, peak_memory_by_op
 from ..trace.model import Trace, check_trace
+from . import nb08_floor as floor  # decode against its floor, cause by cause: nb08.floor.causes_table(...)
 from . import nb08_live as live  # the sentences over live numbers: nb08.live.ranked_with_ties(...)
 from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
@@ -47,7 +48,7 @@ __all__ = [
     "BEFORE_TRACE", "PARTS", "Generator", "TrainingStep", "allocator_history", "build_model", "compile_blocks",
     "decode_timing", "graph_prediction", "idle_share", "kernel_parts", "memory_figure", "memory_over_time_figure",
     "memory_peaks", "part_breakdown", "peak_memory_by_op", "prefill_timing", "profile_memory", "queue_latency_us",
-    "random_tokens", "reference_trace", "swap_layers", "weight_read_floor_us", "workloads", "live"
+    "random_tokens", "reference_trace", "swap_layers", "weight_read_floor_us", "workloads", "live", "floor"
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -88,6 +89,7 @@ EXERCISES = Exercises(
         rel_tol=0.05,
         source="computed",
     ),
+    floor_cause=floor.FLOOR_CAUSE,
     backward_layouts=Exercise(
         "layouts of the backward's GEMMs",
         explain="dX = dY @ W reads both operands as stored (NN); dW = dY.T @ X reads dY transposed (NT). "

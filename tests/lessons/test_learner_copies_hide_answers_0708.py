@@ -90,6 +90,9 @@ def _first(nb, needle: str) -> int:
         ("08_whole_model.ipynb", "predicted_graph_us = None", "nb08.graph_table("),
         # 08: the eager step's distance from the weight-read floor says the GPU mostly waits
         ("08_whole_model.ipynb", "gpu_busy_more_than_half = None", "nb08.weight_read_floor_us(model"),
+        # 08: the decode step's causes, the table and the 60 % sentence answer the floor-cause guess
+        ("08_whole_model.ipynb", "largest_floor_cause = None", "nb08.floor.causes_table("),
+        ("08_whole_model.ipynb", "largest_floor_cause = None", "nb08.floor.target_text("),
         # 08: torch.profiler's own memory columns come before the course's categories of them
         ("08_whole_model.ipynb", "profile_memory=True) as memory_prof", "nb08.profile_memory("),
     ],

@@ -1,0 +1,141 @@
+"""Lesson 08: what stands between a batch-1 decode step and the weight-read floor, cause by cause, read from the
+``causes`` table of ``python -m benchmarks decode-floor``. Tables in, a table, a check and text out; the notebook
+reaches these through :mod:`helpers.lessons.nb08` (``nb08.floor``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .exercises import TIE, WRONG, Exercise, Feedback
+
+BEST, BESIDE = "course-concat+compile+graph", "eager+graph"
+GROUPS = ("gemv", "attention", "idle", "small kernels")
+TIE_WITHIN = 0.10  # two causes this close are one measurement's noise apart: either answer stands
+# what each cause points to; the best configuration already runs one GEMV for q, k, v and one for gate+up
+FIXES = {
+    "gemv": "a GEMV written for batch 1 (split-K or persistent, every SM streaming its share of the weights), "
+    "since q, k, v and gate+up already run as one GEMV each in this configuration",
+    "attention": "a decode attention kernel for one query, the KV cache split among blocks (split-KV)",
+    "idle": "fewer kernels, fused, so the replayed graph has fewer gaps",
+    "small kernels": "fuse the norms and RoPE into the kernels beside them",
+}
+FLOOR_CAUSE = Exercise(
+    "largest cause between decode and the floor",
+    explain="beyond the floor's {floor:,.0f} us, per step of {step:,.0f} us: GEMV kernels above the floor "
+    "{gemv:,.0f} us, attention {attention:,.0f}, idle inside the graph {idle:,.0f}, norms and pointwise "
+    "{small:,.0f}.",
+    hint="a kernel that reads the weights below the memory roof takes longer than the floor: how many such "
+    "kernels does a step run, against attention's one per layer?",
+    source="reference",
+)
+
+
+def _group(cause: str) -> str:
+    if cause.startswith("weights at the memory roof"):
+        return "floor"
+    if "GEMV" in cause:
+        return "gemv"
+    if cause.startswith("attention"):
+        return "attention"
+    if cause.startswith("GPU idle"):
+        return "idle"
+    if cause.startswith(("normalization", "elementwise", "fused")):
+        return "small kernels"
+    return "other"  # copies, reductions, the unprofiled rest of the step
+
+
+def _rows(causes: pd.DataFrame, configuration: str) -> pd.DataFrame:
+    if not isinstance(causes, pd.DataFrame):
+        raise TypeError(f"causes must be the decode-floor result's causes table, got {type(causes).__name__}")
+    missing = {"configuration", "cause", "us", "pct_of_step"} - set(causes.columns)
+    if missing:
+        raise ValueError(f"the causes table lacks the columns {sorted(missing)}")
+    rows = causes[causes["configuration"] == configuration]
+    if rows.empty or not (rows["cause"].map(_group) == "floor").any():
+        raise ValueError(f"no configuration {configuration!r} with a floor row in the causes table")
+    return rows.assign(group=rows["cause"].map(_group))
+
+
+def step_us(causes: pd.DataFrame, configuration: str = BEST) -> float:
+    """The unprofiled step of ``configuration``, from the floor row's microseconds and its share of the step."""
+    floor = _rows(causes, configuration).query("group == 'floor'").iloc[0]
+    return float(floor["us"] * 100 / floor["pct_of_step"])
+
+
+def cause_groups(causes: pd.DataFrame, configuration: str = BEST) -> pd.Series:
+    """Microseconds per step by group: the floor, the four causes of :data:`GROUPS`, and the other rows."""
+    sums = _rows(causes, configuration).groupby("group")["us"].sum()
+    return sums.reindex(["floor", *GROUPS, "other"], fill_value=0.0).astype(float)
+
+
+def largest_causes(causes: pd.DataFrame, configuration: str = BEST) -> list[str]:
+    """The largest of the four causes, with every other within :data:`TIE_WITHIN` of it (a tie)."""
+    four = cause_groups(causes, configuration)[list(GROUPS)]
+    return [g for g in four.sort_values(ascending=False).index if four[g] >= (1 - TIE_WITHIN) * four.max()]
+
+
+def check_cause(answer: Any, causes: pd.DataFrame) -> Feedback:
+    """Grade a guess of the largest cause in the best configuration's step: one of :data:`GROUPS`, a tie
+    accepting either when two are within 10 % of each other."""
+    from .nb08 import EXERCISES  # here: nb08 imports this module
+
+    groups = cause_groups(causes)
+    top = largest_causes(causes)
+    details = {"floor": groups["floor"], "step": step_us(causes), "small": groups["small kernels"]}
+    details.update({g: groups[g] for g in ("gemv", "attention", "idle")})
+    said = " ".join(answer.strip().lower().replace("_", " ").split()) if isinstance(answer, str) else None
+    if said is not None and said not in GROUPS:
+        return EXERCISES.report("floor_cause", WRONG, f"you said {answer!r}: answer one of {list(GROUPS)}.", answer)
+    if said is not None and len(top) > 1:
+        if said in top:
+            why = f"{' and '.join(top)} are within {TIE_WITHIN:.0%} of each other, so either is accepted here"
+            return EXERCISES.report("floor_cause", TIE, f"{why}. {FLOOR_CAUSE.explain.format(**details)}", answer)
+        return EXERCISES.report("floor_cause", WRONG, f"you said {answer!r}: smaller than {' and '.join(top)}.", answer)
+    return EXERCISES.check("floor_cause", answer, expected=top[0], details=details)
+
+
+def causes_table(causes: pd.DataFrame, configurations: tuple[str, ...] = (BEST, BESIDE)) -> pd.DataFrame:
+    """The causes of each configuration side by side (us and % of its step), rows in the first one's order, a
+    cause a configuration lacks left blank, and the whole unprofiled step as the last row."""
+    frames = []
+    for conf in configurations:
+        rows = _rows(causes, conf).set_index("cause")
+        whole = pd.DataFrame({"us": [step_us(causes, conf)], "pct_of_step": [100.0]}, index=["the whole step"])
+        frames.append(pd.concat([rows[["us", "pct_of_step"]], whole]).add_prefix(f"{conf}: "))
+    table = pd.concat(frames, axis=1)
+    groups = pd.concat([_rows(causes, c).set_index("cause")["group"] for c in configurations])
+    table.insert(0, "group", groups[~groups.index.duplicated()].reindex(table.index).fillna(""))
+    table.index.name = "cause"
+    return table
+
+
+def target_text(causes: pd.DataFrame, share: float = 0.6) -> str:
+    """What reaching ``share`` of the floor would take in the best configuration: the microseconds to remove,
+    which causes hold that much, and the fix each points to."""
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        raise ValueError(f"share must be a fraction in (0, 1], got {share!r}")
+    groups, step = cause_groups(causes), step_us(causes)
+    target = groups["floor"] / share
+    need = step - target
+    now = f"The best configuration's step is {step:,.0f} us, {groups['floor'] / step:.0%} of the floor"
+    if need <= 0:
+        return f"{now}: already at {share:.0%} or more."
+    order = groups[list(GROUPS)].sort_values(ascending=False)
+    alone = [g for g in order.index if order[g] >= need]
+    enough = next(i for i in range(1, len(order) + 1) if order.iloc[:i].sum() >= need or i == len(order))
+    if alone:
+        holds = f"{' or '.join(f'**{g}**' for g in alone)} alone would be enough, if a fix removed all of it"
+    else:
+        holds = (
+            f"no cause alone holds that much (the largest, **{order.index[0]}**, {order.iloc[0]:,.0f} us); "
+            + " and ".join(f"**{g}**" for g in order.index[:enough])
+            + f" together hold {order.iloc[:enough].sum():,.0f} us"
+        )
+    fixes = "\n".join(f"- **{g}** ({order[g]:,.0f} us): {FIXES[g]}." for g in order.index)
+    return (
+        f"{now}. To reach {share:.0%} it must fall to {target:,.0f} us (floor / {share:g}), **{need:,.0f} us** "
+        f"less: {holds}. No fix removes a whole cause, so the way there takes from several. What each points "
+        f"to:\n\n{fixes}\n\nThe course has not made these fixes yet: the {share:.0%} target is not met."
+    )
