@@ -48,3 +48,16 @@ def test_a_bad_configuration_is_refused_with_the_choices():
 
     with pytest.raises(SystemExit):
         main(["--out", "/nonexistent/x.json", "--configurations", "eager+graph@bogus"])
+
+
+def test_the_recorded_split_is_the_table_its_measurements_give():
+    import json
+    from pathlib import Path
+
+    from benchmarks.common import store_tables
+    from benchmarks.decode_floor import tables
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "benchmarks/results/h200_decode_floor.json").read_text())
+    assert data["tables"] == store_tables(data, tables(data))["tables"]
+    for name, c in data["configurations"].items():
+        assert sum(r["us"] for r in c["causes"]) == pytest.approx(c["timing"]["step_us"]), name  # the split adds up
