@@ -60,4 +60,5 @@ def test_the_recorded_split_is_the_table_its_measurements_give():
     data = json.loads((Path(__file__).resolve().parents[2] / "benchmarks/results/h200_decode_floor.json").read_text())
     assert data["tables"] == store_tables(data, tables(data))["tables"]
     for name, c in data["configurations"].items():
-        assert sum(r["us"] for r in c["causes"]) == pytest.approx(c["timing"]["step_us"]), name  # the split adds up
+        # each part is a median over the profiled steps: they add up to the step within a microsecond or so
+        assert sum(r["us"] for r in c["causes"]) == pytest.approx(c["timing"]["step_us"], abs=2.0), name
