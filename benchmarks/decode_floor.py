@@ -82,7 +82,10 @@ def _causes(kernels: pd.DataFrame, step_us: float, floor_us: float, head_bytes: 
     for family, us in steps.items():
         if family not in ("gemm", "lm_head", "idle_between_kernels", "span"):
             rows.append({"cause": f"{family} kernels", "us": float(us)})
-    rows.append({"cause": "GPU idle between kernels inside the step", "us": float(steps["idle_between_kernels"])})
+    # read under the profiler, which stretches the gaps: the last row's negative part comes back from here
+    rows.append(
+        {"cause": "GPU idle between kernels inside the step (profiled)", "us": float(steps["idle_between_kernels"])}
+    )
     # negative when the profiler stretches the replay's span beyond the unprofiled step
     rows.append({"cause": "the unprofiled step beyond the profiled kernels' span (launch; negative: profiler cost)",
                  "us": step_us - float(steps["span"])})  # fmt: skip
@@ -134,7 +137,7 @@ def measure(device: str | None, configurations: tuple[str, ...], out_path: Path 
         rows = _causes(kernels, timing["step_us"], floor_us, head_bytes, roof)
         out["configurations"][name] = {"timing": timing, "kernels_per_step": len(kernels) / PROFILED, "causes": rows,
                                        "top_kernels": _top_kernels(kernels, PROFILED)}  # fmt: skip
-        log(f"{name}: {timing['step_us']:.0f} us/token, {100 * floor_us / timing['step_us']:.1f}% of the floor")
+        log(f"{name}: {timing['step_us']:.0f} us/token; the floor is {100 * floor_us / timing['step_us']:.1f}% of it")
         for r in sorted(rows[1:], key=lambda r: -r["us"]):
             log(f"    {r['us']:8.1f} us  {r['cause']}")
         torch.cuda.empty_cache()

@@ -11,6 +11,7 @@ import numpy as np
 from helpers.trace.categories import RECORDER_WAIT
 from helpers.trace.memory_view import BEFORE_TRACE, NO_OP, peak_memory_by_op
 from helpers.trace.overlap import idle_gaps
+from helpers.trace.ranks import event_ranks
 
 from .critical_path import SYNC_CALLS
 from .findings import Context
@@ -152,47 +153,57 @@ def host_sync(ctx: Context) -> list[dict]:
 
 def _moved_wait_bound(ctx: Context, calls: np.ndarray) -> float:
     """Per step, the most that removing the synchronising `calls` saves: a removed wait moves to the next point
-    that synchronises anyway (a later sync of the program, a pageable copy). Per call, with B its wait, W the
+    that synchronises anyway (a pageable copy; the other calls go with the fix). Per call, with B its wait, W the
     host's time until that point, G the GPU time launched meanwhile and d the GPU idle in between, the window
-    takes B + max(W, d + G) with the call and max(W, B + G) without it. Each rank of a run on its own."""
+    takes B + max(W, d + G) with the call and max(W, B + G) without it. Each rank of a run on its own; the
+    rank that would save most is the bound (its peers wait for it in their collectives)."""
     ev, w = ctx.ev, ctx.work
     if not len(calls) or not len(w):
         return 0.0
     ts, dur = ev["ts"].to_numpy() - ctx.t0, ev["dur"].to_numpy()
-    rank = ev["rank"].to_numpy() if "rank" in ev else np.zeros(len(ev), dtype=int)
-    launch = ev["launch"].to_numpy()[w["row"].to_numpy()]
-    work_rank = rank[w["row"].to_numpy()]
+    rank = event_ranks(ctx.trace)[0]  # as the GPU idle gaps are ranked
+    rows_w = w["row"].to_numpy()
+    launch = ev["launch"].to_numpy()[rows_w]
+    start, length = w["start"].to_numpy() - ctx.t0, w["dur"].to_numpy()
+    # when a kernel is issued: its launch call, else (no runtime events recorded) its own start
+    issued = np.where(launch >= 0, ts[np.maximum(launch, 0)], start)
     pageable = w["name"].str.contains("Pageable", regex=False).to_numpy() & (launch >= 0)
-    # the recorder's own waits are not the program's: without the profiler nothing synchronises there
-    syncs = ctx.host_rows(SYNC_CALLS)
-    syncs = syncs[~ctx.under(ctx.host_rows({RECORDER_WAIT}))[syncs]]
     gaps = _gaps(ctx)
-    total = 0.0
+    best = 0.0
     for r in np.unique(rank[calls]):
-        mine = work_rank == r
+        mine = rank[rows_w] == r
         if not mine.any():
             continue
         # the end of a step synchronises nothing (a wait removed there moves into the next step); past the last
         # point, the GPU's last work ends the window
-        last = float((w["start"].to_numpy()[mine] + w["dur"].to_numpy()[mine]).max()) - ctx.t0
-        points = np.sort(np.concatenate([ts[syncs[rank[syncs] == r]], ts[launch[pageable & mine]], [last]]))
+        last = float((start[mine] + length[mine]).max())
+        points = np.sort(np.append(issued[pageable & mine], last))
         rows = calls[rank[calls] == r]
         ends = ts[rows] + dur[rows]
         nxt = np.maximum(points[np.minimum(np.searchsorted(points, ends), len(points) - 1)], ends)
-        # GPU time launched in each window, from this rank's launches in time order
-        at = np.where(launch[mine] >= 0, ts[np.maximum(launch[mine], 0)], np.inf)
-        order = np.argsort(at)
-        cum = np.concatenate([[0.0], np.cumsum(w["dur"].to_numpy()[mine][order])])
-        gpu = cum[np.searchsorted(at[order], nxt)] - cum[np.searchsorted(at[order], ends)]
+        order = np.argsort(issued[mine])
+        at, cum = issued[mine][order], np.concatenate([[0.0], np.cumsum(length[mine][order])])
+        gpu = cum[np.searchsorted(at, nxt)] - cum[np.searchsorted(at, ends)]
         idle = np.zeros(len(rows))
         if gaps is not None and len(gaps):
-            g = gaps[gaps["rank"] == r] if "rank" in gaps else gaps
-            gs, ge = g["start_us"].to_numpy(), g["end_us"].to_numpy()
-            for i, (a, b) in enumerate(zip(ends, nxt)):
-                idle[i] = np.clip(np.minimum(ge, b) - np.maximum(gs, a), 0, None).sum()
+            g = gaps[gaps["rank"].to_numpy() == r].sort_values("start_us")
+            idle = _covered(g["start_us"].to_numpy(), g["end_us"].to_numpy(), nxt) - _covered(
+                g["start_us"].to_numpy(), g["end_us"].to_numpy(), ends
+            )
         host, wait = nxt - ends, dur[rows]
-        total += float(np.clip(wait + np.maximum(host, idle + gpu) - np.maximum(host, wait + gpu), 0, None).sum())
-    return total / ctx.per_step
+        saving = np.clip(wait + np.maximum(host, idle + gpu) - np.maximum(host, wait + gpu), 0, None)
+        best = max(best, float(saving.sum()) / ctx.per_step)
+    return best
+
+
+def _covered(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time in `t`: how much of the intervals (sorted, not overlapping) lies before it."""
+    if not len(starts):
+        return np.zeros(len(t))
+    cum = np.concatenate([[0.0], np.cumsum(ends - starts)])
+    i = np.searchsorted(starts, t, side="right")  # intervals begun by t
+    inside = np.clip(t - starts[np.maximum(i - 1, 0)], 0, (ends - starts)[np.maximum(i - 1, 0)])
+    return np.where(i > 0, cum[np.maximum(i - 1, 0)] + inside, 0.0)
 
 
 def copies(ctx: Context) -> list[dict]:

@@ -119,7 +119,7 @@ def target_text(causes: pd.DataFrame, share: float = 0.6) -> str:
     groups, step = cause_groups(causes), step_us(causes)
     target = groups["floor"] / share
     need = step - target
-    now = f"The best configuration's step is {step:,.0f} us, {groups['floor'] / step:.0%} of the floor"
+    now = f"The best configuration's step is {step:,.0f} us; the floor is {groups['floor'] / step:.0%} of it"
     if need <= 0:
         return f"{now}: already at {share:.0%} or more."
     order = groups[list(GROUPS)].sort_values(ascending=False)

@@ -25,7 +25,7 @@ def test_the_causes_add_up_to_the_unprofiled_step():
     by = {r["cause"]: r["us"] for r in rows}
     assert sum(by.values()) == pytest.approx(50.0)
     assert by["LM head GEMV above its own floor"] == pytest.approx(20.0 - 2.0)  # 2 MB at 1 TB/s: 2 us
-    assert by["GPU idle between kernels inside the step"] == pytest.approx(2.0)
+    assert by["GPU idle between kernels inside the step (profiled)"] == pytest.approx(2.0)
     assert by[next(c for c in by if c.startswith("the unprofiled step beyond"))] == pytest.approx(50.0 - 35.0)
     assert sum(us for cause, us in by.items() if cause.endswith(" kernels")) == pytest.approx(3.0)
 

@@ -370,3 +370,24 @@ def test_a_real_gpu_trace_whose_step_end_waits_are_the_recorders(tmp_path):
         after = set(diagnose(tmp_path / name)["rule"])
         assert "host_sync" in before and "host_sync" not in after
         assert stays <= after
+
+
+def test_two_waits_in_a_row_are_removed_together(tmp_path):
+    """A second .item() right after the first: the fix removes both, so neither is the point the other's wait
+    moves to (each alone would look free)."""
+    k = Kineto()
+    for n in range(3):
+        t = 2000.0 * n
+        k.step(n + 1, t, 1990)
+        k.cpu("aten::mm", t, 20)
+        k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
+        k.cpu("aten::item", t + 30, 796)
+        k.runtime("cudaStreamSynchronize", t + 31, 794)  # returns at t + 825
+        k.cpu("aten::item", t + 827, 3)
+        k.runtime("cudaStreamSynchronize", t + 827.5, 2)
+        k.cpu("aten::add", t + 830, 170)
+        k.launch(ELEMENTWISE.format("AddFunctor"), t + 840, 10, t + 855, 5)
+        k.launch("Memcpy HtoD (Pageable -> Device)", t + 1005, 20, t + 1010, 10, call="cudaMemcpyAsync",
+                 cat="gpu_memcpy")  # fmt: skip
+    [f] = diagnose(k.load(tmp_path))[lambda d: d["rule"] == "host_sync"].itertuples()
+    assert f.saving_upper_bound_us == pytest.approx(180, abs=12)

@@ -19,7 +19,7 @@ def causes(gemv: float = 280.0, small: float = 160.0, attention: float = 130.0, 
         ("attention kernels", attention),
         ("normalization kernels", small / 2),
         ("elementwise kernels", small / 2),
-        ("GPU idle between kernels inside the step", idle),
+        ("GPU idle between kernels inside the step (profiled)", idle),
         ("copy kernels", 10.0),
     ]
     step = 1200.0

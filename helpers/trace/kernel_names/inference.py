@@ -42,7 +42,7 @@ _MOE_CONTEXT = re.compile(
 # register ops (vLLM's _C, _moe_C and vllm, SGLang's sgl_kernel, TensorRT-LLM's trtllm, FBGEMM, torchao,
 # xFormers, torchvision). A kernel's C++ namespace (sglang::fused_qknorm_rope_warp) is read by its words.
 _OP_NAMESPACE = re.compile(
-    r"(?:aten|prim|c10d|_c10d_functional\w*|profiler|quantized|_quantized|mkldnn|_?inductor|torchvision|torchaudio"
+    r"(?:aten|prims?|c10d|_?c10d_functional\w*|profiler|quantized|_quantized|mkldnn|_?inductor|torchvision|torchaudio"
     r"|fbgemm|_C|_moe_C|_rocm_C|_vllm_\w+_C|_custom_ops|vllm|sgl_kernel|trtllm|torchao|xformers)::\w+(?:\.\w+)?"
 )
 _FAMILY_TEXT = {
