@@ -81,9 +81,9 @@ def test_a_wait_that_the_next_synchronising_point_takes_over_saves_nothing(tmp_p
     assert f.saving_upper_bound_us > 100
 
 
-def test_a_wait_with_host_work_after_it_saves_what_that_work_could_overlap(tmp_path):
-    """.item() mid-step, then 180 us of host work launching 5 us of GPU work, then a synchronising pageable
-    copy: without the wait the host work runs under the GEMM, and the copy waits for the GEMM instead."""
+def _item_then_host_work(second_item: bool = False) -> Kineto:
+    """Three steps: .item() waits for an 800 us GEMM (maybe a second .item() right after), then 180 us of host work
+    launching 5 us of GPU work, then a pageable copy (which waits for the GPU too)."""
     k = Kineto()
     for n in range(3):
         t = 2000.0 * n
@@ -92,12 +92,20 @@ def test_a_wait_with_host_work_after_it_saves_what_that_work_could_overlap(tmp_p
         k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
         k.cpu("aten::item", t + 30, 796)
         k.runtime("cudaStreamSynchronize", t + 31, 794)  # returns at t + 825
+        if second_item:
+            k.cpu("aten::item", t + 827, 3)
+            k.runtime("cudaStreamSynchronize", t + 827.5, 2)
         k.cpu("aten::add", t + 830, 170)
         k.launch(ELEMENTWISE.format("AddFunctor"), t + 840, 10, t + 855, 5)
         k.launch(
             "Memcpy HtoD (Pageable -> Device)", t + 1005, 20, t + 1010, 10, call="cudaMemcpyAsync", cat="gpu_memcpy"
         )
-    found = diagnose(k.load(tmp_path))
+    return k
+
+
+def test_a_wait_with_host_work_after_it_saves_what_that_work_could_overlap(tmp_path):
+    """Without the wait the host work runs under the GEMM, and the copy waits for the GEMM instead."""
+    found = diagnose(_item_then_host_work().load(tmp_path))
     [f] = found[found["rule"] == "host_sync"].itertuples()
     assert f.saving_upper_bound_us == pytest.approx(180, abs=10)
 
@@ -375,19 +383,7 @@ def test_a_real_gpu_trace_whose_step_end_waits_are_the_recorders(tmp_path):
 def test_two_waits_in_a_row_are_removed_together(tmp_path):
     """A second .item() right after the first: the fix removes both, so neither is the point the other's wait
     moves to (each alone would look free)."""
-    k = Kineto()
-    for n in range(3):
-        t = 2000.0 * n
-        k.step(n + 1, t, 1990)
-        k.cpu("aten::mm", t, 20)
-        k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
-        k.cpu("aten::item", t + 30, 796)
-        k.runtime("cudaStreamSynchronize", t + 31, 794)  # returns at t + 825
-        k.cpu("aten::item", t + 827, 3)
-        k.runtime("cudaStreamSynchronize", t + 827.5, 2)
-        k.cpu("aten::add", t + 830, 170)
-        k.launch(ELEMENTWISE.format("AddFunctor"), t + 840, 10, t + 855, 5)
-        k.launch("Memcpy HtoD (Pageable -> Device)", t + 1005, 20, t + 1010, 10, call="cudaMemcpyAsync",
-                 cat="gpu_memcpy")  # fmt: skip
-    [f] = diagnose(k.load(tmp_path))[lambda d: d["rule"] == "host_sync"].itertuples()
+    [f] = diagnose(_item_then_host_work(second_item=True).load(tmp_path))[
+        lambda d: d["rule"] == "host_sync"
+    ].itertuples()
     assert f.saving_upper_bound_us == pytest.approx(180, abs=12)
