@@ -1,5 +1,4 @@
-"""Lesson 07, The attention block, read from traces: what this notebook alone uses (its exercises, checkers
-and views, and the attention names no other lesson uses)."""
+"""Lesson 07, The attention block, read from traces: its exercises, checkers, views and attention names."""
 
 from __future__ import annotations
 
@@ -30,16 +29,16 @@ from ..programs import run_program
 from ..trace.model import Trace
 from ..trace.queries import kernels_per_forward, op_input
 from ..triton_env import ensure_interpreter_ready, triton_mode
+from . import nb07_readings as readings  # the sentences over live numbers: nb07.readings.ranking_sentence(...)
 from .display import reference_trace
 from .exercises import MISSING, RIGHT, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
-from .nb07_readings import benchmark_line_shown as line_shown
 from .results import Results, load_results, reference_ceilings
 
 __all__ = [
     "AttentionShape", "SDPA_OPS", "attention_flops", "attention_reference", "backend_in_trace", "flash_attention",
     "flex_block_mask", "flex_fn", "manual_attention", "manual_attention_plan", "peak_memory", "reference_ceilings",
-    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "triton_mode", "visible_pairs", "workloads"
-]  # fmt: skip
+    "roofline_frame", "score_matrix_bytes", "sdpa_backends", "sdpa_fn", "triton_mode", "visible_pairs", "workloads",
+    "readings"]  # fmt: skip
 
 _GQA = "with fewer key/value heads than query heads (GQA) the keys and values are repeated first, which adds copies"
 EXERCISES = Exercises(
@@ -376,7 +375,8 @@ LIVE_BENCHMARK = ("--head-dims", "128", "--seqs", "4096", "--variants", "sdpa-fl
 def run_benchmark(timeout_s: float = 420.0) -> Results:
     """A short run of ``python -m benchmarks attention`` on this GPU, as a program; its results file read back."""
     out = LOCAL_TRACES_DIR / "attention_benchmark.json"
-    run_program(["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out)], timeout_s, show=line_shown)
+    args = ["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out)]
+    run_program(args, timeout_s, show=readings.benchmark_line_shown)
     return load_results(out)
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
+import torch
 
+from ..measure.ceilings import Ceilings, measure_ceilings, reference_ceilings_for
+from .results import reference_ceilings
 from .rounds import compare_rounds, rounds_frame
 
 __all__ = ["causal_sentence", "flex_tiles_sentence", "ranking_sentence", "rounds_frame"]
@@ -90,3 +93,11 @@ def benchmark_line_shown(line: str) -> bool:
         raise TypeError(f"line must be a string, got {type(line).__name__}")
     text = line.split("]", 1)[1].strip() if line.lstrip().startswith("[ ") else line.strip()  # drop "[  71.3s]"
     return "USDT" not in line and not text.startswith("targets:") and "(met: " not in line
+
+
+def lesson_ceilings() -> Ceilings:
+    """The one ceiling set lesson 07's tables divide by: on a GPU its registered set (the H200's), measured here
+    for a GPU without one; on a CPU the H200's, which its reference traces were recorded on."""
+    if not torch.cuda.is_available():
+        return reference_ceilings()
+    return reference_ceilings_for(torch.cuda.get_device_name()) or measure_ceilings()

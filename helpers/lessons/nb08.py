@@ -7,6 +7,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from numbers import Number
 from pathlib import Path
 
@@ -43,8 +44,7 @@ from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
-# the model's names this lesson uses, beside its own
-__all__ = [
+__all__ = [  # the model's names this lesson uses, beside its own
     "BEFORE_TRACE", "PARTS", "Generator", "TrainingStep", "allocator_history", "build_model", "compile_blocks",
     "decode_timing", "graph_prediction", "idle_share", "kernel_parts", "memory_figure", "memory_over_time_figure",
     "memory_peaks", "part_breakdown", "peak_memory_by_op", "prefill_timing", "profile_memory", "queue_latency_us",
@@ -138,6 +138,7 @@ EXERCISES = Exercises(
     ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
+check_floor_cause = partial(floor.check_cause, book=EXERCISES)
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 # The fixes the transfer exercise offers, and what each changes.

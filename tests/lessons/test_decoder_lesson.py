@@ -63,7 +63,7 @@ def test_every_exercise_of_the_notebook_is_in_the_book():
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     checked = set(re.findall(r'nb08\.check\(\s*"(\w+)"', code)) | {"variant_part", "variant_fix", "variant_speedup"}
     checked |= {"graph_step"} if "nb08.check_graph_step(" in code else set()  # its own checker
-    checked |= {"floor_cause"} if "nb08.floor.check_cause(" in code else set()  # its own checker
+    checked |= {"floor_cause"} if "nb08.check_floor_cause(" in code else set()  # its own checker
     assert checked == set(nb08.EXERCISES.book)
     assert "explain=" not in code and "hint=" not in code and "helpers.lessons.exercises" not in code
 
