@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,18 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _useful(line: str) -> bool:
     return "USDT" not in line  # the profiler's tracing notices are noise here
+
+
+_STAMP = re.compile(r"^\s*\[\s*[\d.]+s\]\s*")  # the "[  71.3s] " a benchmark's log line starts with
+
+
+def line_shown(line: str, hidden_prefixes: tuple[str, ...] = (), hidden_substrings: tuple[str, ...] = ()) -> bool:
+    """Whether a program's output line is printed: not the profiler's tracing notices, not a line starting (after
+    its time stamp) with one of `hidden_prefixes`, not one holding one of `hidden_substrings`."""
+    if not isinstance(line, str):
+        raise TypeError(f"line must be a string, got {type(line).__name__}")
+    text = _STAMP.sub("", line).strip()
+    return _useful(line) and not text.startswith(hidden_prefixes) and not any(s in line for s in hidden_substrings)
 
 
 def run_program(

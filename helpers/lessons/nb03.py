@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-
-import torch
+from collections.abc import Sequence
 
 from ..measure.roofline import elementwise_bytes, gemm_flops  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
-from ..measure.timing import time_per_call
 from ..mlp.model import CPU_SHAPE  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 from ..trace.memory_view import memory_over_time_figure, peak_memory_by_op  # noqa: F401  (helpers.nb03.<name>)
 from ..trace.queries import device_properties, mm_dims  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 from .exercises import Exercise, Exercises
-from .rounds import take_turns
+from .rounds import call_rounds, one_thread  # noqa: F401  (used by the notebook as helpers.nb03.<name>)
 
 EXERCISES = Exercises(
     "03",
@@ -58,27 +54,6 @@ EXERCISES = Exercises(
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run the block with one torch CPU thread, then restore the count: on a machine shared with other work, a
-    parallel region waits for whichever of its threads the OS descheduled, and every call takes a scheduler tick."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def us_rounds(fns: dict, rounds: int = 5, repeats: int = 10) -> dict[str, list[float]]:
-    """Microseconds per call of each function of no arguments, `rounds` times, the functions taking turns."""
-
-    def one(fn):
-        return lambda: time_per_call(fn, repeats=repeats, warmup=2) * 1e6
-
-    return take_turns({name: one(fn) for name, fn in fns.items()}, rounds)
 
 
 def gelu_pace(copy_us: Sequence[float], gelu_us: Sequence[float], mul_us: Sequence[float]) -> str:

@@ -14,15 +14,14 @@ import torch
 
 from ..measure.compile_costs import FirstCall, compile_wrapper_rows, time_first_call
 from ..measure.compile_counts import SweepResult, shape_sweep, sweep_summary
-from ..measure.timing import time_end_to_end, time_per_call
+from ..measure.timing import time_end_to_end
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
 from .exercises import Exercise, Exercises, Tie, compare_rounds
-from .nb03 import one_thread
-from .rounds import rounds_frame, take_turns
+from .rounds import call_rounds, named_functions, one_thread, rounds_frame, take_turns
 
 __all__ = [
-    "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
+    "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -98,38 +97,18 @@ def stride_outcome(fn: Callable, x: torch.Tensor, other: torch.Tensor) -> tuple[
     return ("recompile" if sweep.table["new_graphs"].iloc[1] else "reuse"), sweep, ""
 
 
-def call_rounds(fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats: int = 5) -> dict[str, list[float]]:
-    """Microseconds per synchronised call of each function, `rounds` times, the functions taking turns
-    (:func:`take_turns`)."""
-    fns = _functions(fns)
-    return take_turns({name: partial(_us_per_call, fn, inputs, repeats) for name, fn in fns.items()}, rounds)
-
-
-def _us_per_call(fn: Callable, inputs: tuple, repeats: int) -> float:
-    return time_per_call(fn, *inputs, repeats=repeats, warmup=1) * 1e6
-
-
 def end_to_end_rounds(
     fns: Mapping[str, Callable], *inputs, rounds: int = 5, iters: int = 50
 ) -> dict[str, dict[str, list[float]]]:
     """Per function, `rounds` :func:`helpers.time_end_to_end` measurements (``nosync_us`` and ``sync_us``), the
     functions taking turns (:func:`take_turns`)."""
-    fns = _functions(fns)
+    fns = named_functions(fns)
     return take_turns({name: partial(_end_to_end, fn, inputs, iters) for name, fn in fns.items()}, rounds)
 
 
 def _end_to_end(fn: Callable, inputs: tuple, iters: int) -> dict[str, float]:
     timed = time_end_to_end(fn, *inputs, iters=iters, rounds=1)
     return {"nosync_us": timed["nosync_us"], "sync_us": timed["sync_us"]}
-
-
-def _functions(fns: object) -> Mapping[str, Callable]:
-    if not isinstance(fns, Mapping) or len(fns) < 1:
-        raise TypeError(f"fns must be a non-empty dict {{label: function or module}}, got {type(fns).__name__}")
-    for name, fn in fns.items():
-        if not callable(fn):
-            raise TypeError(f"{name}: expected a function or module, got {type(fn).__name__}")
-    return fns
 
 
 def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> bool | Tie:

@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 
 from ..measure.ceilings import Ceilings, measure_ceilings, reference_ceilings_for
+from ..programs import line_shown
 from .results import reference_ceilings
 from .rounds import compare_rounds, rounds_frame
 
@@ -89,10 +90,7 @@ def flex_tiles_sentence(us: Mapping[str, float], tiles: Mapping[str, tuple[int, 
 def benchmark_line_shown(line: str) -> bool:
     """Whether a line of ``python -m benchmarks attention`` is printed in lesson 07: not the profiler's tracing
     notices, not the benchmark's targets and their verdicts (the project's own checks, never a lesson's)."""
-    if not isinstance(line, str):
-        raise TypeError(f"line must be a string, got {type(line).__name__}")
-    text = line.split("]", 1)[1].strip() if line.lstrip().startswith("[ ") else line.strip()  # drop "[  71.3s]"
-    return "USDT" not in line and not text.startswith("targets:") and "(met: " not in line
+    return line_shown(line, hidden_prefixes=("targets:",), hidden_substrings=("(met: ",))
 
 
 def lesson_ceilings() -> Ceilings:

@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from ..programs import line_shown
+
 # Lines of the decoder benchmark's log that answer a question the lesson asks later (the transfer variant's
 # speedup) or judge the project's targets (not a learner's business): left out of what the notebook prints.
 _HIDDEN_PREFIXES = ("exercise variant:", "[met]", "[NOT met]", "[not measured]")
@@ -19,10 +21,7 @@ _HIDDEN_PREFIXES = ("exercise variant:", "[met]", "[NOT met]", "[not measured]")
 def benchmark_line_shown(line: str) -> bool:
     """Whether a line of ``python -m benchmarks decoder`` is printed in the lesson: not the exercise variant's
     measured fix, not the targets' verdicts, not the profiler's tracing notices."""
-    if not isinstance(line, str):
-        raise TypeError(f"line must be a string, got {type(line).__name__}")
-    text = line.split("]", 1)[1].strip() if line.lstrip().startswith("[ ") else line.strip()  # drop "[  71.3s]"
-    return "USDT" not in line and not text.startswith(_HIDDEN_PREFIXES)
+    return line_shown(line, hidden_prefixes=_HIDDEN_PREFIXES)
 
 
 def cpu_side_averages(events: Iterable[Any]) -> dict[str, Any]:

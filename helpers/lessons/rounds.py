@@ -1,17 +1,21 @@
-"""Used by notebooks 04, 07, 10: repeated timings taken in turns, compared and shown the way the lessons' checkers
-do (median, spread, tie)."""
+"""Used by notebooks 03, 04, 07, 10: repeated timings taken in turns, compared and shown the way the lessons'
+checkers do (median, spread, tie)."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from numbers import Number
 
 import pandas as pd
+import torch
 
 from ..checks import bounded_int
+from ..measure.timing import time_per_call
 
 Measure = Callable[[], float | Mapping[str, float]]
 
@@ -140,3 +144,38 @@ def rounds_frame(rounds: Mapping[str, Sequence[float]], unit: str = "us", decima
             {"variant": name, **{f"{k}_{unit}": round(t, decimals) for k, t in times.items()}, "rounds": len(v)}
         )
     return pd.DataFrame(rows)
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block with one torch CPU thread, then restore the count: on a machine shared with other work, a
+    parallel region waits for whichever of its threads the OS descheduled, and every call takes a scheduler tick."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def call_rounds(
+    fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats: int = 5, warmup: int = 1
+) -> dict[str, list[float]]:
+    """Microseconds per synchronised call of each function on `inputs`, `rounds` times, the functions taking turns
+    (:func:`take_turns`)."""
+    fns = named_functions(fns)
+    return take_turns({name: partial(_us_per_call, fn, inputs, repeats, warmup) for name, fn in fns.items()}, rounds)
+
+
+def _us_per_call(fn: Callable, inputs: tuple, repeats: int, warmup: int) -> float:
+    return time_per_call(fn, *inputs, repeats=repeats, warmup=warmup) * 1e6
+
+
+def named_functions(fns: object) -> Mapping[str, Callable]:
+    """`fns` when it is a non-empty dict of label -> callable; TypeError otherwise (checked before any timing)."""
+    if not isinstance(fns, Mapping) or len(fns) < 1:
+        raise TypeError(f"fns must be a non-empty dict {{label: function or module}}, got {type(fns).__name__}")
+    for name, fn in fns.items():
+        if not callable(fn):
+            raise TypeError(f"{name}: expected a function or module, got {type(fn).__name__}")
+    return fns

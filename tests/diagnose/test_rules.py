@@ -59,11 +59,7 @@ def test_a_wait_that_the_next_synchronising_point_takes_over_saves_nothing(tmp_p
         k = Kineto()
         for n in range(3):
             t = 1000.0 * n
-            k.step(n + 1, t, 990)
-            k.cpu("aten::mm", t, 20)
-            k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
-            k.cpu("aten::item", t + 30, 796)
-            k.runtime("cudaStreamSynchronize", t + 31, 794)  # returns at t + 825
+            _item_waits_for_a_gemm(k, n, t, 990)
             if recorder:  # the recorder's wait, then the next step's host work from t + 1000
                 k.x(RECORDER_WAIT, "user_annotation", t + 829, 8)
                 k.runtime("cudaDeviceSynchronize", t + 830, 5)
@@ -81,17 +77,22 @@ def test_a_wait_that_the_next_synchronising_point_takes_over_saves_nothing(tmp_p
     assert f.saving_upper_bound_us > 100
 
 
+def _item_waits_for_a_gemm(k: Kineto, n: int, t: float, step_us: float) -> None:
+    """Step `n` from `t`: an 800 us GEMM, then .item() waiting for it (its synchronise returns at t + 825)."""
+    k.step(n + 1, t, step_us)
+    k.cpu("aten::mm", t, 20)
+    k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
+    k.cpu("aten::item", t + 30, 796)
+    k.runtime("cudaStreamSynchronize", t + 31, 794)
+
+
 def _item_then_host_work(second_item: bool = False) -> Kineto:
     """Three steps: .item() waits for an 800 us GEMM (maybe a second .item() right after), then 180 us of host work
     launching 5 us of GPU work, then a pageable copy (which waits for the GPU too)."""
     k = Kineto()
     for n in range(3):
         t = 2000.0 * n
-        k.step(n + 1, t, 1990)
-        k.cpu("aten::mm", t, 20)
-        k.launch("ampere_sgemm_128x64_nn", t + 5, 10, t + 20, 800)
-        k.cpu("aten::item", t + 30, 796)
-        k.runtime("cudaStreamSynchronize", t + 31, 794)  # returns at t + 825
+        _item_waits_for_a_gemm(k, n, t, 1990)
         if second_item:
             k.cpu("aten::item", t + 827, 3)
             k.runtime("cudaStreamSynchronize", t + 827.5, 2)

@@ -33,6 +33,6 @@ def test_one_thread_restores_the_count():
     before = torch.get_num_threads()
     with nb03.one_thread():
         assert torch.get_num_threads() == 1
-        rounds = nb03.us_rounds({"add": lambda: torch.ones(8) + 1}, rounds=3, repeats=2)
+        rounds = nb03.call_rounds({"add": lambda: torch.ones(8) + 1}, rounds=3, repeats=2, warmup=2)
     assert torch.get_num_threads() == before
     assert len(rounds["add"]) == 3 and min(rounds["add"]) > 0
