@@ -23,7 +23,7 @@ FIXES = {
 }
 FLOOR_CAUSE = Exercise(
     "largest cause between decode and the floor",
-    explain="beyond the floor's {floor:,.0f} us, per step of {step:,.0f} us: GEMV kernels above the floor "
+    explain="Beyond the floor's {floor:,.0f} us, per step of {step:,.0f} us: GEMV kernels above the floor "
     "{gemv:,.0f} us, attention {attention:,.0f}, idle inside the graph {idle:,.0f}, norms and pointwise "
     "{small:,.0f}.",
     hint="a kernel that reads the weights below the memory roof takes longer than the floor: how many such "
@@ -87,7 +87,11 @@ def check_cause(answer: Any, causes: pd.DataFrame, book: Exercises) -> Feedback:
     top = largest_causes(causes)
     details = {"floor": groups["floor"], "step": step_us(causes), "small": groups["small kernels"]}
     details.update({g: groups[g] for g in ("gemv", "attention", "idle")})
-    said = " ".join(answer.strip().lower().replace("_", " ").split()) if isinstance(answer, str) else None
+    said = (
+        " ".join(answer.strip().lower().replace("_", " ").replace("-", " ").split())
+        if isinstance(answer, str)
+        else None
+    )
     if said is not None and said not in GROUPS:
         return EXERCISES.report("floor_cause", WRONG, f"you said {answer!r}: answer one of {list(GROUPS)}.", answer)
     if said is not None and len(top) > 1:
