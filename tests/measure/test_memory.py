@@ -62,3 +62,38 @@ def test_bad_input():
 def test_allocator_history_needs_a_gpu():
     with pytest.raises(ValueError, match="CUDA GPU"):
         memory.allocator_history(lambda: None)
+
+
+def _timeline(unknown_share: float):
+    import pandas as pd
+
+    t = pd.DataFrame({"time_us": [0.0], **{c: [0] for c in memory.CATEGORIES}, "total": [100]})
+    t.attrs["unknown_share_at_peak"] = unknown_share
+    return t
+
+
+def test_a_profile_that_lost_track_of_its_tensors_is_taken_again(monkeypatch):
+    shares = iter([0.6, 0.1, 0.0])
+    taken = []
+
+    def once(*_):
+        taken.append(1)
+        return _timeline(next(shares))
+
+    monkeypatch.setattr(memory, "_profile_once", once)
+    timeline = memory.profile_memory(lambda: None, attempts=3)
+    assert len(taken) == 2  # the second profile labels enough: no third
+    assert timeline.attrs["unknown_share_at_peak"] == 0.1 and timeline.attrs["profiles"] == 2
+    # never better than the limit: the least unknown of all attempts, and the count says so
+    shares = iter([0.5, 0.3, 0.4])
+    timeline = memory.profile_memory(lambda: None, attempts=3)
+    assert timeline.attrs["unknown_share_at_peak"] == 0.3 and timeline.attrs["profiles"] == 3
+    with pytest.raises(ValueError, match="unknown_limit"):
+        memory.profile_memory(lambda: None, unknown_limit=2)
+
+
+def test_a_real_profile_says_how_much_it_left_unlabelled(training_step):
+    step, x, _ = training_step
+    timeline = memory.profile_memory(step, x, steps=1, warmup=1)
+    assert 0 <= timeline.attrs["unknown_share_at_peak"] <= 1
+    assert 1 <= timeline.attrs["profiles"] <= 3
