@@ -1,6 +1,7 @@
 """Batch-1 decode through the course's GEMV kernels (helpers/kernels/decode_gemv.py): a block's decode step
 in four GEMVs, RMSNorm folded into the QKV and gate+up GEMVs, GeGLU into the down GEMV, the residual adds
-into the O and down GEMVs. Imports Triton: :func:`helpers.decoder.layers.swap_layers` loads it only when asked.
+into the O and down GEMVs. Triton is imported only when a block is built (the decoder's rule: the course's
+kernels are imported inside functions), and :func:`helpers.decoder.layers.swap_layers` loads this module only when asked.
 """
 
 from __future__ import annotations
@@ -8,12 +9,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..kernels.decode_gemv import gemv
 from .model import DecoderBlock, StaticLayerCache, attend_cached, part
+
 
 # A graph break around each launch when the block is compiled: compile fuses what lies between the GEMVs
 # (RoPE, the cache write, the mask) and the kernels run as they are, autotuned on their first call.
-_gemv = torch.compiler.disable(gemv)
+@torch.compiler.disable
+def _gemv(*args, **kwargs) -> torch.Tensor:
+    """:func:`helpers.kernels.decode_gemv.gemv`."""
+    from ..kernels.decode_gemv import gemv
+
+    return gemv(*args, **kwargs)
 
 
 def _unwrapped(module: nn.Module) -> nn.Module:
@@ -42,6 +48,8 @@ class GEMVDecodeBlock(DecoderBlock):
         layers = (attn.qkv_proj, attn.o_proj, mlp.gate_up_proj, mlp.down_proj)
         if any(layer.bias is not None for layer in layers):
             raise ValueError("the GEMV decode step runs bias-free projections; this block has biases")
+        from ..kernels import decode_gemv  # noqa: F401 - Triton's mode is fixed here, before a decode step
+
         new = cls.__new__(cls)
         nn.Module.__init__(new)
         new.input_norm, new.attention, new.mlp_norm, new.mlp = block.input_norm, attn, block.mlp_norm, block.mlp
