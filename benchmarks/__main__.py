@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "the MLP timed end to end by every method, to show what each hides",
     ),
     "decode-floor": ("benchmarks.decode_floor", "batch-1 decode against the weight-read floor, cause by cause"),
+    "decode-gemv": ("benchmarks.decode_gemv", "the course's batch-1 GEMV against cuBLAS at the decode shapes: GB/s"),
     "fp8-gate-up": ("benchmarks.fp8_gate_up", "the FP8 gate+up path against the bf16 fused kernel: rate and error"),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }

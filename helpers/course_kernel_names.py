@@ -28,6 +28,18 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
         "gemm",
         "dy @ W_down GEMM with the GeGLU backward in its epilogue, Hopper TMA path (helpers/kernels/mlp_function.py)",
     ),
+    "_gemv_kernel": (
+        "gemm",
+        "batch-1 GEMV for decode, x @ W^T with an optional residual add (helpers/kernels/decode_gemv.py)",
+    ),
+    "_rmsnorm_gemv_kernel": (
+        "gemm",
+        "batch-1 GEMV for decode with RMSNorm of x as its prologue (helpers/kernels/decode_gemv.py)",
+    ),
+    "_geglu_gemv_kernel": (
+        "gemm",
+        "batch-1 GEMV for decode with gelu_tanh(gate) * up as its prologue and a residual add (helpers/kernels/decode_gemv.py)",
+    ),
     "_flash_attn_fwd_kernel": (
         "attention",
         "flash-attention forward, online softmax over streamed K/V tiles, pointer path "

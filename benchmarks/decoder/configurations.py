@@ -68,6 +68,14 @@ RUNS: dict[str, Run] = {
             DECODE,
         ),
         Run(
+            Configuration(
+                "course-gemv+compile+graph", mlp="course", fused_qkv=True, decode_gemv=True, compiled=True, graph=True
+            ),
+            "course-concat+compile+graph with each decode step's projections as the course's batch-1 GEMV kernels "
+            "(RMSNorm, GeGLU and the residual adds folded into them)",
+            DECODE,
+        ),
+        Run(
             Configuration("course+flash", attention="course", **COURSE),
             "the course's layers and its flash-attention kernel",
             ("prefill", "train"),
@@ -107,6 +115,7 @@ ORDER = (
     "course+compile",
     "course+compile+graph",
     "course-concat+compile+graph",
+    "course-gemv+compile+graph",
     "course+flash",
     "sdpa-flash",
     "sdpa-efficient",

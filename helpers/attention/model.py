@@ -220,12 +220,17 @@ class CausalSelfAttention(nn.Module):
 
     def project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q [b, heads, s, d], k and v [b, kv_heads, s, d]: strided views of the projections (no copy)."""
-        b, s, _ = x.shape
         if self.fused_qkv:
-            q_size, kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
-            q, k, v = self.qkv_proj(x).split([q_size, kv_size, kv_size], dim=-1)
-        else:
-            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+            return self.split_qkv(self.qkv_proj(x))
+        return self._heads(self.q_proj(x), self.k_proj(x), self.v_proj(x))
+
+    def split_qkv(self, qkv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The fused projection's output ``[b, s, (heads + 2 kv_heads) d]`` as :meth:`project_qkv`'s q, k, v views."""
+        q_size, kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        return self._heads(*qkv.split([q_size, kv_size, kv_size], dim=-1))
+
+    def _heads(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        b, s, _ = q.shape
         q = q.view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
         k = k.view(b, s, self.num_kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(b, s, self.num_kv_heads, self.head_dim).transpose(1, 2)

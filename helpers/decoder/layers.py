@@ -68,14 +68,22 @@ def swap_layers(
     attention: str | None = None,
     fused_qkv: bool = False,
     recompute: bool = False,
+    decode_gemv: bool = False,
 ) -> Decoder:
-    """Replace the layers of every block of a freshly built `model` in place, weights carried over; returns it."""
+    """Replace the layers of every block of a freshly built `model` in place, weights carried over; returns it.
+    ``decode_gemv`` runs batch-1 decode steps through the course's GEMV kernels (needs ``mlp="course"`` and
+    ``fused_qkv``); every other call keeps the layers chosen here."""
     if not isinstance(model, Decoder):
         raise TypeError(f"model must be a helpers Decoder (build_model), got {type(model).__name__}")
     if mlp not in MLP_KINDS:
         raise ValueError(f"mlp must be one of {MLP_KINDS}, got {mlp!r}")
     if attention is not None and attention not in ATTENTION_IMPLS:
         raise ValueError(f"attention must be one of {ATTENTION_IMPLS} or None (keep), got {attention!r}")
+    if decode_gemv and (mlp != "course" or not fused_qkv or recompute):
+        raise ValueError(
+            "decode_gemv reads one QKV weight and one [gate; up] weight: give mlp='course' and fused_qkv=True "
+            f"(and no recompute), got mlp={mlp!r}, fused_qkv={fused_qkv}, recompute={recompute}"
+        )
     for i, block in enumerate(model.layers):
         if not isinstance(block.mlp, SimpleGeGLUMLP):
             raise ValueError(
@@ -89,6 +97,11 @@ def swap_layers(
             block.attention = block.attention.with_fused_qkv()
         if attention is not None:
             block.attention.attn_impl = attention
+    if decode_gemv:
+        from .gemv_block import GEMVDecodeBlock  # Triton: only when the GEMV decode step is asked for
+
+        for i, block in enumerate(model.layers):
+            model.layers[i] = GEMVDecodeBlock.from_block(block)
     return model
 
 
@@ -126,11 +139,19 @@ class Configuration:
     compiled: bool = False
     graph: bool = False
     sdpa_backend: str | None = None
+    decode_gemv: bool = False  # batch-1 decode steps through the course's GEMV kernels (swap_layers)
 
     def build(self, config, device=None, dtype=None, seed: int = 0) -> Decoder:
         """A fresh model with this configuration's layers (compiled blocks when `compiled`)."""
         model = build_model(config, device, dtype, seed)
-        swap_layers(model, mlp=self.mlp, attention=self.attention, fused_qkv=self.fused_qkv, recompute=self.recompute)
+        swap_layers(
+            model,
+            mlp=self.mlp,
+            attention=self.attention,
+            fused_qkv=self.fused_qkv,
+            recompute=self.recompute,
+            decode_gemv=self.decode_gemv,
+        )
         return compile_blocks(model) if self.compiled else model
 
     def running(self) -> contextlib.AbstractContextManager:

@@ -91,9 +91,17 @@ class StaticCache:
 
 def attend_static(attn: CausalSelfAttention, x: torch.Tensor, slot: StaticLayerCache) -> torch.Tensor:
     """The attention block's forward against a :class:`StaticCache` slot (only the cache handling differs)."""
-    b, s, _ = x.shape
-    step = slot.cache
     q, k, v = attn.project_qkv(x)
+    return attn.o_proj(attend_cached(attn, q, k, v, slot))
+
+
+def attend_cached(
+    attn: CausalSelfAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slot: StaticLayerCache
+) -> torch.Tensor:
+    """:func:`attend_static` between the projections: RoPE, the cache write, attention over the cache; the
+    heads merged back to ``[b, s, heads * head_dim]`` for ``o_proj``."""
+    b, s = q.shape[0], q.shape[2]
+    step = slot.cache
     q, k = apply_rope(q, step.cos, step.sin), apply_rope(k, step.cos, step.sin)
     slot.k.index_copy_(2, step.positions, k)
     slot.v.index_copy_(2, step.positions, v)
@@ -104,7 +112,7 @@ def attend_static(attn: CausalSelfAttention, x: torch.Tensor, slot: StaticLayerC
     else:  # the course's kernel masks causally only; a partly filled buffer needs SDPA's mask
         gqa = {"enable_gqa": True} if attn.num_kv_heads != attn.num_heads else {}
         out = F.scaled_dot_product_attention(q, slot.k, slot.v, attn_mask=step.visible.view(1, 1, 1, -1), **gqa)
-    return attn.o_proj(out.transpose(1, 2).reshape(b, s, attn.num_heads * attn.head_dim))
+    return out.transpose(1, 2).reshape(b, s, attn.num_heads * attn.head_dim)
 
 
 class DecoderBlock(nn.Module):

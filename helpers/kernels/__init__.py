@@ -15,6 +15,7 @@ _NAMES: dict[str, str] = {
     "GeGLUFunction": ".geglu_pointwise", "geglu": ".geglu_pointwise", "geglu_backward": ".geglu_pointwise",
     "clear_plans": ".launch_plans", "plans_table": ".launch_plans",
     "MODES": ".mlp_function", "GateUpGeGLUFunction": ".mlp_function", "GeGLUMLPFunction": ".mlp_function",
+    "gemv": ".decode_gemv", "DecodeGEMV": ".decode_gemv",
     "CourseGeGLUMLP": ".modules", "FusedGeGLUMLP": ".modules", "GeGLU": ".modules", "config_sizes": ".modules",
 }  # fmt: skip
 
