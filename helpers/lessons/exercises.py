@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .rounds import Tie, Verdict, compare_rounds  # noqa: F401  (lessons import them from here too)
+from .rounds import TOO_CLOSE, Tie, Verdict, compare_rounds, too_close  # noqa: F401  (lessons import them from here too)
 
 RIGHT, WRONG, MISSING, TIE = "right", "wrong", "not answered yet", "too close to call"
 _COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", TIE: "#d1ecf1"}
@@ -209,8 +209,7 @@ class Exercises:
             )
         elif isinstance(expected, Tie):
             if isinstance(answer, expected.kind):
-                accepted = "Both answers are" if expected.kind is bool else "Any answer is"
-                fb = Feedback(ex.title, TIE, f"{expected.why}. {accepted} accepted here. {explain}".strip())
+                fb = Feedback(ex.title, TIE, f"{expected.message()}. {explain}".strip())
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:

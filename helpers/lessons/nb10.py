@@ -178,11 +178,11 @@ def operators_per_step(trace: Trace) -> float:
 
 
 def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -> Literal[True] | Tie:
-    """True when the middle half of the profiled rounds lies above the unprofiled one's; otherwise a Tie: overlapping
-    halves are inside the noise, and a profiled step measured faster can only be the machine's doing."""
+    """True when the profiled rounds are slower beyond the spread (:func:`.rounds.too_close`); otherwise a Tie: a
+    difference inside the spread is noise, and a profiled step measured faster can only be the machine's doing."""
     verdict = compare_rounds(unprofiled, profiled)
     if verdict.tie:
-        return Tie(f"unprofiled against profiled: {verdict.describe()}; the middle halves overlap, so this machine cannot tell them apart")  # fmt: skip
+        return Tie(f"unprofiled against profiled: {verdict.describe()}; {verdict.why()}")  # fmt: skip
     if verdict.a_median > verdict.b_median:
         return Tie(f"unprofiled against profiled: {verdict.describe()}; the profiled rounds came out faster, which only other work on the machine can do, so this run cannot tell")  # fmt: skip
     return True
