@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .rounds import Tie, Verdict, compare_rounds  # noqa: F401  (lessons import them from here too)
+from .rounds import TOO_CLOSE, Tie, Verdict, compare_rounds, too_close  # noqa: F401  (lessons import them from here too)
 
 RIGHT, WRONG, MISSING, TIE = "right", "wrong", "not answered yet", "too close to call"
 _COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", TIE: "#d1ecf1"}
@@ -60,11 +60,11 @@ class Exercise:
             raise ValueError(f"source must be one of {list(SOURCES)}, got {self.source!r}")
 
 
-# source of an expected value -> (who agrees when right, what a wrong answer misses, the old check()'s words)
+# source of an expected value -> (who agrees when right, what a wrong answer misses; never its value)
 SOURCES = {
-    "measured": ("the measurement agrees", "the measurement", "the profile measured"),
-    "computed": ("the computation agrees", "the computed value", "the computation gives"),
-    "reference": ("the reference agrees", "the reference", "the reference gives"),
+    "measured": ("the measurement agrees", "the measurement"),
+    "computed": ("the computation agrees", "the computed value"),
+    "reference": ("the reference agrees", "the reference"),
 }
 
 
@@ -172,6 +172,7 @@ class Exercises:
         self.lesson = lesson
         self.book = dict(exercises)
         self.results = {}
+        self.revealed: set[str] = set()
 
     def _exercise(self, key: str) -> Exercise:
         if key not in self.book:
@@ -209,8 +210,7 @@ class Exercises:
             )
         elif isinstance(expected, Tie):
             if isinstance(answer, expected.kind):
-                accepted = "Both answers are" if expected.kind is bool else "Any answer is"
-                fb = Feedback(ex.title, TIE, f"{expected.why}. {accepted} accepted here. {explain}".strip())
+                fb = Feedback(ex.title, TIE, f"{expected.message()}. {explain}".strip())
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:
@@ -253,6 +253,23 @@ class Exercises:
         ex = self._exercise(key)
         return Feedback(ex.title, MISSING, f"Hint: {ex.hint or 'none for this one: read the cells above again.'}")
 
+    def reveal(self, key: str) -> Feedback:
+        """The answer of one exercise, on request (after at least one check): from then on :meth:`answered` is True
+        and the cells that show the answer show it. The exercise's status stays what the learner's answer earned."""
+        ex = self._exercise(key)
+        fb = self.results.get(key)
+        if fb is None or fb.status == MISSING:
+            return Feedback(ex.title, MISSING, "write your answer and run its check first; then ask for the answer")
+        self.revealed.add(key)
+        return Feedback(ex.title, fb.status, f"the answer: {_show(fb.expected)}.", fb.answer, fb.expected)
+
+    def answered(self, key: str) -> bool:
+        """Whether the answer of `key` may be shown: the learner's last check was right (or too close to call), or
+        they asked for it with :meth:`reveal`. Until then a wrong try gets hints only."""
+        self._exercise(key)
+        fb = self.results.get(key)
+        return key in self.revealed or (fb is not None and fb.ok)
+
     def summary(self) -> pd.DataFrame:
         """Every exercise of the lesson: its status in this session and the message."""
         rows = []
@@ -279,6 +296,7 @@ class Exercises:
         """Forget the checks run so far (a lesson's first cell calls it), and give plotly figures a PNG beside
         their interactive view when asked (``COURSE_STATIC_FIGURES=1``: an executed copy read without JavaScript)."""
         self.results.clear()
+        self.revealed.clear()
         from .display import static_figures  # here, not at import: it loads plotly
 
         static_figures()
@@ -313,6 +331,6 @@ def check(
         else:
             tol = f" (within {rel_tol:.0%})" if rel_tol else ""
             why = f"{reason}. " if reason else ""
-            msg = f"you said {answer!r}; {SOURCES[source][2]} {expected!r}{tol}. {why}{explain}".strip()
+            msg = f"you said {answer!r}; that does not match {SOURCES[source][1]}{tol}. {why}{explain}".strip()
             fb = Feedback(name, WRONG, msg, answer, expected)
     return fb

@@ -18,7 +18,7 @@ from ..measure.timing import time_end_to_end
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
 from .exercises import Exercise, Exercises, Tie, compare_rounds
-from .rounds import call_rounds, named_functions, one_thread, rounds_frame, take_turns
+from .rounds import call_rounds, named_functions, one_thread, rounds_frame, spread_of, take_turns
 
 __all__ = [
     "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
@@ -112,8 +112,8 @@ def _end_to_end(fn: Callable, inputs: tuple, iters: int) -> dict[str, float]:
 
 
 def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> bool | Tie:
-    """Whether the first variant is faster, or a Tie when the middle halves of their rounds overlap (or there are
-    fewer than 3 rounds)."""
+    """Whether the first variant is faster, or a Tie when :func:`~helpers.lessons.rounds.too_close` says the
+    difference is inside the spread (or there are fewer than 3 rounds)."""
     if len(rounds) != 2:
         raise ValueError(f"give exactly two variants, got {list(rounds)}")
     (a, ra), (b, rb) = rounds.items()
@@ -124,10 +124,7 @@ def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> 
         )
     verdict = compare_rounds(ra, rb)
     if verdict.tie:
-        return Tie(
-            f"{a} against {b}: {verdict.describe(unit)}. Too close to call here: the middle halves of the rounds overlap, so "
-            "the difference is inside this machine's noise"
-        )
+        return Tie(f"{a} against {b}: {verdict.describe(unit)}; {verdict.why(unit)}")
     return verdict.a_median < verdict.b_median
 
 
@@ -143,11 +140,12 @@ def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]]) -> str
     )
     verdict = first_is_faster({"compiled": rounds["compiled"], "eager": rounds["eager"]})
     if isinstance(verdict, Tie):
-        return f"{timing}. Too close to call here: the rounds overlap, so no pay-back can be computed from them."
+        return f"{timing}. Too close to call here ({verdict.why}), so no pay-back can be computed from them."
     if not verdict:
         return f"{timing}: a compiled call is not faster end to end here, so the compile does not pay back."
-    # the smallest saving the rounds allow gives the longest pay-back
-    slow, fast = e["median_us"] - c["median_us"], e["min_us"] - c["max_us"]
+    # the smallest saving the rule allows (the difference less the larger middle-half spread) gives the longest
+    slow = e["median_us"] - c["median_us"]
+    fast = slow - max(spread_of(rounds["eager"]).iqr, spread_of(rounds["compiled"]).iqr)
     calls = first_call.compile_s / (slow * 1e-6)
     longest = first_call.compile_s / (fast * 1e-6)
     return (

@@ -21,6 +21,7 @@ from ..mlp.hub_pin import KERNEL_LOCK_FILE, kernel_pin
 from ..mlp.plans import POINTWISE_ROLES, kernel_role
 from ..trace.model import Trace, check_trace
 from .exercises import Exercise, Exercises
+from .rounds import Spread, noise_why, spread_of, too_close
 
 __all__ = [
     "COURSE_KERNEL_REPO", "KERNEL_LOCK_FILE", "KernelLoadError", "LIGER_REPO", "cache_dir", "cached_versions",
@@ -52,7 +53,8 @@ assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
 def geglu_step_spread(traces: Mapping[str, Trace]) -> pd.DataFrame:
-    """Per variant, the GeGLU kernels' time per profiled step: median, fastest and slowest (us)."""
+    """Per variant, the GeGLU kernels' time per profiled step: median, first and third quartile, fastest and
+    slowest (us)."""
     if not isinstance(traces, Mapping) or not traces:
         raise TypeError("traces must be a non-empty dict {label: Trace}")
     rows = []
@@ -65,10 +67,13 @@ def geglu_step_spread(traces: Mapping[str, Trace]) -> pd.DataFrame:
         if work.empty:
             raise ValueError(f"{label}: no GeGLU kernel found among {kernels['name'].nunique()} kernel names")
         per_step = work.groupby("step")["duration_us"].sum()
+        spread = spread_of(per_step.tolist())
         rows.append(
             {
                 "variant": label,
-                "median_us": float(per_step.median()),
+                "median_us": spread.median,
+                "q1_us": spread.q1,
+                "q3_us": spread.q3,
                 "min_us": float(per_step.min()),
                 "max_us": float(per_step.max()),
                 "steps": int(per_step.size),
@@ -78,14 +83,20 @@ def geglu_step_spread(traces: Mapping[str, Trace]) -> pd.DataFrame:
 
 
 def ranking_sentence(spread: pd.DataFrame) -> str:
-    """The variants fastest first, saying which neighbours are too close to call (their step ranges overlap)."""
-    if not {"variant", "median_us", "min_us", "max_us"} <= set(spread.columns) or spread.empty:
+    """The variants fastest first, saying which neighbours are too close to call (:func:`.rounds.too_close` on
+    their steps' medians and quartiles)."""
+    if (
+        not {"variant", "median_us", "q1_us", "q3_us", "min_us", "max_us", "steps"} <= set(spread.columns)
+        or spread.empty
+    ):
         raise ValueError("spread must be a non-empty nb05.geglu_step_spread(...) frame")
     ranked = spread.sort_values("median_us").reset_index(drop=True)
     parts = []
     for i, r in ranked.iterrows():
         text = f"**{r['variant']}** {r['median_us']:.1f} us ({r['min_us']:.1f}-{r['max_us']:.1f})"
-        if i > 0 and ranked.loc[i - 1, "max_us"] >= r["min_us"]:
-            text += " (too close to call against the one before: their step ranges overlap)"
+        if i > 0:
+            a, b = (Spread(x["median_us"], x["q1_us"], x["q3_us"], int(x["steps"])) for x in (ranked.loc[i - 1], r))
+            if too_close(a, b):
+                text += f" (too close to call against the one before: {noise_why(a, b)})"
         parts.append(text)
     return "; ".join(parts)

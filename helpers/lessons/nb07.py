@@ -275,14 +275,12 @@ def timing_rounds(fns: Mapping[str, Callable], *inputs, rounds: int = 5, repeats
 
 
 def faster_of(rounds: Mapping[str, Sequence[float]]) -> str | Tie:
-    """The name of the two whose rounds are faster, or a :class:`Tie` when the middle halves of their rounds overlap."""
+    """The name of the two whose rounds are faster, or a :class:`Tie` when the difference is inside the spread
+    (:func:`~helpers.lessons.rounds.too_close`)."""
     (a, ra), (b, rb) = rounds.items()
     verdict = compare_rounds(ra, rb)
     if verdict.tie:
-        return Tie(
-            f"{a} against {b}: {verdict.describe('ms')}: the middle halves of the rounds overlap, inside this machine's noise",
-            str,
-        )
+        return Tie(f"{a} against {b}: {verdict.describe('ms')}; {verdict.why('ms')}", str)
     return a if verdict.a_faster else b
 
 

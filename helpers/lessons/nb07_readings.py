@@ -18,7 +18,7 @@ __all__ = ["causal_sentence", "flex_tiles_sentence", "ranking_sentence", "rounds
 
 def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms") -> str:
     """The variants from fastest to slowest by the median of their rounds, each set beside the fastest: faster or
-    slower when the middle halves of the rounds are apart, a tie with it when they overlap."""
+    slower when the difference is beyond the spread, a tie with it when inside (:func:`.rounds.too_close`)."""
     if len(rounds) < 2:
         raise ValueError("give at least two variants' rounds to rank")
     verdicts = {n: compare_rounds(r, r) for n, r in rounds.items()}  # checks every set of rounds
@@ -28,7 +28,7 @@ def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms") ->
     for name in order[1:]:
         v = compare_rounds(rounds[best], rounds[name])
         if v.tie:
-            parts.append(f"`{name}` ({v.b_median:.2f} {unit}) ties with it: the middle halves of their rounds overlap")
+            parts.append(f"`{name}` ({v.b_median:.2f} {unit}) ties with it, too close to call here: {v.why(unit)}")
         else:
             parts.append(f"`{name}` is slower ({v.b_median:.2f} {unit}, {v.b_median / v.a_median:.2f}x)")
     lo, hi = verdicts[best].a_range

@@ -3,12 +3,8 @@ re-exported (the model lives in :mod:`helpers.decoder`)."""
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import partial
-from numbers import Number
 from pathlib import Path
 
 import numpy as np
@@ -40,8 +36,9 @@ from ..trace.memory_view import BEFORE_TRACE, memory_over_time_figure, peak_memo
 from ..trace.model import Trace, check_trace
 from . import nb08_floor as floor  # decode against its floor, cause by cause: nb08.floor.causes_table(...)
 from . import nb08_live as live  # the sentences over live numbers: nb08.live.ranked_with_ties(...)
+from . import nb08_variant as variant  # the transfer exercise: a fix and its speedup graded together
 from .display import reference_trace
-from .exercises import Exercise, Exercises, Feedback, Tie
+from .exercises import Exercise, Exercises, Feedback
 from .results import Results, load_results
 
 __all__ = [  # the model's names this lesson uses, beside its own
@@ -138,6 +135,7 @@ EXERCISES = Exercises(
     ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
+reveal, answered = EXERCISES.reveal, EXERCISES.answered  # the answer on request, or once right
 check_floor_cause = partial(floor.check_cause, book=EXERCISES)
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
@@ -150,7 +148,6 @@ FIXES = {
     "last logits": "compute the LM head on the last position only (generation reads nothing else)",
     "recompute": "recompute the MLP in the backward (less memory, a little more time)",
 }
-VARIANT_FIX = "last logits"
 _IDLE = [*IDLE_ROWS.values(), OUTSIDE_OPS]
 # What the notebook runs of the decoder benchmark on a GPU (one program, read back from its file).
 LIVE_CONFIGURATIONS = ("eager", "eager+graph", "compile+graph", "course", "recompute", "course+recompute", "sdpa-math")
@@ -313,33 +310,12 @@ def check_variant(
     speedup: float | None,
     measured_speedup: float | Sequence[float] | None,
 ) -> list[Feedback]:
-    """The transfer exercise's three answers against the variant's trace: the bottleneck part, a fix, and the
-    predicted prefill speedup within 10% of `measured_speedup` (any number when None). Given several rounds' speedups,
-    the check is against their median, and a prediction inside their range (widened by the 10%) counts too."""
+    """The transfer exercise's answers against the variant's trace: the bottleneck part, then a fix and its
+    predicted prefill speedup graded as one answer (:func:`.nb08_variant.check_variant`: within 10% of the median
+    of `measured_speedup`'s rounds or inside their range widened by 10%; any number when None)."""
     b = part_breakdown(check_trace(trace))
     top = bottleneck(b)
-    share = float(b.set_index("part").loc[top, "share"])
-    accept = None
-    if measured_speedup is None:
-        expected: object = Tie("the fix was not measured here, so no speedup can be checked", kind=Number)
-    else:
-        try:  # a number, a list, an array or a Series of rounds
-            rounds = [float(v) for v in np.atleast_1d(np.asarray(measured_speedup, dtype=float))]
-        except (TypeError, ValueError):
-            rounds = []
-        if not rounds or not all(math.isfinite(v) and v > 0 for v in rounds):
-            raise ValueError(f"measured_speedup must be a positive number or a list of them, got {measured_speedup!r}")
-        expected = round(statistics.median(rounds), 2)
-        low, high = 0.9 * min(rounds), 1.1 * max(rounds)
-        if isinstance(speedup, Number) and not isinstance(speedup, bool):  # else: "expected a number"
-            accept = lambda a: low <= float(a) <= high  # noqa: E731
-    part_fb = check("variant_part", part, top, details={"part": top, "share": share})
-    fix_fb = check("variant_fix", fix, VARIANT_FIX)
-    speedup_fb = check("variant_speedup", speedup, expected, accept=accept)
-    if accept is not None and speedup_fb.status in ("right", "wrong"):  # say where the line is
-        shown = replace(speedup_fb, message=f"{speedup_fb.message} (accepted here: {low:.2f} to {high:.2f})")
-        speedup_fb = EXERCISES.record("variant_speedup", shown)
-    return [part_fb, fix_fb, speedup_fb]
+    return variant.check_variant(EXERCISES, top, float(b.set_index("part").loc[top, "share"]), part, fix, speedup, measured_speedup)  # fmt: skip
 
 
 def optimizer_step_us(built: Built, repeats: int = 5) -> float:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ..programs import line_shown
+from .rounds import noise_why, spread_of, too_close
 
 # Lines of the decoder benchmark's log that answer a question the lesson asks later (the transfer variant's
 # speedup) or judge the project's targets (not a learner's business): left out of what the notebook prints.
@@ -81,8 +82,8 @@ def _rounds(name: str, values: Sequence[float]) -> list[float]:
 
 
 def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us") -> str:
-    """Each option's median and range of rounds, then each pair's verdict: faster only when the two ranges do not
-    overlap, else a tie."""
+    """Each option's median and range of rounds, then each pair's verdict: faster only when the difference is beyond
+    the spread, else a tie (:func:`.rounds.too_close`)."""
     if not isinstance(times, Mapping) or len(times) < 2:
         raise ValueError("pass at least two options, {name: [round, ...]}")
     rounds = {str(k): _rounds(str(k), v) for k, v in times.items()}
@@ -93,24 +94,24 @@ def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us") -> 
     verdicts = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            ra, rb = rounds[a], rounds[b]
-            if max(ra) < min(rb):
-                verdicts.append(f"{a} is faster than {b}")
-            elif max(rb) < min(ra):
-                verdicts.append(f"{b} is faster than {a}")
+            sa, sb = spread_of(rounds[a]), spread_of(rounds[b])
+            if too_close(sa, sb):
+                verdicts.append(f"{a} and {b} are too close to call here ({noise_why(sa, sb, unit)})")
             else:
-                verdicts.append(f"{a} and {b} tie (their rounds overlap)")
+                verdicts.append(f"{a} is faster than {b}" if sa.median < sb.median else f"{b} is faster than {a}")
     said = "; ".join(verdicts)
     return f"{shown}. {said[0].upper()}{said[1:]}."
 
 
 def profiler_cost_text(profiled: float, rounds: Sequence[float], unit: str = "ms") -> str:
-    """The profiled step against unprofiled rounds: inside their range is within noise, else the profiler's
-    cost (or a profiled step shorter than every round) as a percentage."""
+    """The profiled step (one figure) against unprofiled rounds: within noise when :func:`.rounds.too_close` says
+    so (the difference inside the rounds' spread), else the profiler's cost (or a shorter profiled step) as a
+    percentage."""
     profiled, rounds = _number("profiled", profiled), _rounds("rounds", rounds)
     median = statistics.median(rounds)
-    if min(rounds) <= profiled <= max(rounds):
-        return f"the profiled step lies within the unprofiled rounds ({min(rounds):.0f}-{max(rounds):.0f} {unit}): the profiler's cost is within noise."
+    if too_close(profiled, rounds):
+        why = noise_why(spread_of(profiled), spread_of(rounds), unit)
+        return f"the profiled step is too close to call against the unprofiled rounds ({why}): the profiler's cost is within noise."
     change = profiled / median - 1
     if change < 0:
         return f"the profiled step was {-change:.0%} shorter than the unprofiled median: within the noise of a shared machine."

@@ -28,6 +28,7 @@ from ..trace.work import kernel_breakdown
 from .exercises import Exercise, Exercises, Feedback, Tie
 from .nb09_launches import cores_phrase, launches_sentence, rank_changes
 from .results import Results, load_results
+from .rounds import Spread, spread_of, too_close
 
 __all__ = [
     "EXERCISES", "LaunchError", "RunOptions", "bucket_schedule", "collectives", "communication_per_step",
@@ -187,20 +188,18 @@ def timed_steps(summary: dict[str, Any]) -> list[float]:
     return [float(x) for x in slowest["step_ms"]]
 
 
-def _spread(steps: list[float]) -> float:
-    inner = sorted(steps)[1:-1] if len(steps) >= 5 else sorted(steps)  # one odd step alone does not decide
-    return inner[-1] - inner[0]
-
-
 def measured_change(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """How much the step time changed from run `base` to `new`, and whether that is within the noise (the larger
-    spread of their timed steps without each run's extremes): then a prediction cannot be judged on them."""
+    """How much the step time changed from run `base` to `new`, and whether that is within the noise by the
+    course's one rule (:func:`.rounds.too_close` on their timed steps: ``noise_ms`` is the larger interquartile
+    range): then a prediction cannot be judged on them."""
     a, b = timed_steps(base), timed_steps(new)
     if len(a) < 3 or len(b) < 3:
         raise ValueError(f"need at least 3 timed steps per run to know the spread, got {len(a)} and {len(b)}")
     change = float(new["step_ms"] - base["step_ms"])
-    noise = max(_spread(a), _spread(b))
-    return {"change_ms": change, "noise_ms": noise, "within_noise": abs(change) <= noise}
+    sa, sb = spread_of(a), spread_of(b)
+    noise = max(sa.iqr, sb.iqr)
+    within = too_close(Spread(float(base["step_ms"]), sa.q1, sa.q3, sa.rounds), Spread(float(new["step_ms"]), sb.q1, sb.q3, sb.rounds))  # fmt: skip
+    return {"change_ms": change, "noise_ms": noise, "within_noise": within}
 
 
 def per_rank(run: MultiRankTrace, summary: dict[str, Any]) -> pd.DataFrame:
@@ -289,7 +288,9 @@ def check_one_bucket(
     expected: Any = change["change_ms"]
     if change["within_noise"]:
         expected = Tie(
-            f"measured {change['change_ms']:+.2f} ms, inside the {change['noise_ms']:.2f} ms step-to-step spread", float
+            f"measured {change['change_ms']:+.2f} ms, inside the larger middle-half spread of the runs' steps "
+            f"({change['noise_ms']:.2f} ms)",
+            float,
         )
     return check(
         "one_bucket_change_ms", answer, expected, details=one_bucket_terms(run25, summary25, run_one, summary_one)

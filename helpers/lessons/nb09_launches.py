@@ -8,6 +8,8 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from .rounds import spread_of, too_close
+
 
 def _rank_steps(summary: Mapping[str, Any]) -> dict[int, list[float]]:
     if not isinstance(summary, Mapping) or not summary.get("ranks"):
@@ -18,22 +20,17 @@ def _rank_steps(summary: Mapping[str, Any]) -> dict[int, list[float]]:
     return out
 
 
-def _inner_spread(steps: list[float]) -> float:
-    inner = sorted(steps)[1:-1] if len(steps) >= 5 else sorted(steps)  # one odd step alone does not decide
-    return inner[-1] - inner[0]
-
-
 def rank_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """Each rank's median step (ms) in `new` minus the same rank's in `base`, and the noise: the widest spread of
-    one rank's timed steps in either run, without its extremes. ``within_noise`` when a rank's change is inside it
-    or the ranks changed in opposite directions."""
+    """Each rank's median step (ms) in `new` minus the same rank's in `base`, and the noise: the largest
+    interquartile range of one rank's timed steps in either run. ``within_noise`` when a rank's change is too close
+    to call by the course's one rule (:func:`.rounds.too_close`) or the ranks changed in opposite directions."""
     a, b = _rank_steps(base), _rank_steps(new)
     if set(a) != set(b):
         raise ValueError(f"the runs have different ranks: {sorted(a)} and {sorted(b)}")
     change = [statistics.median(b[r]) - statistics.median(a[r]) for r in sorted(a)]
-    noise = max(_inner_spread(s) for s in (*a.values(), *b.values()))
+    noise = max(spread_of(s).iqr for s in (*a.values(), *b.values()))
     mixed = min(change) < 0 < max(change)
-    return {"change_ms": change, "noise_ms": noise, "within_noise": mixed or any(abs(c) <= noise for c in change)}
+    return {"change_ms": change, "noise_ms": noise, "within_noise": mixed or any(too_close(a[r], b[r]) for r in a)}
 
 
 def launches_sentence(base_name: str, base: Mapping[str, Any], news: Mapping[str, Mapping[str, Any]]) -> str:
@@ -44,7 +41,7 @@ def launches_sentence(base_name: str, base: Mapping[str, Any], news: Mapping[str
     changes = {n: rank_changes(base, s) for n, s in news.items()}
     noise = max(c["noise_ms"] for c in changes.values())
     each = " and ".join(f"{'/'.join(f'{x:+.1f}' for x in c['change_ms'])} ms ({n})" for n, c in changes.items())
-    # every run judged against the one noise the sentence prints
+    # every run judged by the one rule against the one noise the sentence prints (the largest middle-half spread)
     inside = [
         n
         for n, c in changes.items()
@@ -60,8 +57,8 @@ def launches_sentence(base_name: str, base: Mapping[str, Any], news: Mapping[str
             "between two launches also carries whatever else ran at the time, so it is a hint, not a result"
         )
     return (
-        f"Against {base_name}, each rank's median step changed by {each} (rank 0/rank 1...), while one rank's timed "
-        f"steps spread over up to {noise:.1f} ms: " + "; ".join(verdicts) + ". "
+        f"Against {base_name}, each rank's median step changed by {each} (rank 0/rank 1...), while the middle half of "
+        f"one rank's timed steps spans up to {noise:.1f} ms: " + "; ".join(verdicts) + ". "
     )
 
 

@@ -47,7 +47,8 @@ EXERCISES = Exercises(
         "the costliest planted problem",
         explain="The diagnosis ranks findings by the time the critical path would lose, not by how alarming a line "
         "of code looks. {why}",
-        hint="Compare the bounds: which problem puts the most time on the critical path of a step, here?",
+        hint="In the findings table, read the column saving_upper_bound_us, from the top, down to the first row "
+        "whose rule names a planted problem.",
     ),
     profiled_slower=Exercise(
         "the profiler slows the step",
@@ -85,6 +86,7 @@ EXERCISES = Exercises(
     ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
+reveal, answered = EXERCISES.reveal, EXERCISES.answered  # the answer on request, or once right
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
@@ -178,11 +180,11 @@ def operators_per_step(trace: Trace) -> float:
 
 
 def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -> Literal[True] | Tie:
-    """True when the middle half of the profiled rounds lies above the unprofiled one's; otherwise a Tie: overlapping
-    halves are inside the noise, and a profiled step measured faster can only be the machine's doing."""
+    """True when the profiled rounds are slower beyond the spread (:func:`.rounds.too_close`); otherwise a Tie: a
+    difference inside the spread is noise, and a profiled step measured faster can only be the machine's doing."""
     verdict = compare_rounds(unprofiled, profiled)
     if verdict.tie:
-        return Tie(f"unprofiled against profiled: {verdict.describe()}; the middle halves overlap, so this machine cannot tell them apart")  # fmt: skip
+        return Tie(f"unprofiled against profiled: {verdict.describe()}; {verdict.why()}")  # fmt: skip
     if verdict.a_median > verdict.b_median:
         return Tie(f"unprofiled against profiled: {verdict.describe()}; the profiled rounds came out faster, which only other work on the machine can do, so this run cannot tell")  # fmt: skip
     return True
@@ -211,7 +213,8 @@ def check_costliest(answer: object, findings: pd.DataFrame, details: dict | None
         return _record("costliest", RIGHT, f"{top}: the diagnosis agrees. {explain}", answer, top)
     if mine in close:
         return _record("costliest", TIE, f"too close to call here: {mine}'s bound ({close[mine]:,.0f} us) is within 25 % of {top}'s ({top_us:,.0f} us), inside this machine's noise. {explain}", answer, top)  # fmt: skip
-    return _record("costliest", WRONG, f"you said {answer!r}; among the planted problems the diagnosis ranks {top} first ({top_us:,.0f} us).", answer, top)  # fmt: skip
+    # never the answer after a wrong try: where to look (the hint follows); nb10.reveal("costliest") on request
+    return _record("costliest", WRONG, f"you said {answer!r}; the diagnosis ranks another planted problem higher.", answer, top)  # fmt: skip
 
 
 def check_saving(key: str, predicted_us: float | None, before: Sequence[float], after: Sequence[float], findings: pd.DataFrame, problem: str | None = None, details: dict | None = None, ratio: float | None = None) -> Feedback:  # fmt: skip
@@ -255,7 +258,8 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
         graded += " That is the finding's time_us, the time its own events took, not what the critical path would lose."
     if ratio is not None and any(abs(p - t * float(ratio)) <= 0.02 * abs(t * float(ratio)) for t in taught):
         graded += " That is the bound scaled by unprofiled_ratio: the exercise grades the bound as the trace shows it; whether scaling comes closer is measured in the table of all the fixes below."  # fmt: skip
-    return _record(key, WRONG, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} {graded}", p, shown)  # fmt: skip
+    # neither the taught figure nor the measurement (close to it is accepted) after a wrong try: the hint says where
+    return _record(key, WRONG, f"you predicted {p:,.0f} us, which is not the figure the evidence gives. {graded}", p, shown)  # fmt: skip
 
 
 def planted_findings(findings: pd.DataFrame) -> pd.DataFrame:

@@ -20,6 +20,10 @@ from ..measure.timing import time_per_call
 Measure = Callable[[], float | Mapping[str, float]]
 
 
+# The one wording every lesson gives a learner when two timings cannot be told apart.
+TOO_CLOSE = "too close to call here: both answers are accepted, and this is why"
+
+
 @dataclass(frozen=True)
 class Tie:
     """An expected value the measurement cannot settle: any answer of the right type is accepted, ``why`` shows the noise."""
@@ -27,34 +31,96 @@ class Tie:
     why: str
     kind: type = bool
 
+    def message(self) -> str:
+        """What the learner reads: :data:`TOO_CLOSE`, then why (the medians and the spread that decided)."""
+        accepted = "" if self.kind is bool else f" (any {self.kind.__name__} is)"
+        return f"{TOO_CLOSE[0].upper()}{TOO_CLOSE[1:]}{accepted}: {self.why}"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median of some rounds, their interquartile range (first to third quartile) and how many there were."""
+
+    median: float
+    q1: float
+    q3: float
+    rounds: int
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+
+def spread_of(values: Sequence[float] | float) -> Spread:
+    """The :class:`Spread` of a list of rounds; a plain number is a value taken as exact (a prediction, a model's
+    figure): spread 0, and it counts as enough rounds."""
+    if isinstance(values, Number) and not isinstance(values, bool):
+        v = _finite("value", values, 1)
+        return Spread(v, v, v, 3)
+    rounds = [_finite("rounds", x, i + 1) for i, x in enumerate(values)]
+    if not rounds:
+        raise ValueError("no rounds measured")
+    q1, q3 = _middle_half(rounds)
+    return Spread(statistics.median(rounds), q1, q3, len(rounds))
+
+
+def too_close(a: Sequence[float] | float | Spread, b: Sequence[float] | float | Spread) -> bool:
+    """The course's one rule for "too close to call" between two timings: a tie when either side has fewer than 3
+    rounds (its spread is unknown), or when the two medians differ by no more than the larger of the two
+    interquartile ranges. Quartiles rather than min-max, because one round slowed by another program must not make
+    everything a tie; the difference against the spread, because the difference is what a learner is graded on."""
+    sa, sb = (x if isinstance(x, Spread) else spread_of(x) for x in (a, b))
+    if sa.rounds < 3 or sb.rounds < 3:
+        return True
+    return abs(sa.median - sb.median) <= max(sa.iqr, sb.iqr)
+
+
+def noise_why(a: Spread, b: Spread, unit: str = "us") -> str:
+    """Why :func:`too_close` decided as it did, in the rule's own terms."""
+    if a.rounds < 3 or b.rounds < 3:
+        return f"{min(a.rounds, b.rounds)} round(s) give no spread, and a difference without its spread cannot be told from noise"  # fmt: skip
+    diff, noise = abs(a.median - b.median), max(a.iqr, b.iqr)
+    inside = "inside" if diff <= noise else "beyond"
+    return f"the medians differ by {_num(diff)} {unit}, {inside} the larger middle-half spread of the rounds ({_num(noise)} {unit})"  # fmt: skip
+
+
+def _num(x: float) -> str:  # whole units with separators, never 2.86e+03; small values keep 3 digits
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether ``a`` was faster than ``b`` over rounds, or a tie when their middle halves overlap (quartiles, not
-    min-max: one slowed round would make everything tie)."""
+    """Whether ``a`` was faster than ``b`` over rounds, or a tie by :func:`too_close`."""
 
     a_median: float
     b_median: float
     a_range: tuple[float, float]
     b_range: tuple[float, float]
+    rounds: tuple[int, int] = (3, 3)
+
+    def _spreads(self) -> tuple[Spread, Spread]:
+        return Spread(self.a_median, *self.a_range, self.rounds[0]), Spread(
+            self.b_median, *self.b_range, self.rounds[1]
+        )
 
     @property
     def tie(self) -> bool:
-        return not (self.a_range[1] < self.b_range[0] or self.b_range[1] < self.a_range[0])
+        return too_close(*self._spreads())
+
+    def why(self, unit: str = "us") -> str:
+        """The rule's reason for this verdict (see :func:`noise_why`)."""
+        return noise_why(*self._spreads(), unit)
 
     @property
     def a_faster(self) -> bool | Tie:
-        """True or False when the spreads are apart; a :class:`Tie` saying why when they overlap."""
+        """True or False when the difference is beyond the spread; a :class:`Tie` saying why when it is not."""
         if self.tie:
-            return Tie(f"{self.describe()}: the spreads overlap, so the difference is inside the noise of this machine")
+            return Tie(f"{self.describe()}: {self.why()}")
         return self.a_median < self.b_median
 
     def describe(self, unit: str = "us") -> str:
-        def num(x: float) -> str:  # whole units with separators, never 2.86e+03; small values keep 3 digits
-            return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
         def one(m: float, r: tuple[float, float]) -> str:
-            return f"{num(m)} {unit} (middle half of the rounds {num(r[0])} to {num(r[1])})"
+            return f"{_num(m)} {unit} (middle half of the rounds {_num(r[0])} to {_num(r[1])})"
 
         return f"median {one(self.a_median, self.a_range)} against {one(self.b_median, self.b_range)}"
 
@@ -111,7 +177,8 @@ def _finite(label: str, value: object, r: int) -> float:
 
 
 def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:
-    """Median and spread (first to third quartile) of two sets of repeated timings (at least 3 rounds each, finite)."""
+    """Median and spread (first to third quartile) of two sets of repeated timings (at least 3 rounds each, finite),
+    judged by :func:`too_close`."""
     for label, rounds in (("a", a), ("b", b)):
         values = list(rounds)
         if len(values) < 3:
@@ -119,7 +186,7 @@ def compare_rounds(a: Sequence[float], b: Sequence[float]) -> Verdict:
         if not all(isinstance(v, Number) and math.isfinite(float(v)) for v in values):
             raise ValueError(f"{label}: every round must be a finite number, got {values!r}")
     fa, fb = [float(v) for v in a], [float(v) for v in b]
-    return Verdict(statistics.median(fa), statistics.median(fb), _middle_half(fa), _middle_half(fb))
+    return Verdict(statistics.median(fa), statistics.median(fb), _middle_half(fa), _middle_half(fb), (len(fa), len(fb)))
 
 
 def _middle_half(values: list[float]) -> tuple[float, float]:

@@ -41,9 +41,10 @@ def test_an_unknown_source_is_refused():
         ex.check("q", 1, 1, source="guessed")
 
 
-def test_the_old_check_keeps_its_words_unless_told():
-    assert ex.check("q", 1, 2).message.startswith("you said 1; the profile measured 2")
-    assert ex.check("q", 1, 2, source="reference").message.startswith("you said 1; the reference gives 2")
+def test_the_old_check_never_names_the_answer_after_a_wrong_try():
+    assert ex.check("q", 1, 2).message.startswith("you said 1; that does not match the measurement")
+    assert ex.check("q", 1, 2, source="reference").message.startswith("you said 1; that does not match the reference")
+    assert "2" not in ex.check("q", 1, 2, source="reference").message
 
 
 def test_lesson_06_arithmetic_and_kernel_checks_do_not_say_measured():

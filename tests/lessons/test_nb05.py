@@ -61,7 +61,13 @@ def test_ranking_states_only_what_the_steps_separate(traces):
     text = nb05.ranking_sentence(spread)
     fastest = spread.sort_values("median_us")["variant"].iloc[0]
     assert text.startswith(f"**{fastest}**")
-    close = spread.assign(median_us=[10.0, 10.5, 20.0], min_us=[9.0, 10.2, 19.0], max_us=[11.0, 11.0, 21.0])
+    close = spread.assign(
+        median_us=[10.0, 10.5, 20.0],
+        q1_us=[9.5, 10.3, 19.5],
+        q3_us=[10.5, 10.8, 20.5],
+        min_us=[9.0, 10.2, 19.0],
+        max_us=[11.0, 11.0, 21.0],
+    )
     sentence = nb05.ranking_sentence(close)
     assert sentence.count("too close to call") == 1 and "Liger** 10.5 us (10.2-11.0) (too close" in sentence
 

@@ -119,11 +119,14 @@ def _code(nb) -> list[str]:
     return [c.source for c in nb.cells if c.cell_type == "code"]
 
 
-def test_the_graph_table_waits_for_a_prediction(learner_copies):
+def test_the_graph_table_waits_for_a_right_prediction_or_a_request(learner_copies):
     nb = nbformat.read(learner_copies / LESSON.name, as_version=4)
     (cell,) = [s for s in _code(nb) if "nb08.graph_table(" in s]
-    assert cell.index("if predicted_graph_us is None") < cell.index("nb08.graph_table(")
-    assert cell.index("if predicted_graph_us is None") < cell.index("Inside a profiled replayed step")
+    gate = 'if not nb08.answered("graph_step")'
+    assert cell.index(gate) < cell.index("nb08.graph_table(")
+    assert cell.index(gate) < cell.index("Inside a profiled replayed step")
+    (variant,) = [s for s in _code(nb) if "nb08.check_variant(" in s]  # the measured speedup waits the same way
+    assert variant.index('if nb08.answered("variant_speedup")') < variant.index("display(Markdown(measured_text))")
 
 
 def test_profiled_numbers_stand_beside_unprofiled_ones():

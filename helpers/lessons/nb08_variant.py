@@ -1,0 +1,71 @@
+"""Lesson 08's transfer exercise graded as the lesson teaches it: a fix and the speedup predicted for it are one
+answer, so a right speedup with a wrong fix (or the reverse) is wrong, and the feedback says which half."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import replace
+from numbers import Number
+
+import numpy as np
+
+from .exercises import MISSING, RIGHT, TIE, WRONG, Exercises, Feedback, Tie
+
+VARIANT_FIX = "last logits"
+
+
+def speedup_rounds(measured_speedup: float | Sequence[float]) -> list[float]:
+    """The measured speedups as a list of positive numbers (a number, a list, an array or a Series of rounds)."""
+    try:
+        rounds = [float(v) for v in np.atleast_1d(np.asarray(measured_speedup, dtype=float))]
+    except (TypeError, ValueError):
+        rounds = []
+    if not rounds or not all(math.isfinite(v) and v > 0 for v in rounds):
+        raise ValueError(f"measured_speedup must be a positive number or a list of them, got {measured_speedup!r}")
+    return rounds
+
+
+def check_variant(
+    book: Exercises,
+    top: str,
+    share: float,
+    part: str | None,
+    fix: str | None,
+    speedup: float | None,
+    measured_speedup: float | Sequence[float] | None,
+) -> list[Feedback]:
+    """The bottleneck `part` against `top`, then the fix and its predicted speedup as one answer: each half graded
+    (the speedup within 10% of the rounds' median, or inside their range widened by 10%), and the pair right only
+    when both halves are. No expected value is named after a wrong answer."""
+    accept = None
+    if measured_speedup is None:
+        expected: object = Tie("the fix was not measured here, so no speedup can be checked", kind=Number)
+    else:
+        rounds = speedup_rounds(measured_speedup)
+        expected = round(statistics.median(rounds), 2)
+        low, high = 0.9 * min(rounds), 1.1 * max(rounds)
+        if isinstance(speedup, Number) and not isinstance(speedup, bool):  # else: "expected a number"
+            accept = lambda a: low <= float(a) <= high  # noqa: E731
+    part_fb = book.check("variant_part", part, top, details={"part": top, "share": share})
+    fix_fb = book.check("variant_fix", fix, VARIANT_FIX)
+    speedup_fb = book.check("variant_speedup", speedup, expected, accept=accept)
+    if accept is not None and speedup_fb.status == RIGHT:  # the line, once the learner is right
+        speedup_fb = replace(speedup_fb, message=f"{speedup_fb.message} (accepted here: {low:.2f} to {high:.2f})")
+    fix_ok, speedup_ok = fix_fb.status == RIGHT, speedup_fb.status in (RIGHT, TIE)
+    if MISSING in (fix_fb.status, speedup_fb.status) or fix_ok == speedup_ok:
+        return [part_fb, fix_fb, book.record("variant_speedup", speedup_fb)]
+    if fix_ok:  # the right fix with a wrong speedup: the pair is wrong, and the speedup is the half to redo
+        half = "the speedup half is wrong: the fix is the right one, the speedup you predicted for it is not."
+        fix_fb = replace(fix_fb, status=WRONG, message=f"Your fix and its speedup are one answer, and {half}")
+        speedup_fb = replace(speedup_fb, message=f"{speedup_fb.message} ({half})")
+    else:  # a speedup in the measured range, for a fix that is not the one measured
+        half = "the fix half is wrong: a speedup is right only with the fix it belongs to, and yours is not that fix."
+        speedup_fb = replace(
+            speedup_fb,
+            status=WRONG,
+            message=f"Your fix and its speedup are one answer, and {half} Hint: {book.book['variant_fix'].hint}",
+        )
+    book.record("variant_fix", replace(fix_fb, answer=fix, expected=VARIANT_FIX))
+    return [part_fb, fix_fb, book.record("variant_speedup", replace(speedup_fb, answer=speedup, expected=expected))]
