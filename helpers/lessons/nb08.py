@@ -38,7 +38,7 @@ from . import nb08_floor as floor  # decode against its floor, cause by cause: n
 from . import nb08_live as live  # the sentences over live numbers: nb08.live.ranked_with_ties(...)
 from . import nb08_variant as variant  # the transfer exercise: a fix and its speedup graded together
 from .display import reference_trace
-from .exercises import Exercise, Exercises, Feedback
+from .exercises import Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
 __all__ = [  # the model's names this lesson uses, beside its own
@@ -312,10 +312,27 @@ def check_variant(
 ) -> list[Feedback]:
     """The transfer exercise's answers against the variant's trace: the bottleneck part, then a fix and its
     predicted prefill speedup graded as one answer (:func:`.nb08_variant.check_variant`: within 10% of the median
-    of `measured_speedup`'s rounds or inside their range widened by 10%; any number when None)."""
-    b = part_breakdown(check_trace(trace))
-    top = bottleneck(b)
-    return variant.check_variant(EXERCISES, top, float(b.set_index("part").loc[top, "share"]), part, fix, speedup, measured_speedup)  # fmt: skip
+    of `measured_speedup`'s rounds, inside their range widened by 10%, or within 1% of the model
+    step / (step - LM head) read from this trace; any number when None)."""
+    b = part_breakdown(check_trace(trace)).set_index("part")
+    top = bottleneck(b.reset_index())
+    model = 1 / (1 - b.loc["lm_head", "share"]) if "lm_head" in b.index and b.loc["lm_head", "share"] < 1 else None
+    return variant.check_variant(EXERCISES, top, float(b.loc[top, "share"]), part, fix, speedup, measured_speedup, model)  # fmt: skip
+
+
+def largest_at_peak(timeline: pd.DataFrame) -> str | Tie:
+    """The category holding the most memory at the peak of a :func:`profile_memory` timeline, or a :class:`Tie`
+    when that is "unknown": the profiler lost track of those tensors, so the run cannot say which is largest."""
+    cats = memory_peaks(timeline).set_index("category").drop("total")
+    top = str(cats["at_peak_mb"].idxmax())
+    if top != "unknown":
+        return top
+    tries = timeline.attrs.get("profiles", 1)
+    return Tie(
+        f"the profiler left {cats.loc[top, 'at_peak_mb']:,.0f} MB of the peak unlabelled ('unknown') in "
+        f"{tries} profile{'s' if tries != 1 else ''} of this step, so this run cannot say which category is largest",
+        kind=str,
+    )
 
 
 def optimizer_step_us(built: Built, repeats: int = 5) -> float:
