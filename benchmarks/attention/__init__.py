@@ -13,9 +13,12 @@ it measured (``"complete": false``); ``--budget-s`` skips what is left once the 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
+
+from helpers.measure.ceilings import ceilings_from_dict
 
 from ..common import RESULTS_DIR, device_and_out, iter_sizes, log, store_tables, subject_parser, write_json
 from .run import VARIANTS, run
@@ -46,6 +49,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--budget-s", type=float, default=215.0, help="skip what is left after this many seconds (default 215)"
     )
+    ap.add_argument(
+        "--ceilings",
+        type=Path,
+        default=None,
+        help="JSON of Ceilings.as_dict() to divide by instead of measuring them (a lesson passes its own set)",
+    )
     return ap.parse_args(argv)
 
 
@@ -64,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         kwargs["seqs"] = iter_sizes(args.seqs)
     if args.head_dims:
         kwargs["head_dims"] = iter_sizes(args.head_dims)
+    if args.ceilings:
+        kwargs["ceilings"] = ceilings_from_dict(json.loads(args.ceilings.read_text()))
     argv = sys.argv[1:] if argv is None else argv
     command = " ".join(shlex.quote(a) for a in ["python", "-m", "benchmarks", "attention", *argv])
 

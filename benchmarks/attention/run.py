@@ -212,10 +212,12 @@ def run(
     log: Log | None = None,
     on_stage: Callable[[dict], None] | None = None,
     command: str | None = None,
+    ceilings: Ceilings | None = None,
 ) -> dict[str, Any]:
     """Measure every variant at every (head dim, seq); returns a JSON-ready dict of raw measurements.
 
     Past `budget_s` seconds the rest is recorded as ``skipped``; `on_stage(result)` runs after each pass.
+    `ceilings` given (a lesson's own set) are divided by instead of measuring this device's.
     """
     log = log or (lambda _: None)
     dev = resolve_device(device)
@@ -225,8 +227,11 @@ def run(
         raise ValueError(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
     start = time.perf_counter()
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    log(f"measuring the ceilings of {dev} ...")
-    ceilings = measure_ceilings(dev)
+    if ceilings is None:
+        log(f"measuring the ceilings of {dev} ...")
+        ceilings = measure_ceilings(dev)
+    elif not isinstance(ceilings, Ceilings):
+        raise TypeError(f"ceilings must be a Ceilings, got {type(ceilings).__name__}")
     result: dict[str, Any] = {
         "schema": SCHEMA,
         "provenance": provenance(dev, command),
@@ -286,8 +291,9 @@ def run(
                         if row.pop("drop_kernels", False):
                             row.pop("kernels", None)
                         log(
-                            f"d={d} seq={seq} {name:16s} {row['time_us']:10.1f} us {row['tflops']:7.1f} TFLOP/s "
-                            f"{row['pct_of_matmul']:5.1f}% peak {row['peak_mb']:9.1f} MB err {row['rel_err']:.1e}"
+                            f"d={d} seq={seq} {name:16s} call {row['time_us']:9.1f} us, {row['rate_basis'][:-3]} "
+                            f"{row['kernel_us' if row['rate_basis'] == 'kernel_us' else 'time_us']:9.1f} us: "
+                            f"{row['tflops']:6.1f} TFLOP/s {row['pct_of_matmul']:5.1f}% peak {row['peak_mb']:9.1f} MB err {row['rel_err']:.1e}"
                         )
                     except Exception as err:  # noqa: BLE001 - every variant is optional; record why it failed
                         text = str(err).strip().splitlines()

@@ -17,7 +17,7 @@ from ..attention.model import manual_attention
 from ..checks import positive_int
 from ..kernels.flash_attention import attention_reference, flash_attention
 from ..kernels.flash_attention_configs import GPU_CONFIGS
-from ..measure.ceilings import ceilings_from_dict
+from ..measure.ceilings import Ceilings, ceilings_from_dict
 from ..measure.memory import peak_memory
 from ..measure.numerics import relative_error
 from ..measure.profile import profile
@@ -370,10 +370,11 @@ def flash_config_table() -> pd.DataFrame:
 LIVE_BENCHMARK = ("--head-dims", "128", "--seqs", "4096", "--variants", "sdpa-flash,sdpa-cudnn,sdpa-efficient,course,sdpa-math", "--budget-s", "150")  # fmt: skip
 
 
-def run_benchmark(timeout_s: float = 420.0) -> Results:
-    """A short run of ``python -m benchmarks attention`` on this GPU, as a program; its results file read back."""
+def run_benchmark(timeout_s: float = 420.0, ceilings: Ceilings | None = None) -> Results:
+    """A short run of ``python -m benchmarks attention`` on this GPU, as a program; its results file read back.
+    Given `ceilings` (the lesson's one set), its tables divide by them instead of a set it measures itself."""
     out = LOCAL_TRACES_DIR / "attention_benchmark.json"
-    args = ["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out)]
+    args = ["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out), *readings.ceilings_args(ceilings, LOCAL_TRACES_DIR)]  # fmt: skip
     run_program(args, timeout_s, show=readings.benchmark_line_shown)
     return load_results(out)
 
@@ -391,8 +392,7 @@ def wall_and_kernel_times(results: Results, head_dim: int, seq: int) -> pd.DataF
 
 def benchmark_roofline(results: Results) -> go.Figure:
     """The stored ``roofline`` table of an attention benchmark run, drawn against the ceilings its tables divide by."""
-    judged = results.table("judged_against").iloc[0]
+    judged, roof = results.table("judged_against").iloc[0], results.table("roofline")
     ceilings = reference_ceilings() if judged["source"] == "reference" else ceilings_from_dict(results.data["ceilings"])
-    roof = results.table("roofline")
     fig = roofline_figure(roof, ceilings)
     return fig.update_layout(title=f"causal attention, head dim {roof['head_dim'].iloc[0]}, seq {roof['seq'].iloc[0]}: {results.label}")  # fmt: skip

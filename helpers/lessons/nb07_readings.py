@@ -3,7 +3,9 @@ spread is a tie): the kernels timed side by side, causal masking's time against 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -13,7 +15,15 @@ from ..programs import line_shown
 from .results import reference_ceilings
 from .rounds import compare_rounds, rounds_frame
 
-__all__ = ["causal_sentence", "flex_tiles_sentence", "ranking_sentence", "rounds_frame"]
+__all__ = [
+    "causal_sentence",
+    "ceilings_args",
+    "flex_tiles_sentence",
+    "kernel_race_note",
+    "ranking_sentence",
+    "rounds_frame",
+    "wall_kernel_sentence",
+]
 
 
 def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms") -> str:
@@ -99,3 +109,70 @@ def lesson_ceilings() -> Ceilings:
     if not torch.cuda.is_available():
         return reference_ceilings()
     return reference_ceilings_for(torch.cuda.get_device_name()) or measure_ceilings()
+
+
+def ceilings_args(ceilings: Ceilings | None, folder: Path) -> list[str]:
+    """The benchmark's ``--ceilings FILE`` arguments for the lesson's one ceiling set (written to `folder`), so
+    its tables divide by the same set as the lesson's; none when `ceilings` is None (it measures its own)."""
+    if ceilings is None:
+        return []
+    if not isinstance(ceilings, Ceilings):
+        raise TypeError(f"ceilings must be a Ceilings, got {type(ceilings).__name__}")
+    path = Path(folder) / "attention_ceilings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(ceilings.as_dict()))
+    return ["--ceilings", str(path)]
+
+
+def _kernels(n: float) -> str:
+    return f"{n:.0f} kernel" + ("" if round(n) == 1 else "s")
+
+
+def wall_kernel_sentence(times: pd.DataFrame, tolerance: float = 0.05) -> str:
+    """The wall time per call against the kernel time (``wall_and_kernel_times``' rows): a one-kernel call far off
+    its kernel has nothing between kernels to blame, so its gap is put down to a GPU shared with other work."""
+    missing = [c for c in ("variant", "kernels_per_call", "kernel_us", "time_us") if c not in times.columns]
+    if missing or times.empty:
+        raise ValueError(f"give wall_and_kernel_times' rows; missing columns {missing} or no rows")
+    ratio = times["time_us"] / times["kernel_us"]
+    far = times[(ratio - 1).abs() > tolerance]
+    text = (
+        f"{len(times) - len(far)} of {len(times)} variants take the same time on the clock as the sum of their "
+        f"kernels (within {tolerance:.0%}): at these sizes nothing between the kernels of a call costs time."
+    )
+    for r in far.itertuples():
+        text += (
+            f" `{r.variant}`: {r.time_us:,.0f} us on the clock against {r.kernel_us:,.0f} us in its "
+            f"{_kernels(r.kernels_per_call)} ({r.time_us / r.kernel_us:.2f}x)"
+        )
+        if r.variant == "manual-eager":
+            text += (
+                ": the kernel sum leaves out the device-to-device memcpy of `masked_fill` (a copy, not a kernel), "
+                "one more pass over the score matrix, so its rate in the tables above is flattered by as much."
+            )
+        elif round(r.kernels_per_call) == 1 and r.time_us > r.kernel_us:
+            text += (
+                ": one kernel per call, so nothing runs between kernels to explain the gap. Its timed calls and its "
+                "profiled call were taken at different moments: another process on this GPU slowed one of them. "
+                "Read its kernel time."
+            )
+        else:
+            text += "."
+    return text
+
+
+def kernel_race_note(rounds: Mapping[str, Sequence[float]], yours: str, course: str, device: str) -> str:
+    """What the race of the learner's kernel against the course's says: when the plain kernel wins by more than
+    the rounds' spread, that the course's tile table was picked on an H200 (empty when it does not win)."""
+    for name in (yours, course):
+        if name not in rounds:
+            raise ValueError(f"no rounds for {name!r}; have {', '.join(rounds)}")
+    v = compare_rounds(rounds[yours], rounds[course])
+    if v.tie or not v.a_faster:
+        return ""
+    return (
+        f"Your kernel, one fixed 64 x 64 tile, beat the course's by {v.b_median / v.a_median:.2f}x on {device}: the "
+        "course's launcher tries first the tiles a sweep found fastest on an H200 (the table below), and what is "
+        "fastest on one GPU need not be on another. Tile sizes, warps and stages are tuned per GPU and per length: "
+        "time them on the GPU you run on."
+    )

@@ -143,5 +143,5 @@ def target_text(causes: pd.DataFrame, share: float = 0.6) -> str:
     return (
         f"{now}. To reach {share:.0%} it must fall to {target:,.0f} us (floor / {share:g}), **{need:,.0f} us** "
         f"less: {holds}. No fix removes a whole cause, so the way there takes from several. What each points "
-        f"to:\n\n{fixes}\n\nThe course has not made these fixes yet: the {share:.0%} target is not met."
+        f"to:\n\n{fixes}"
     )

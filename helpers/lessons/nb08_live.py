@@ -41,15 +41,25 @@ def _number(name: str, value: Any) -> float:
     return float(value)
 
 
+# The share of a step spent waiting on the CPU from which a profiled step is called CPU bound, and the gap between
+# a profiled and an unprofiled reading under which the profiler is said to barely show: both printed with the verdict.
+CPU_BOUND_SHARE = 0.1
+PROFILER_SHOWS = 0.1
+
+
 def prefill_idle_text(idle: float, cpu_bound: float) -> str:
     """How the GPU spent a profiled prefill, from its idle share and the CPU-bound part of it (fractions of the
     step): ahead of the GPU when little of the step waits on the CPU, else said to be CPU bound."""
     idle, cpu_bound = _number("idle", idle), _number("cpu_bound", cpu_bound)
-    if cpu_bound < 0.1:
-        return f"the GPU idle for {idle:.1%} of it: the CPU queues kernels ahead of the GPU"
+    if cpu_bound < CPU_BOUND_SHARE:
+        return (
+            f"the GPU idle for {idle:.1%} of it, {cpu_bound:.1%} of the step waiting for the CPU (under "
+            f"{CPU_BOUND_SHARE:.0%}): on this run the CPU queues kernels ahead of the GPU"
+        )
     return (
         f"the GPU idle for {idle:.1%} of it, {cpu_bound:.1%} of the step waiting for the CPU to launch the next "
-        "kernel (*idle: CPU-bound*): profiled, the CPU does not keep ahead of the GPU"
+        f"kernel (*idle: CPU-bound*, {CPU_BOUND_SHARE:.0%} or more): on this run, profiled, the CPU does not keep "
+        "ahead of the GPU (a CPU shared with other work makes this swing from run to run)"
     )
 
 
@@ -67,8 +77,8 @@ def profiler_latency_text(per_kernel_us: float, queue_latency_us: float) -> str:
         )
     times = f", {per_kernel / latency:.0f}x the queue latency" if latency > 0 else ""
     return (
-        f": the profiled one is {per_kernel:.2f} us per kernel longer{times}. Far larger: the profiled prefill is "
-        "CPU bound, the profiler's cost at every operator call making the CPU late (the *idle: CPU-bound* time). "
+        f": the profiled one is {per_kernel:.2f} us per kernel longer{times}. Far larger: on this run the profiled "
+        "prefill is CPU bound, the profiler's cost at every operator call making the CPU late (the *idle: CPU-bound* time). "
         "The queue latency comes only from gaps where the next kernel was already queued, which that lateness "
         "does not lengthen; still, read it as an upper bound."
     )
@@ -116,3 +126,62 @@ def profiler_cost_text(profiled: float, rounds: Sequence[float], unit: str = "ms
     if change < 0:
         return f"the profiled step was {-change:.0%} shorter than the unprofiled median: within the noise of a shared machine."
     return f"the profiler added {change:.0%}."
+
+
+def profiled_against_unprofiled_text(profiled_us: float, unprofiled_us: float) -> str:
+    """Whether the profiler showed in one prefill: within ``PROFILER_SHOWS`` of the unprofiled time it barely
+    shows, above it the profiler slowed the step; a profiled step shorter by more is the machine's noise."""
+    profiled, unprofiled = _number("profiled_us", profiled_us), _number("unprofiled_us", unprofiled_us)
+    if unprofiled <= 0:
+        raise ValueError(f"unprofiled_us must be positive, got {unprofiled_us!r}")
+    change = profiled / unprofiled - 1
+    said = f" (profiled {change:+.0%} against it; the profiler shows from {PROFILER_SHOWS:.0%})"
+    if abs(change) < PROFILER_SHOWS:
+        return said + ": on this run the GPU is busy nearly all the time, so the profiler's CPU cost barely shows."
+    if change > 0:
+        return said + ", so on this run the profiler slowed this step: take its shares, not its times."
+    return (
+        said
+        + ": the profiled step was the shorter, so the machine's noise (a shared GPU or CPU) outweighs the profiler here."
+    )
+
+
+def replay_window_text(profiled_us: Sequence[float], unprofiled_us: Sequence[float]) -> str:
+    """Replayed decode steps, profiled window against unprofiled step: within ``PROFILER_SHOWS`` the profiler has
+    little to slow down; further apart, the two readings disagree more than a profiler explains."""
+    pairs = list(zip(_rounds("profiled_us", profiled_us), _rounds("unprofiled_us", unprofiled_us), strict=True))
+    off = max(abs(p / u - 1) for p, u in pairs)
+    if off < PROFILER_SHOWS:
+        return (
+            f"The profiled windows are within {off:.0%} of the unprofiled steps: a replayed step leaves the CPU "
+            "no work per kernel, so the profiler has little to slow down (unlike the eager step)."
+        )
+    return (
+        f"The profiled windows and the unprofiled steps differ by up to {off:.0%}. A replayed step leaves the CPU "
+        "no work per kernel for the profiler to slow down, so a gap that large is not the profiler's: the GPU was "
+        "shared with other work while one of the two was measured (compare the kernel time with the unprofiled "
+        "step). Rerun both on an idle GPU before reading a difference here."
+    )
+
+
+def two_readings_note(
+    what: str, a: float, a_where: str, b: float, b_where: str, tolerance: float = 0.2, unit: str = "us"
+) -> str:
+    """A note when two readings of one quantity in the notebook differ by more than `tolerance` (empty when
+    they agree): the machine was shared, read them as a range."""
+    a, b = _number("a", a), _number("b", b)
+    if a <= 0 or b <= 0:
+        raise ValueError(f"readings must be positive, got {a} and {b}")
+    if max(a, b) / min(a, b) - 1 <= tolerance:
+        return ""
+    return (
+        f" Two readings of {what} in this notebook disagree: {a:,.0f} {unit} {a_where} against {b:,.0f} {unit} {b_where} "
+        f"({max(a, b) / min(a, b):.1f}x). The same step, unprofiled both times: the machine (GPU or CPU) was shared "
+        "with other work while one was taken. Read the two as a range, not either as the step's time."
+    )
+
+
+def two_figures(x: float) -> float:
+    """`x` rounded to two significant figures (2,179 -> 2,200): a ratio of two noisy timings supports no more."""
+    x = _number("x", x)
+    return 0.0 if x == 0 else round(x, 1 - math.floor(math.log10(abs(x))))

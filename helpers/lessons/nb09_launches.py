@@ -34,31 +34,50 @@ def rank_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
 
 
 def launches_sentence(base_name: str, base: Mapping[str, Any], news: Mapping[str, Mapping[str, Any]]) -> str:
-    """How the step changed from run `base_name` to each run of `news` (name: summary), rank by rank, with each
-    run's own verdict against the spread of the steps; a change larger than it is still one launch against one."""
+    """How the step changed from run `base_name` to each run of `news` (name: summary), rank by rank. The spread
+    of one run's timed steps is no bar for two launches (what else ran differs between them), so a change larger
+    than it is said to be a hint, never "beyond the noise"."""
     if not news:
         raise ValueError("news must name at least one run to compare with the base")
     changes = {n: rank_changes(base, s) for n, s in news.items()}
     noise = max(c["noise_ms"] for c in changes.values())
-    each = " and ".join(f"{'/'.join(f'{x:+.1f}' for x in c['change_ms'])} ms ({n})" for n, c in changes.items())
-    # every run judged by the one rule against the one noise the sentence prints (the largest middle-half spread)
+    ranks = sorted(int(r["rank"]) for r in base["ranks"])
+    each = "; ".join(
+        f"{n}: " + ", ".join(f"rank {r} {x:+.1f} ms" for r, x in zip(ranks, c["change_ms"], strict=True))
+        for n, c in changes.items()
+    )
+    # every run judged against the one noise the sentence prints (the largest middle-half spread)
     inside = [
         n
         for n, c in changes.items()
         if min(c["change_ms"]) < 0 < max(c["change_ms"]) or any(abs(x) <= noise for x in c["change_ms"])
     ]
-    outside = [n for n in changes if n not in inside]
+    larger = [n for n in changes if n not in inside]
     verdicts = []
     if inside:
-        verdicts.append(f"{', '.join(inside)} inside that noise (or its ranks disagree), so these runs cannot say")
-    if outside:
+        verdicts.append(f"{', '.join(inside)} inside that spread (or its ranks disagree): these runs cannot say")
+    if larger:
         verdicts.append(
-            f"{', '.join(outside)} beyond it on every rank, but each run is one launch on a shared machine: a change "
-            "between two launches also carries whatever else ran at the time, so it is a hint, not a result"
+            f"{', '.join(larger)} changed by more than that spread on every rank, but that spread is within one "
+            "launch: two launches on a shared machine also differ by whatever else ran at the time, by more than "
+            "any spread inside one. It is a hint, not a result; launch each run again to judge it"
         )
     return (
-        f"Against {base_name}, each rank's median step changed by {each} (rank 0/rank 1...), while the middle half of "
-        f"one rank's timed steps spans up to {noise:.1f} ms: " + "; ".join(verdicts) + ". "
+        f"Against {base_name}, each rank's median step changed ({each}), while the middle half of one rank's timed "
+        f"steps spans up to {noise:.1f} ms: " + "; ".join(verdicts) + ". "
+    )
+
+
+def no_faster_text(change: Mapping[str, Any]) -> str:
+    """The clause after "did not help here" for a step that grew (``measured_change``'s dict): no faster, and
+    slower only as far as two single launches can say, whichever side of the spread the change falls."""
+    if not isinstance(change, Mapping) or not {"change_ms", "noise_ms", "within_noise"} <= set(change):
+        raise ValueError("pass measured_change(base, new): change_ms, noise_ms and within_noise")
+    if change["within_noise"]:
+        return ": the step was no faster, and slower only by less than the spread between steps"
+    return (
+        f": the step was no faster, possibly slower ({change['change_ms']:+.1f} ms against a spread of "
+        f"{change['noise_ms']:.1f} ms between the timed steps of one run; one launch of each cannot say by how much)"
     )
 
 

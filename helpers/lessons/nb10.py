@@ -28,6 +28,7 @@ from .nb10_savings import (
     missed_reasons,
     path_sentence,
     prediction_held,
+    ratio_text,
     scaling_note,
     scaling_verdict,
     too_noisy,
@@ -37,7 +38,7 @@ from .rounds import rounds_frame, take_turns
 
 __all__ = [
     "Findings", "PROBLEMS", "SAVING_TOLERANCE", "STEP_NOISE", "build_loop", "critical_path", "diagnose",
-    "measured_saving", "missed_reasons", "path_sentence", "path_summary", "planted_problem", "prediction_held",
+    "measured_saving", "missed_reasons", "path_sentence", "path_summary", "planted_problem", "prediction_held", "ratio_text",
     "rounds_frame", "scaling_note", "scaling_verdict", "too_noisy",
 ]  # fmt: skip
 
@@ -249,7 +250,8 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
         if right and p > 0:
             explain += " " + scaling_note(p, float(ratio), s)
     if right:  # the method is graded; the bound's own miss is reported as the measurement's
-        return _record(key, RIGHT, f"you predicted {p:,.0f} us: right method (the bound as the trace shows it). {measured} {explain}", p, p)  # fmt: skip
+        method = "right method (the bound as the trace shows it)" + ("" if prediction_held(p, s) else "; prediction missed: the method is graded, the measurement says how far the bound landed")  # fmt: skip
+        return _record(key, RIGHT, f"you predicted {p:,.0f} us: {method}. {measured} {explain}", p, p)  # fmt: skip
     shown = " or ".join(f"{t:,.0f}" for t in sorted(taught))
     if prediction_held(p, s):  # the measurement cannot tell it from the taught figure: not the learner's error
         return _record(key, TIE, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} Yours is within 25 % of the measured median, inside the rounds' middle half or within 2 % of the step of it: too close to call on this machine. {explain}", p, shown)  # fmt: skip

@@ -158,3 +158,21 @@ def _need(table: pd.DataFrame, columns: Sequence[str]) -> None:
 
 def _names(names: Sequence[str] | pd.Series) -> str:
     return ", ".join(str(n) for n in names)
+
+
+def ratio_text(unprofiled: Sequence[float], profiled: Sequence[float]) -> str:
+    """The unprofiled/profiled ratio of two sets of rounds with its range (from the rounds' middle halves), and a
+    warning when the profiled rounds' middle half spans more than 2x: then the ratio is the machine's noise too."""
+    v = compare_rounds(unprofiled, profiled)
+    if v.b_median <= 0 or v.b_range[0] <= 0:
+        raise ValueError("profiled rounds must be positive")
+    ratio = v.a_median / v.b_median
+    lo, hi = v.a_range[0] / v.b_range[1], v.a_range[1] / v.b_range[0]
+    text = f"the ratio **unprofiled_ratio = {ratio:.2f}** (from the rounds' middle halves, {lo:.2f} to {hi:.2f})."
+    spread = v.b_range[1] / v.b_range[0]
+    if spread > 2:
+        text += (
+            f" The profiled rounds' middle half spans {spread:.1f}x: on this run the ratio measures this machine's "
+            "noise as much as the profiler's cost, and every bound scaled by it below inherits that noise."
+        )
+    return text

@@ -240,7 +240,9 @@ def test_run_benchmark_runs_the_program_and_reads_its_file(monkeypatch, tmp_path
     res = nb07.run_benchmark(timeout_s=5)
     assert calls[0][0][:3] == ["-m", "benchmarks", "attention"] and "--out" in calls[0][0]
     assert not calls[0][2]("targets: course <= 1.0 x flash")  # the project's targets stay off the lesson's screen
-    assert res.provenance["device"] == "X"
+    assert res.provenance["device"] == "X" and "--ceilings" not in calls[0][0]
+    nb07.run_benchmark(timeout_s=5, ceilings=nb07.reference_ceilings())  # the lesson's one set, passed on
+    assert calls[1][0][-2] == "--ceilings" and (tmp_path / "attention_ceilings.json").exists()
 
 
 def test_plan_kernel_costs_matches_kernels_by_their_launching_operator() -> None:

@@ -86,3 +86,44 @@ def test_a_profiled_step_shorter_than_the_unprofiled_one_is_called_noise():
     text = live.profiler_cost_text(33.0, [34.5, 36.0, 37.0])
     assert "shorter" in text and "-" not in text.split("shorter")[0]
     assert live.profiler_cost_text(35.0, [33.0, 33.1, 33.9]) == "the profiler added 6%."
+
+
+def test_the_regime_names_this_run_and_its_threshold():
+    # H100 pass A: 10.3% of the prefill waited for the CPU; pass B: 2.3%
+    assert "on this run, profiled, the CPU does not keep ahead" in live.prefill_idle_text(0.153, 0.103)
+    text = live.prefill_idle_text(0.064, 0.023)
+    assert "on this run the CPU queues kernels ahead" in text and "under 10%" in text
+
+
+def test_the_profilers_effect_on_a_prefill_is_judged_against_a_stated_margin():
+    # pass A: 30,744 us profiled against 26,159 unprofiled; pass B: 26.1 ms against 25.7 ms
+    slowed = live.profiled_against_unprofiled_text(30744.0, 26159.0)
+    assert "+18%" in slowed and "profiler slowed this step" in slowed and "from 10%" in slowed
+    assert "barely shows" in live.profiled_against_unprofiled_text(26100.0, 25700.0)
+    assert "noise" in live.profiled_against_unprofiled_text(20000.0, 25700.0)
+    with pytest.raises(ValueError):
+        live.profiled_against_unprofiled_text(1.0, 0.0)
+
+
+def test_replayed_windows_far_from_their_unprofiled_steps_are_not_called_the_profilers():
+    # pass A: 2454 and 1419 us profiled against 2383 and 1412; pass B: 4580 against 2391
+    assert "within 3%" in live.replay_window_text([2454.0, 1419.4], [2383.4, 1411.7])
+    text = live.replay_window_text([4580.0, 1419.4], [2391.0, 1411.7])
+    assert "differ by up to 92%" in text and "little to slow down" not in text and "shared" in text
+    with pytest.raises(ValueError):
+        live.replay_window_text([1.0, 2.0], [1.0])
+
+
+def test_two_readings_of_one_step_are_flagged_past_a_fifth_apart():
+    # pass A: the eager decode step 13,694 us in section 2 and 23,241 us in the benchmark
+    note = live.two_readings_note("the eager decode step", 13694.0, "in section 2", 23240.6, "in the benchmark")
+    assert "13,694 us in section 2 against 23,241 us" in note and "(1.7x)" in note and "range" in note
+    assert live.two_readings_note("x", 100.0, "a", 115.0, "b") == ""
+    assert "26 ms in section 5 against 42 ms here" in live.two_readings_note("t", 26.0, "in section 5", 42.2, "here", unit="ms")  # fmt: skip
+    with pytest.raises(ValueError):
+        live.two_readings_note("x", 0.0, "a", 1.0, "b")
+
+
+def test_a_ratio_is_shown_to_two_significant_figures():
+    assert live.two_figures(2179.4) == 2200.0 and live.two_figures(10.46) == 10.0 and live.two_figures(0.0) == 0.0
+    assert f"{live.two_figures(2619.0):,.0f}" == "2,600"
