@@ -201,8 +201,8 @@ def bytes_sentence(device: str, eager: Mapping[str, float], fused: Mapping[str, 
     )
     if min(eager["pct"], fused["pct"]) >= NEAR_ROOF_PCT:
         return head + ": both run near the bandwidth, so the saving is the bytes."
-    slower = "fused kernel" if fused["pct"] < eager["pct"] else "eager pair"
-    return head + (
-        f": the {slower} runs further from the roof, so the time follows the bytes only in part. Fusion saves "
-        "the bytes; how close a kernel gets to the roof is a separate question of its code."
-    )
+    if fused["pct"] < eager["pct"]:
+        why = ": the fused kernel runs further from the roof, so the time falls by less than the bytes."
+    else:
+        why = ": the eager pair runs further from the roof, so the time falls by more than the bytes."
+    return head + why + " Fusion saves the bytes; how close a kernel gets to the roof is a question of its code."

@@ -117,5 +117,9 @@ def test_bytes_sentence_says_near_the_roof_only_when_both_are():
     )
     near = nb04.bytes_sentence("H200", {"mb": 251.7, "us": 60.0, "pct": 90.0}, {"mb": 151.0, "us": 37.0, "pct": 87.0})
     assert "both run near the bandwidth, so the saving is the bytes" in near
+    # the H200 reference traces: the eager pair at 79%, the fused kernel at 87%
+    h200 = nb04.bytes_sentence("H200", {"mb": 251.7, "us": 69.0, "pct": 79.0}, {"mb": 151.0, "us": 37.0, "pct": 87.0})
+    assert "eager pair runs further from the roof, so the time falls by more than the bytes" in h200
+    assert "falls by less" in far
     with pytest.raises(ValueError, match="positive finite"):
         nb04.bytes_sentence("x", {"mb": 0.0, "us": 1.0, "pct": 1.0}, {"mb": 1.0, "us": 1.0, "pct": 1.0})
