@@ -18,10 +18,21 @@ from ..measure.timing import time_end_to_end
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
 from .exercises import Exercise, Exercises, Tie, compare_rounds
+from .nb04_readings import (
+    Reading,
+    about,
+    bytes_sentence,
+    end_to_end_expected,
+    end_to_end_why,
+    profiler_sentence,
+    read_bound,
+    synchronised_sentence,
+)  # fmt: skip
 from .rounds import call_rounds, named_functions, one_thread, rounds_frame, spread_of, take_turns
 
 __all__ = [
-    "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
+    "Reading", "about", "bytes_sentence", "end_to_end_expected", "end_to_end_why", "profiler_sentence", "read_bound",
+    "synchronised_sentence", "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -128,8 +139,9 @@ def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> 
     return verdict.a_median < verdict.b_median
 
 
-def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]]) -> str:
-    """A sentence on whether the compile pays back, from ``call_rounds({"eager": ..., "compiled": ...})`` (us)."""
+def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]], disturbed: Sequence[str] = ()) -> str:
+    """A sentence on whether the compile pays back, from ``call_rounds({"eager": ..., "compiled": ...})`` (us); none
+    when `disturbed` names variants whose synchronised rounds other work slowed (:func:`read_bound`)."""
     if set(rounds) != {"eager", "compiled"}:
         raise ValueError(f"rounds must have the keys 'eager' and 'compiled', got {sorted(rounds)}")
     frame = rounds_frame(rounds).set_index("variant")
@@ -138,6 +150,11 @@ def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]]) -> str
         f"A call then takes {_ms(c)} compiled against {_ms(e)} eager (median of {int(c['rounds'])} rounds, "
         "synchronised after each call, fastest and slowest round in brackets)"
     )
+    if disturbed:
+        return (
+            f"{timing}. Other work on the machine slowed the synchronised rounds of {' and '.join(disturbed)} (see "
+            "the reading above), so no pay-back can be computed from them."
+        )
     verdict = first_is_faster({"compiled": rounds["compiled"], "eager": rounds["eager"]})
     if isinstance(verdict, Tie):
         return f"{timing}. Too close to call here ({verdict.why}), so no pay-back can be computed from them."
@@ -149,7 +166,7 @@ def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]]) -> str
     calls = first_call.compile_s / (slow * 1e-6)
     longest = first_call.compile_s / (fast * 1e-6)
     return (
-        f"{timing}: it pays back after about {calls:,.0f} calls ({longest:,.0f} if the saving is as small as the "
+        f"{timing}: it pays back after about {about(calls)} calls ({about(longest)} if the saving is as small as the "
         "rounds allow)."
     )
 
@@ -160,34 +177,6 @@ def _ms(row: pd.Series) -> str:
 
 def _list(values: Sequence[float], unit: str) -> str:
     return ", ".join(f"{float(v):.3g}" for v in values) + f" {unit}"
-
-
-def bound_by(kernel_us: float, back_to_back_us: Sequence[float], slack: float = 1.1) -> str:
-    """``"GPU"`` when the fastest back-to-back round (us per call) stays within `slack` times the kernel time per call:
-    then the device was busy all the time, and slower rounds are other work on a shared machine; else ``"CPU"``."""
-    values = [float(v) for v in back_to_back_us]
-    if not values or not all(math.isfinite(v) and v > 0 for v in values):
-        raise ValueError(f"back_to_back_us must be positive finite times, got {values!r}")
-    if not (isinstance(kernel_us, Number) and math.isfinite(float(kernel_us)) and float(kernel_us) > 0):
-        raise ValueError(f"kernel_us must be a positive finite time, got {kernel_us!r}")
-    return "GPU" if min(values) <= slack * float(kernel_us) else "CPU"
-
-
-def end_to_end_why(bound: Mapping[str, str]) -> str:
-    """The explanation of the end-to-end check from ``{"eager": "GPU" or "CPU", "compiled": ...}`` (:func:`bound_by`)."""
-    if set(bound) != {"eager", "compiled"} or not set(bound.values()) <= {"GPU", "CPU"}:
-        raise ValueError(f"bound must map 'eager' and 'compiled' to 'GPU' or 'CPU', got {dict(bound)!r}")
-    if set(bound.values()) == {"GPU"}:
-        return (
-            "Back to back, the GPU was busy all the time here: the wall time per call follows the kernel time, and "
-            "the fused kernel saves device time. Host work (guards, wrappers) hides behind the queue."
-        )
-    cpu = " and ".join(k for k in ("eager", "compiled") if bound[k] == "CPU")
-    return (
-        f"Back to back, {cpu} waited for the CPU here: even the fastest round took longer than the kernels, so the "
-        "wall time follows the host's work (Python, guards, wrappers, launches) more than the kernel time, and the "
-        "fused kernel's saving shows only where the host keeps ahead of the GPU."
-    )
 
 
 @contextmanager

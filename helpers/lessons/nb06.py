@@ -26,6 +26,7 @@ __all__ = [
     "kernel_device", "plan_bytes", "plan_floor_us", "plan_kernels", "plans_frame", "plans_table",
     "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
     "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
+    "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -133,6 +134,12 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
         )
     elif lead_k <= 0:
         verdict = f"{a} is ahead by {lead_s:.0f} us with no kernel-time lead: its host work is the smaller"
+    elif abs(lead_s - lead_k) <= TIE_SHARE * max(sa, sb):
+        # the host overheads differ by exactly lead_s - lead_k: the tie share of the synchronised times decides
+        verdict = (
+            f"{a}'s kernel-time lead of {lead_k:.0f} us carries over ({lead_s:.0f} us): the host overheads per call "
+            "are level within the noise"
+        )
     elif lead_s > lead_k:
         verdict = f"{a}'s smaller host work makes its kernel-time lead of {lead_k:.0f} us grow to {lead_s:.0f} us"
     else:
@@ -155,21 +162,101 @@ def hiding_sentence(times: pd.DataFrame) -> str:
     hidden = t[t["e2e_nosync_us"] <= (1 + TIE_SHARE) * t["kernel_us"]]["variant"].tolist()
     exposed = t[t["e2e_nosync_us"] > (1 + TIE_SHARE) * t["kernel_us"]]
     parts = []
+    slow_issue = t["enqueue_us"] > t["kernel_us"] if "enqueue_us" in t.columns else None
     if hidden:
         parts.append(
             f"Back to back in this run, the host's work hid behind the GPU's for {', '.join(map(str, hidden))} "
             f"(within {TIE_SHARE:.0%} of their kernel time): there the kernel time decides."
         )
-    if not exposed.empty:
-        shown = ", ".join(
-            f"{r.variant} ({r.e2e_nosync_us:.0f} us against {r.kernel_us:.0f} us of kernels)"
-            for r in exposed.itertuples()
+    if exposed.empty:
+        return " ".join(parts)
+    explained = exposed if slow_issue is None else exposed[slow_issue[exposed.index]]
+    unexplained = exposed.drop(index=explained.index) if slow_issue is not None else exposed.iloc[0:0]
+
+    def shown(rows: pd.DataFrame, enqueue: bool) -> str:
+        return ", ".join(
+            f"{r.variant} ({r.e2e_nosync_us:.0f} us against {r.kernel_us:.0f} us of kernels"
+            + (f", {r.enqueue_us:.0f} us to issue a call)" if enqueue else ")")
+            for r in rows.itertuples()
         )
+
+    if not explained.empty:
+        cause = (
+            "their host took longer to issue a call than the GPU took to run it, so the host set the pace even "
+            "without waiting."
+            if slow_issue is not None
+            else "back to back, their calls took longer than their kernels."
+        )
+        parts.append(f"It did not for {shown(explained, slow_issue is not None)}: {cause}")
+    if not unexplained.empty:
         parts.append(
-            f"It did not for {shown}: their host took longer to issue a call than the GPU took to run it, so the "
-            "host set the pace even without waiting."
+            f"Back to back, {shown(unexplained, True)} took longer than their kernels although the host issued a "
+            "call faster than the GPU ran it: the host's work does not explain the excess, which other work on a "
+            "shared GPU or host (or this run's noise) does."
         )
     return " ".join(parts)
+
+
+def graph_disturbed(times: pd.DataFrame) -> list[str]:
+    """Variants whose CUDA-graph replay took longer than their calls back to back, beyond the tie share: a replay
+    removes the host's work, so only other work on the GPU makes it slower."""
+    if not {"variant", "graphed_us", "e2e_nosync_us"} <= set(times.columns):
+        raise ValueError("times needs the columns variant, graphed_us and e2e_nosync_us")
+    t = times.dropna(subset=["graphed_us", "e2e_nosync_us"])
+    return t.loc[t["graphed_us"] > (1 + TIE_SHARE) * t["e2e_nosync_us"], "variant"].astype(str).tolist()
+
+
+def graphed_sentence(times: pd.DataFrame) -> str:
+    """A warning when a graph replay was slower than back to back (:func:`graph_disturbed`), else nothing."""
+    slow = graph_disturbed(times)
+    if not slow:
+        return ""
+    t = times.set_index("variant")
+    shown = ", ".join(f"{v} ({t.loc[v, 'graphed_us']:.0f} us against {t.loc[v, 'e2e_nosync_us']:.0f} us)" for v in slow)
+    return (
+        f"Replayed from a CUDA graph, {shown} took longer than back to back: a replay removes the host's work, so "
+        "it cannot be slower than the same calls issued from Python. Other work on the GPU slowed those replays: "
+        "read their graphed times as this run's noise, not as a ranking."
+    )
+
+
+def floor_bound_sentence(variants: pd.DataFrame, device: str, a: str = "course-fused", b: str = "compile") -> str:
+    """The plans' floors with `device`'s own ceilings, the speed-up they allow, and the kernel-time ratio measured
+    on the same device; a ratio beyond the floors' is put down to how far each variant runs from its floor."""
+    need = {"variant", "kernel_us", "plan_floor_us", "pct_of_plan_floor"}
+    if not need <= set(variants.columns):
+        raise ValueError(f"variants needs the columns {sorted(need)}")
+    t = variants.set_index("variant")
+    if {a, b} - set(t.index):
+        raise ValueError(f"variants has no row for {sorted({a, b} - set(t.index))}")
+    fa, fb, ka, kb = (float(t.loc[v, c]) for c, v in (("plan_floor_us", a), ("plan_floor_us", b), ("kernel_us", a),
+                                                      ("kernel_us", b)))  # fmt: skip
+    text = (
+        f"With the ceilings of {device} (where these kernels ran), the floors are {fa:.0f} us for {a} against "
+        f"{fb:.0f} us for {b}: at equal distance from their floors, {a} is {fb / fa:.2f}x faster. Measured: "
+        f"{kb / ka:.2f}x in kernel time"
+    )
+    if kb / ka > (1 + TIE_SHARE) * fb / fa:
+        return text + (
+            f", beyond that: {b} ran further from its floor ({t.loc[b, 'pct_of_plan_floor']:.0f}% of it) than {a} "
+            f"({t.loc[a, 'pct_of_plan_floor']:.0f}%)."
+        )
+    return text + ", within what the floors allow (within 10% counts as level)."
+
+
+def race_sentence(timing: pd.DataFrame) -> str:
+    """Section 2's two GeGLU kernels (the learner's first row, the course's second) by kernel time: level within
+    the tie share, or which is faster."""
+    if not {"kernel", "kernel_us"} <= set(timing.columns) or len(timing) < 2:
+        raise ValueError("timing needs two rows with the columns kernel and kernel_us")
+    (na, ka), (nb, kb) = ((r.kernel, float(r.kernel_us)) for r in timing.iloc[:2].itertuples())
+    if _tie(ka, kb):
+        return (
+            f"{na} and {nb} are level ({ka:.0f} against {kb:.0f} us, within {TIE_SHARE:.0%}): at this shape the masks "
+            "and the 1-D blocks cost nothing measurable."
+        )
+    fast, slow = ((na, ka), (nb, kb)) if ka < kb else ((nb, kb), (na, ka))
+    return f"{fast[0]} is faster: {fast[1]:.0f} against {slow[1]:.0f} us ({slow[1] / fast[1]:.2f}x)."
 
 
 def training_sentence(
@@ -181,7 +268,15 @@ def training_sentence(
         raise ValueError("training must be a non-empty table with the columns variant, step_us and peak_mb")
     t = training.dropna(subset=["step_us"]).set_index("variant")
     fastest = t["step_us"].idxmin()
-    parts = [f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us)."]
+    level = [v for v in t.index if v != fastest and _tie(t.loc[v, "step_us"], t.loc[fastest, "step_us"])]
+    if level:
+        shown = ", ".join(f"{v} ({t.loc[v, 'step_us']:.0f} us)" for v in level)
+        parts = [
+            f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us), level within {TIE_SHARE:.0%} "
+            f"with {shown}: too close to call from one run."
+        ]
+    else:
+        parts = [f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us)."]
     if "eager" in t.index:
         e = t.loc["eager"]
         for mode in (m for m in modes if m in t.index):

@@ -92,15 +92,22 @@ class Results:
             raise KeyError(f"{self.name}: {len(frame)} rows of {table!r} match {where}, expected 1")
         return frame[column].iloc[0]
 
-    def card(self) -> pd.DataFrame:
-        """Provenance and tables as a two-column table (item, value)."""
+    def card(self, lesson: bool = False) -> pd.DataFrame:
+        """Provenance and tables as a two-column table (item, value); with `lesson`, without the rows that serve
+        the project, not the learner (see ``PROJECT_ROWS``)."""
         rows = [("results", self.label), ("file", str(self.path) if self.path else "(not saved)")]
         rows += [(k, str(v)) for k, v in self.provenance.items() if v is not None]
         rows += [(f"table {n}", self.about(n)) for n in self.tables]
+        if lesson:
+            rows = [r for r in rows if r[0] not in PROJECT_ROWS]
         return pd.DataFrame(rows, columns=["item", "value"])
 
     def __repr__(self) -> str:
         return f"<Results {self.name}: {self.label}; tables {', '.join(self.tables)}>"
+
+
+# Card rows for the project's tests and records (acceptance targets, notes on how a run was recorded).
+PROJECT_ROWS = frozenset({"git_commit_note", "table targets"})
 
 
 def results_path(name: str | Path) -> Path:

@@ -60,6 +60,17 @@ class GraphRecord:
         return (symbolic or same_rank or [""])[0]
 
 
+def _graph_kind(g: GraphRecord, x: torch.Tensor) -> tuple[str, str]:
+    """The table's name for a new graph and the progress line's phrase: static, dynamic (a symbol in its sizes),
+    or dynamic strides (symbols only in the strides: the sizes stay fixed)."""
+    shape = g.input_like(x)
+    if not g.dynamic:
+        return f"static {shape}", f"compiled a static {shape} graph"
+    if any(sym in shape for sym in g.symbols):
+        return f"dynamic {shape}", f"compiled a dynamic {shape} graph"
+    return f"dynamic strides {shape}", f"compiled a graph with dynamic strides, sizes {shape}"
+
+
 def _shape_text(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return "(" + ", ".join(str(s) for s in value.shape) + ")"
@@ -158,14 +169,20 @@ class SweepResult:
         }
 
     def __repr__(self) -> str:
-        return f"<SweepResult {self.label}: {self.compiles} compiles in {len(self.table)} calls>\n{self.table.to_string(index=False)}"
+        table = self.table.to_string(index=False, formatters={"seconds": _seconds})
+        return f"<SweepResult {self.label}: {self.compiles} compiles in {len(self.table)} calls>\n{table}"
 
     def _repr_html_(self) -> str:
         head = (
             f"<b>{html.escape(self.label)}</b>: {self.compiles} graph(s) compiled in {len(self.table)} calls "
             f"(backend {html.escape(self.backend)}, dynamic={self.dynamic}, mark_dynamic={self.mark_dynamic})"
         )
-        return head + self.table.to_html(index=False, border=0, float_format=lambda v: f"{v:.3g}")
+        return head + self.table.to_html(index=False, border=0, formatters={"seconds": _seconds})
+
+
+def _seconds(v: float) -> str:
+    # a wall-clock time of one call: hundredths of a second are all it can support
+    return f"{v:.2f}"
 
 
 def batch_inputs(template: torch.Tensor, sizes: Sequence[int], dim: int = 0, seed: int = 0) -> list[torch.Tensor]:
@@ -226,11 +243,7 @@ def shape_sweep(
         reasons = _guard_failures()[reasons_before:]
         cache_after = _inductor_cache_counts()
         fx_cache = ", ".join(k for k in ("hit", "miss", "bypass") if cache_after[k] > cache_before[k])
-        if new:
-            g = new[-1]
-            kind = ("dynamic " if g.dynamic else "static ") + g.input_like(x)
-        else:
-            kind = "reused"
+        kind, what = _graph_kind(new[-1], x) if new else ("reused", "reused a compiled graph")
         row = {
             "call": i + 1,
             "input_shape": tuple(x.shape),
@@ -243,7 +256,6 @@ def shape_sweep(
         }
         rows.append(row)
         if progress:
-            what = f"compiled a {kind} graph" if new else "reused a compiled graph"
             print(f"[{label}] call {i + 1}/{len(inputs)} input {tuple(x.shape)}: {what} in {seconds:.2f} s", flush=True)
     result = SweepResult(
         label=label,
