@@ -84,8 +84,8 @@ def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool =
 def first_calls(fns: dict[str, Callable], inputs: Sequence[torch.Tensor], progress: bool = True) -> pd.DataFrame:
     """The first call of each function with each input in order, synchronised, and the graphs Dynamo compiled
     meanwhile: compile recompiles when a shape fails a guard, a Triton kernel compiles per specialisation.
-    ``fx_cache_hits``: graphs whose code Inductor's on-disk cache already held (such a compile takes well under a
-    second, against seconds for a graph compiled afresh)."""
+    ``fx_cache_hits``: graphs whose code Inductor's on-disk cache already held (such a compile skips code generation;
+    tracing the graph still costs)."""
     if not isinstance(fns, dict) or not fns:
         raise TypeError("fns must be a non-empty dict {label: function or module}")
     if isinstance(inputs, torch.Tensor) or not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
