@@ -8,6 +8,7 @@ import datetime as _dt
 import html
 import os
 import platform
+import re
 import shutil
 import warnings
 from collections.abc import Sequence
@@ -37,8 +38,25 @@ def on_gpu() -> bool:
 
 
 def lesson_path() -> str:
-    """Used by notebooks 00-06: one sentence saying which path the lessons take here (GPU or CPU only)."""
+    """Used by notebooks 00-08 and 10 in their first cell: one sentence saying which path the lessons take here
+    (GPU or CPU only). It also drops the two notices :data:`QUIET_NOTICES` names from the lesson's output."""
+    drop_lesson_notices()
     return GPU_PATH if on_gpu() else CPU_PATH
+
+
+# Notices that say nothing about a lesson's run. The profiler's: every profile of these lessons keeps one cycle
+# (helpers.profile accumulates its steps; lesson 00's own schedule has repeat=1), and lesson 09, which teaches
+# cycles, does not call lesson_path. tqdm's: its notebook progress bar needs ipywidgets, a plain one is used.
+QUIET_NOTICES = (
+    "Warning: Profiler clears events at the end of each cycle",
+    "IProgress not found",
+)
+
+
+def drop_lesson_notices() -> None:
+    """Ignore the warnings whose message starts with one of :data:`QUIET_NOTICES`; every other warning shows."""
+    for message in QUIET_NOTICES:
+        warnings.filterwarnings("ignore", message=re.escape(message))
 
 
 def environment_report() -> pd.DataFrame:

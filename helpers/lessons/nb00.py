@@ -36,3 +36,30 @@ EXERCISES = Exercises(
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+
+def slowest_call_sentence(op: str, calls: int, median_us: float, max_us: float, worst_share: float) -> str:
+    """What the slowest of `calls` calls says about the total: one call over 3x the median decides the sum and the
+    average, so read the median. Names no cause: a first-step cost and a paused process look the same here."""
+    if not isinstance(op, str) or not op:
+        raise TypeError(f"op must be an operator's name, got {op!r}")
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+        raise ValueError(f"calls must be a positive int, got {calls!r}")
+    if not (median_us > 0 and max_us >= median_us and 0 <= worst_share <= 1):
+        raise ValueError(
+            f"need 0 < median_us <= max_us and a share in [0, 1], got {median_us}, {max_us}, {worst_share}"
+        )
+    ratio = max_us / median_us
+    head = (
+        f"In this run the slowest of the {calls} calls of `{op}` took {max_us:,.1f} us, {ratio:.1f} times the median call "
+        f"({median_us:,.1f} us), and holds {worst_share:.0%} of the total. "
+    )
+    if ratio > 3:
+        return head + (
+            "That one call weighs on the total and the average above far more than on the median: read the median. "
+            "(This table cannot say why it was slow: a first call's one-time work and a pause look the same.)"
+        )
+    return head + (
+        "No call stands out this time: total, average and median tell the same story. On a busy machine they do "
+        "not; the median does not move."
+    )

@@ -100,3 +100,66 @@ def ranking_sentence(spread: pd.DataFrame) -> str:
                 text += f" (too close to call against the one before: {noise_why(a, b)})"
         parts.append(text)
     return "; ".join(parts)
+
+
+def compared_sentence(variants: list[str], device: str, live: bool) -> str:
+    """Which variants section 5 compares, how many and where: live on this GPU or the H200's reference traces."""
+    if not isinstance(variants, list) or not variants or not all(isinstance(v, str) for v in variants):
+        raise TypeError("variants must be a non-empty list of labels")
+    if not isinstance(device, str) or not device:
+        raise ValueError("device must name the device the traces come from")
+    where = f"profiled live on this GPU ({device})" if live else f"read from the reference traces of the {device}"
+    return f"{len(variants)} variants compared, {where}: {', '.join(variants)}."
+
+
+def startup_view(startup: pd.DataFrame) -> pd.DataFrame:
+    """:func:`first_calls`' table with its times in milliseconds (a first call spans microseconds to minutes)."""
+    need = {"variant", "input_shape", "first_call_s", "graphs_compiled", "later_call_s"}
+    if not isinstance(startup, pd.DataFrame) or not need <= set(startup.columns):
+        raise ValueError(f"startup must be an nb05.first_calls(...) table with columns {sorted(need)}")
+    view = startup.assign(first_call_ms=startup["first_call_s"] * 1e3, later_call_ms=startup["later_call_s"] * 1e3)
+    keep = ["variant", "input_shape", "first_call_ms", "graphs_compiled", "fx_cache_hits", "later_call_ms"]
+    return view[[c for c in keep if c in view.columns]].round(2)
+
+
+def later_calls_sentence(startup: pd.DataFrame, kernel_us: Mapping[str, float] | None, hand_label: str) -> str:
+    """The later calls shape by shape (the second input has twice the batch), and on a GPU each call at the first
+    shape against its kernel time from section 5 (`kernel_us`, None on a CPU) at the same shape."""
+    if not {"variant", "input_shape", "later_call_s"} <= set(getattr(startup, "columns", ())):
+        raise ValueError("startup must be an nb05.first_calls(...) table")
+    shapes = list(dict.fromkeys(startup["input_shape"]))
+    ms = startup.set_index(["variant", "input_shape"])["later_call_s"] * 1e3
+    variants = list(dict.fromkeys(startup["variant"]))
+    first = shapes[0]
+    text = f"Later calls at the model's input {first}: " + ", ".join(f"{v} {ms[v, first]:,.2f} ms" for v in variants)
+    if len(shapes) > 1:
+        growth = [ms[v, shapes[1]] / ms[v, first] for v in variants]
+        text += (
+            f"; at {shapes[1]} each takes {min(growth):.1f}-{max(growth):.1f}x as long (compare calls shape by "
+            "shape: a mean over both would mix them)"
+        )
+    text += ". "
+    if kernel_us is not None:
+        known = [v for v in variants if v in kernel_us]
+        if not known:
+            raise ValueError(f"kernel_us names none of the variants {variants}")
+        pairs = ", ".join(f"{v} {ms[v, first] * 1e3:,.0f} us against {kernel_us[v]:,.0f} us" for v in known)
+        above = all(ms[v, first] * 1e3 > kernel_us[v] for v in known)
+        return text + (
+            f"Against section 5's kernel time per forward at the same shape: {pairs}. "
+            + (
+                "Each call lasts longer than its kernels: the rest is time the GPU spent on none of this call's "
+                "kernels (the host issuing the call, the gaps between launches, the synchronise)."
+                if above
+                else "A call measured shorter than its kernels means the two measurements disagree: the machine was "
+                "busy with other work during one of them."
+            )
+        )
+    slowest = max(variants, key=lambda v: ms[v, first])
+    if slowest == hand_label:
+        return text + (
+            "On this CPU the hand-tuned layer is the slowest: its Triton kernel runs in Triton's interpreter "
+            "(Python executing every program of the grid), so this column measures the interpreter, not the kernel. "
+            "On a GPU the same kernel is compiled to machine code on its first launch."
+        )
+    return text + "On this CPU the Triton kernel runs in Triton's interpreter, so these times say little about a GPU."

@@ -83,7 +83,9 @@ def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool =
 
 def first_calls(fns: dict[str, Callable], inputs: Sequence[torch.Tensor], progress: bool = True) -> pd.DataFrame:
     """The first call of each function with each input in order, synchronised, and the graphs Dynamo compiled
-    meanwhile: compile recompiles when a shape fails a guard, a Triton kernel compiles per specialisation."""
+    meanwhile: compile recompiles when a shape fails a guard, a Triton kernel compiles per specialisation.
+    ``fx_cache_hits``: graphs whose code Inductor's on-disk cache already held (such a compile skips code generation;
+    tracing the graph still costs)."""
     if not isinstance(fns, dict) or not fns:
         raise TypeError("fns must be a non-empty dict {label: function or module}")
     if isinstance(inputs, torch.Tensor) or not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
@@ -92,13 +94,14 @@ def first_calls(fns: dict[str, Callable], inputs: Sequence[torch.Tensor], progre
     for label, fn in fns.items():
         check_callable(fn)
         for x in inputs:
-            before = _dynamo_graphs()
+            before, cache_before = _dynamo_graphs(), _inductor_cache_counts()["hit"]
             with torch.no_grad():
                 start = time.perf_counter()
                 fn(x)
                 synchronize(x.device)
                 first = time.perf_counter() - start
             compiled = _dynamo_graphs() - before
+            cache_hits = _inductor_cache_counts()["hit"] - cache_before
             later = time_per_call(fn, x, repeats=3, warmup=0)
             rows.append(
                 {
@@ -106,12 +109,14 @@ def first_calls(fns: dict[str, Callable], inputs: Sequence[torch.Tensor], progre
                     "input_shape": tuple(x.shape),
                     "first_call_s": first,
                     "graphs_compiled": compiled,
+                    "fx_cache_hits": cache_hits,
                     "later_call_s": later,
                 }
             )
             if progress:
                 print(
-                    f"[{label}] input {tuple(x.shape)}: first call {first:.2f} s ({compiled} graph(s) compiled), "
+                    f"[{label}] input {tuple(x.shape)}: first call {first:.2f} s ({compiled} graph(s) compiled, "
+                    f"{cache_hits} from Inductor's cache), "
                     f"later calls {later * 1e3:.2f} ms",
                     flush=True,
                 )

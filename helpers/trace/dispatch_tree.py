@@ -61,11 +61,16 @@ class ChainTree:
         return f'<table style="border-collapse:collapse">{head}{rows}</table>'
 
 
-def chain_tree(trace: Trace, op: str) -> ChainTree:
+def chain_tree(trace: Trace, op: str, ops_only: bool = False) -> ChainTree:
     """``Trace.chain(op)`` drawn as a tree, kernels by their short decoded name; ``per_call`` counts each node
-    per call of `op` (0.67 for a memset that two of three merged calls issue)."""
+    per call of `op` (0.67 for a memset that two of three merged calls issue). ``ops_only`` leaves out the
+    device events (a lesson that asks about them before it shows them)."""
     check_trace(trace)
+    if not isinstance(ops_only, bool):
+        raise TypeError(f"ops_only must be True or False, got {ops_only!r}")
     chain = trace.chain(op)
+    if ops_only:
+        chain = chain[chain["kind"] == "op"].reset_index(drop=True)  # device events are leaves: the tree stays whole
     calls = int(chain["calls_of_root"].iloc[0])
     names = [
         row["name"] if row["kind"] == "op" else decode_kernel(row["name"])["short_name"] for _, row in chain.iterrows()
@@ -105,4 +110,5 @@ def chain_tree(trace: Trace, op: str) -> ChainTree:
             "path": paths,
         }
     )
-    return ChainTree(f"{trace.info.describe()}: {op}, merged over {calls} call(s)", frame)
+    what = ", operators only" if ops_only else ""
+    return ChainTree(f"{trace.info.describe()}: {op}, merged over {calls} call(s){what}", frame)

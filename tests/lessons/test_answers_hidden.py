@@ -172,3 +172,37 @@ def test_the_search_finds_a_planted_answer(copies):
     assert _shows(ast.Constant("aten::addmm"), "x", prose)
     assert _shows(ast.Constant(True), "flag", nbformat.v4.new_code_cell("check(flag, expected=True)"))
     assert not _shows(ast.Constant(20), "n", copy.cells[0])
+
+
+def _first(nb, needle: str) -> int:
+    return next(i for i, c in enumerate(nb.cells) if needle in c.source)
+
+
+@pytest.mark.parametrize(
+    ("name", "guess", "reveal"),
+    [
+        # 00: on a GPU the profiler's table and the tree print the kernel under the operator that launched it
+        ("00_setup_and_first_trace.ipynb", "gemm_launched_by = ", "prof.key_averages().table("),
+        ("00_setup_and_first_trace.ipynb", "gemm_launched_by = ", 'helpers.chain_tree(trace, "aten::linear")'),
+        # 01: on a GPU the costs table has a kernels_per_call column, the trees show the copy kernels
+        ("01_strides_and_views.ipynb", "kernels_per_call = ", "costs = helpers.nb01.op_costs("),
+        ("01_strides_and_views.ipynb", "kernels_per_call = ", "helpers.chain_tree(trace, op)"),
+        # 02: the kernel tables and trees print the GEMM's name, layout letters included (on both paths)
+        ("02_linear_and_addmm_epilogue.ipynb", "ab_layout = ", "helpers.kernel_table(gpu_by_hand)["),
+        ("02_linear_and_addmm_epilogue.ipynb", "ab_layout = ", "helpers.chain_tree(gpu_linear"),
+        ("02_linear_and_addmm_epilogue.ipynb", "ab_layout = ", "def addmm_strategy("),
+        # 03: the kernel names (tiles) come after the tile guess
+        ("03_geglu_mlp_eager.ipynb", "distinct_tiles = ", 'gemms[["short_name"'),
+    ],
+)
+def test_guesses_come_before_what_reveals_them_on_a_gpu(copies, name, guess, reveal):
+    nb = nbformat.read(copies / name, as_version=4)
+    assert _first(nb, guess) < _first(nb, reveal)
+
+
+def test_lesson_03_draws_its_first_tree_without_device_events(copies):
+    # the tree before the device-event and tile guesses would list the memsets and the GEMM kernels' names
+    nb = nbformat.read(copies / "03_geglu_mlp_eager.ipynb", as_version=4)
+    first_tree = nb.cells[_first(nb, "helpers.chain_tree(")].source
+    assert _first(nb, "helpers.chain_tree(") < _first(nb, "device_events_per_forward = ")
+    assert "ops_only=True" in first_tree
