@@ -18,6 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "decode-floor": ("benchmarks.decode_floor", "batch-1 decode against the weight-read floor, cause by cause"),
     "decode-gemv": ("benchmarks.decode_gemv", "the course's batch-1 GEMV against cuBLAS at the decode shapes: GB/s"),
+    "decode-attention": (
+        "benchmarks.decode_attention",
+        "the decode step's attention: SDPA over the masked cache against the course's split-KV kernel",
+    ),
     "fp8-gate-up": ("benchmarks.fp8_gate_up", "the FP8 gate+up path against the bf16 fused kernel: rate and error"),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }

@@ -41,7 +41,13 @@ from .decoder.configurations import RUNS
 
 # the best configuration of the decoder benchmark first: a run cut short still says the most
 SDPA_BACKENDS = ("flash", "efficient", "cudnn", "math")
-CONFIGURATIONS = ("course-concat+compile+graph", "eager+graph", "compile+graph", "course-gemv+compile+graph")
+CONFIGURATIONS = (
+    "course-concat+compile+graph",
+    "eager+graph",
+    "compile+graph",
+    "course-gemv+compile+graph",
+    "course-gemv-attn+compile+graph",
+)
 PROMPT_LEN, STEPS, PROFILED = 128, 50, 10
 
 

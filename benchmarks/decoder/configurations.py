@@ -76,6 +76,20 @@ RUNS: dict[str, Run] = {
             DECODE,
         ),
         Run(
+            Configuration(
+                "course-gemv-attn+compile+graph",
+                mlp="course",
+                attention="course",
+                fused_qkv=True,
+                decode_gemv=True,
+                compiled=True,
+                graph=True,
+            ),
+            "course-gemv+compile+graph with each decode step's attention as the course's split-KV kernel "
+            "(flash-decoding: the position read on the device, the cache past it skipped)",
+            DECODE,
+        ),
+        Run(
             Configuration("course+flash", attention="course", **COURSE),
             "the course's layers and its flash-attention kernel",
             ("prefill", "train"),
@@ -116,6 +130,7 @@ ORDER = (
     "course+compile+graph",
     "course-concat+compile+graph",
     "course-gemv+compile+graph",
+    "course-gemv-attn+compile+graph",
     "course+flash",
     "sdpa-flash",
     "sdpa-efficient",

@@ -109,7 +109,11 @@ def attend_cached(
         out = attn.attend(q, k, v)
     elif attn.attn_impl == "manual":
         out = manual_attention(q, slot.k, slot.v, causal=True, mask=~step.visible.view(1, -1))
-    else:  # the course's kernel masks causally only; a partly filled buffer needs SDPA's mask
+    elif attn.attn_impl == "course":  # split-KV decode kernel: reads the position on the device, skips the rest
+        from ..kernels.decode_attention import decode_attention_step  # Triton only when asked for
+
+        out = decode_attention_step(q, slot.k, slot.v, step.position)
+    else:  # a partly filled buffer needs SDPA's mask
         gqa = {"enable_gqa": True} if attn.num_kv_heads != attn.num_heads else {}
         out = F.scaled_dot_product_attention(q, slot.k, slot.v, attn_mask=step.visible.view(1, 1, 1, -1), **gqa)
     return out.transpose(1, 2).reshape(b, s, attn.num_heads * attn.head_dim)
