@@ -40,6 +40,15 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
         "gemm",
         "batch-1 GEMV for decode with gelu_tanh(gate) * up as its prologue and a residual add (helpers/kernels/decode_gemv.py)",
     ),
+    "_decode_attn_split_kernel": (
+        "attention",
+        "split-KV decode attention, one query token against the cache up to its position, one split of the "
+        "cache per program (helpers/kernels/decode_attention.py)",
+    ),
+    "_decode_attn_merge_kernel": (
+        "attention",
+        "split-KV decode attention's merge of the splits by log-sum-exp (helpers/kernels/decode_attention.py)",
+    ),
     "_flash_attn_fwd_kernel": (
         "attention",
         "flash-attention forward, online softmax over streamed K/V tiles, pointer path "

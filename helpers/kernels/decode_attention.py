@@ -41,7 +41,7 @@ INTERPRETER_BLOCK_N = 16
 
 
 @triton.jit
-def _decode_split_kernel(
+def _decode_attn_split_kernel(
     q_ptr, k_ptr, v_ptr, pos_ptr, part_ptr, lse_ptr, out_ptr,
     H, GROUP, D, split_len, n_splits, qk_scale,
     stride_qb, stride_qh, stride_kb, stride_kh, stride_kn, stride_vb, stride_vh, stride_vn, stride_pos,
@@ -92,7 +92,7 @@ def _decode_split_kernel(
 
 
 @triton.jit
-def _decode_merge_kernel(
+def _decode_attn_merge_kernel(
     part_ptr, lse_ptr, out_ptr, D, n_splits, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr
 ):  # fmt: skip
     """One program per (sequence, head): the splits' outputs weighted by 2^(lse - max lse); empty splits
@@ -198,7 +198,7 @@ def launch_decode_attention(
         part = torch.empty((b * h, n_splits, d), dtype=torch.float32, device=q.device)
         lse = torch.empty((b * h, n_splits), dtype=torch.float32, device=q.device)
     pos_stride = position.stride(0) if position.dim() else 0
-    _decode_split_kernel[(b * h, n_splits)](
+    _decode_attn_split_kernel[(b * h, n_splits)](
         q, k, v, position, part, lse, out,
         h, h // kvh, d, split_len, n_splits, scale * LOG2E,
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
@@ -206,7 +206,7 @@ def launch_decode_attention(
     )  # fmt: skip
     if not single:
         block_s = triton.next_power_of_2(n_splits)
-        _decode_merge_kernel[(b * h,)](part, lse, out, d, n_splits, BLOCK_S=block_s, BLOCK_D=block_d, num_warps=4)
+        _decode_attn_merge_kernel[(b * h,)](part, lse, out, d, n_splits, BLOCK_S=block_s, BLOCK_D=block_d, num_warps=4)
     return n_splits
 
 

@@ -194,12 +194,12 @@ for dt in ("bf16", "fp32"):
         sig = {"q_ptr": "*" + dt, "k_ptr": "*" + dt, "v_ptr": "*" + dt, "pos_ptr": "*i64", "part_ptr": "*" + part,
                "lse_ptr": "*" + part, "out_ptr": "*" + dt, **{n: "i32" for n in ints}, "qk_scale": "fp32",
                "BLOCK_N": "constexpr", "BLOCK_D": "constexpr", "SINGLE": "constexpr"}
-        src = ASTSource(fn=da._decode_split_kernel, signature=sig,
+        src = ASTSource(fn=da._decode_attn_split_kernel, signature=sig,
                         constexprs={"BLOCK_N": da.BLOCK_N, "BLOCK_D": 128, "SINGLE": single})
         assert triton.compile(src, target=target, options={"num_warps": da.NUM_WARPS}).asm["cubin"]
     sig = {"part_ptr": "*fp32", "lse_ptr": "*fp32", "out_ptr": "*" + dt, "D": "i32", "n_splits": "i32",
            "BLOCK_S": "constexpr", "BLOCK_D": "constexpr"}
-    src = ASTSource(fn=da._decode_merge_kernel, signature=sig, constexprs={"BLOCK_S": da.MAX_SPLITS, "BLOCK_D": 128})
+    src = ASTSource(fn=da._decode_attn_merge_kernel, signature=sig, constexprs={"BLOCK_S": da.MAX_SPLITS, "BLOCK_D": 128})
     assert triton.compile(src, target=target, options={"num_warps": 4}).asm["cubin"]
 print("compiled")
 """
