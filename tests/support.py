@@ -124,3 +124,18 @@ def synthetic_decoder_trace(path, names: dict[str, str] | None = None, steps: in
     events = [e for i in range(steps) for e in _decoder_step(i + 1, 2000.0 * i, names)]
     path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
     return helpers.load_trace(path)
+
+
+def run_benchmark_interpreted(*args: str, timeout: int = 300) -> None:
+    """``python -m benchmarks ARGS`` in a child process on Triton's CPU interpreter, on every machine: a CPU smoke
+    run must not meet a GPU's compiled mode, which refuses CPU tensors (and this process's mode is fixed)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", *args], cwd=root, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"python -m benchmarks {' '.join(args)} failed:\n{done.stderr[-3000:]}"

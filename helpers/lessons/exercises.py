@@ -47,13 +47,16 @@ class Feedback:
 @dataclass(frozen=True)
 class Exercise:
     """One question: title, why the answer is what it is (``{name}`` fields filled from a check's ``details``),
-    a hint, and whether the expected value is measured, computed or a reference."""
+    a hint, and whether the expected value is measured, computed or a reference. A ``guess`` is asked before the
+    evidence and graded against this run's measurement, which a busy machine can change: a full lesson's
+    :meth:`Exercises.assert_all_correct` needs it answered, not right."""
 
     title: str
     explain: str = ""
     hint: str = ""
     rel_tol: float = 0.0
     source: str = "measured"
+    guess: bool = False
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -285,9 +288,13 @@ class Exercises:
         return pd.DataFrame(rows, columns=["exercise", "status", "message"])
 
     def assert_all_correct(self) -> pd.DataFrame:
-        """Raise AssertionError unless every exercise of the lesson was checked and right (full lessons)."""
+        """Raise AssertionError unless every exercise of the lesson was checked and right (full lessons); a guess
+        (:class:`Exercise` ``guess=True``) only has to be answered."""
         table = self.summary()
-        bad = table[~table["status"].isin([RIGHT, TIE])]
+        guesses = [self.book[k].title for k in self.book if self.book[k].guess]
+        bad = table[
+            ~table["status"].isin([RIGHT, TIE]) & ~(table["exercise"].isin(guesses) & (table["status"] == WRONG))
+        ]
         if not bad.empty:
             raise AssertionError("exercises not right:\n" + bad.to_string(index=False))
         return table

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.__main__ import main as benchmarks_main
+from support import run_benchmark_interpreted
 
 
 def test_smoke_run_writes_rows_with_provenance(tmp_path):
     out = tmp_path / "decode_attention_cpu.json"
-    assert benchmarks_main(["decode-attention", "--device", "cpu", "--quick", "--out", str(out)]) == 0
+    run_benchmark_interpreted("decode-attention", "--device", "cpu", "--quick", "--out", str(out))
     data = json.loads(out.read_text())
     assert data["benchmark"] == "decode-attention" and data["provenance"]["device"].startswith("CPU")
     assert [(r["max_len"], r["fill"]) for r in data["rows"]] == [(40, 8), (40, 40)]

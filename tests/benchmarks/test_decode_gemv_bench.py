@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.__main__ import main as benchmarks_main
+from support import run_benchmark_interpreted
+
 from benchmarks.decode_gemv import shapes
 
 
 def test_smoke_run_writes_rows_with_provenance(tmp_path):
     out = tmp_path / "decode_gemv_cpu.json"
-    assert benchmarks_main(["decode-gemv", "--device", "cpu", "--quick", "--out", str(out)]) == 0
+    run_benchmark_interpreted("decode-gemv", "--device", "cpu", "--quick", "--out", str(out))
     data = json.loads(out.read_text())
     assert data["benchmark"] == "decode-gemv" and data["provenance"]["device"].startswith("CPU")
     assert [r["name"] for r in data["rows"]] == ["qkv", "down"]

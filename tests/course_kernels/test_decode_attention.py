@@ -25,7 +25,8 @@ from helpers.kernels.decode_attention import (
 # relative error against float32 torch: fp32 sums in another order; bf16/fp16 round the output (the interpreter
 # rounds toward zero where a GPU rounds to nearest)
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}
-BLOCK = da.INTERPRETER_BLOCK_N  # positions per loop step here
+# positions per loop step of the launcher here: the interpreter's small blocks, or the compiled kernel's
+BLOCK = da.INTERPRETER_BLOCK_N if da.triton_mode() == "interpreter" else da.BLOCK_N
 
 
 def _problem(b, heads, kv_heads, max_len, d, dtype, seed=0):
