@@ -145,3 +145,21 @@ def target_text(causes: pd.DataFrame, share: float = 0.6) -> str:
         f"less: {holds}. No fix removes a whole cause, so the way there takes from several. What each points "
         f"to:\n\n{fixes}"
     )
+
+
+# The course's batch-1 kernels (helpers/kernels/decode_gemv.py, decode_attention.py) against the configuration
+# they start from, in the decode-floor result that measured both.
+KERNELS, KERNELS_FROM = "course-gemv-attn+compile+graph", "course-concat+compile+graph"
+
+
+def kernels_text(causes: pd.DataFrame, new: str = KERNELS, old: str = KERNELS_FROM) -> str:
+    """What the course's batch-1 kernels changed, cause group by group: the step, the floor's share of it, and
+    each group that moved by more than 10 % (one measurement's noise, as :data:`TIE_WITHIN`)."""
+    a, b = cause_groups(causes, old), cause_groups(causes, new)
+    step_a, step_b = step_us(causes, old), step_us(causes, new)
+    moved = [g for g in GROUPS if abs(b[g] - a[g]) > TIE_WITHIN * max(a[g], b[g], 1.0)]
+    parts = ", ".join(f"{g} {a[g]:,.0f} -> {b[g]:,.0f} us" for g in moved) or "no group by more than 10 %"
+    return (
+        f"From {old} to {new} the step went from {step_a:,.0f} to {step_b:,.0f} us, and the floor from "
+        f"{a['floor'] / step_a:.0%} to {b['floor'] / step_b:.0%} of it. By cause: {parts}."
+    )

@@ -89,3 +89,23 @@ def test_the_recorded_result_reads_and_its_table_ends_with_the_whole_step():
     assert table.iloc[-1][f"{floor.BEST}: pct_of_step"] == 100
     assert floor.largest_causes(recorded.table("causes"))[0] in floor.GROUPS
     assert "(recorded)" in recorded.label
+
+
+def test_the_course_kernels_result_is_read_as_stored_and_said_by_group():
+    """Lesson 08's H100 table of the batch-1 kernels: the value on screen is the stored one, and the sentence names
+    only the groups that moved by more than the noise."""
+    import json
+
+    from helpers.lessons.results import RESULTS_DIR, load_results
+
+    causes = load_results("h100_decode_floor").table("causes")
+    stored = json.loads((RESULTS_DIR / "h100_decode_floor.json").read_text())["tables"]["causes"]["rows"]
+    shown = floor.causes_table(causes, (floor.KERNELS, floor.KERNELS_FROM))
+    row = next(r for r in stored if r[0] == floor.KERNELS and r[1].startswith("GPU idle"))
+    assert shown.loc[row[1], f"{floor.KERNELS}: us"] == row[2]
+    text = floor.kernels_text(causes)
+    groups_new, groups_old = floor.cause_groups(causes, floor.KERNELS), floor.cause_groups(causes, floor.KERNELS_FROM)
+    for g in floor.GROUPS:
+        moved = abs(groups_new[g] - groups_old[g]) > 0.1 * max(groups_new[g], groups_old[g])
+        assert (f"{g} {groups_old[g]:,.0f} -> " in text) == moved, g
+    assert f"{floor.step_us(causes, floor.KERNELS):,.0f} us" in text
