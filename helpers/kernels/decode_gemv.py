@@ -98,8 +98,9 @@ _KERNELS = {"none": _gemv_kernel, "rmsnorm": _rmsnorm_gemv_kernel, "geglu": _geg
 TUNING_CONFIGS = [
     triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=s)
     for bn, bk, w, s in (
-        (2, 1024, 4, 1), (4, 512, 4, 1), (4, 1024, 4, 1), (8, 512, 4, 1),
-        (8, 1024, 8, 1), (16, 256, 4, 1), (16, 512, 8, 1), (4, 512, 4, 3),
+        (2, 1024, 4, 1), (2, 2048, 4, 1), (2, 1024, 2, 1), (2, 512, 2, 1), (2, 1024, 4, 2),
+        (4, 512, 4, 1), (4, 1024, 4, 1), (8, 512, 4, 1), (8, 1024, 8, 1), (16, 256, 4, 1), (16, 512, 8, 1),
+        (4, 512, 4, 3),
     )
 ]  # fmt: skip
 # The interpreter runs programs one after another in numpy: a few mid-sized programs.
