@@ -38,9 +38,16 @@ check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
 
+# One rule for "stands out", stated in both branches of the sentence so they cannot contradict each other.
+STANDS_OUT_RATIO = 2.0
+# A profiled and an unprofiled time of one run within this share of the larger are read as level.
+NOISE_SHARE = 0.10
+
+
 def slowest_call_sentence(op: str, calls: int, median_us: float, max_us: float, worst_share: float) -> str:
-    """What the slowest of `calls` calls says about the total: one call over 3x the median decides the sum and the
-    average, so read the median. Names no cause: a first-step cost and a paused process look the same here."""
+    """What the slowest of `calls` calls says about the total: a call over ``STANDS_OUT_RATIO`` times the median
+    stands out and weighs on the sum and the average, so read the median. Names no cause: a first-step cost and a
+    paused process look the same here."""
     if not isinstance(op, str) or not op:
         raise TypeError(f"op must be an operator's name, got {op!r}")
     if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
@@ -54,12 +61,34 @@ def slowest_call_sentence(op: str, calls: int, median_us: float, max_us: float, 
         f"In this run the slowest of the {calls} calls of `{op}` took {max_us:,.1f} us, {ratio:.1f} times the median call "
         f"({median_us:,.1f} us), and holds {worst_share:.0%} of the total. "
     )
-    if ratio > 3:
+    if ratio > STANDS_OUT_RATIO:
         return head + (
-            "That one call weighs on the total and the average above far more than on the median: read the median. "
-            "(This table cannot say why it was slow: a first call's one-time work and a pause look the same.)"
+            f"More than {STANDS_OUT_RATIO:.0f} times the median, that call stands out: it weighs on the total and the "
+            "average above far more than on the median, so read the median. (This table cannot say why it was slow: "
+            "a first call's one-time work and a pause look the same.)"
         )
     return head + (
-        "No call stands out this time: total, average and median tell the same story. On a busy machine they do "
-        "not; the median does not move."
+        f"No call stands out: none took more than {STANDS_OUT_RATIO:.0f} times the median this time, so total, average "
+        "and median tell the same story. On a busy machine they do not; the median does not move."
+    )
+
+
+def profiler_cost_sentence(unprofiled_us: float, profiled_us: float, share: float = NOISE_SHARE) -> str:
+    """What one call's host time with and without the profiler says: the profiler's cost when the profiled call is
+    longer beyond ``share`` of the larger, level within it, and a machine too busy to tell when it is shorter."""
+    if not (unprofiled_us > 0 and profiled_us > 0):
+        raise ValueError(f"need two positive times, got {unprofiled_us!r} and {profiled_us!r}")
+    if not 0 <= share < 1:
+        raise ValueError(f"share must be in [0, 1), got {share!r}")
+    diff, noise = profiled_us - unprofiled_us, share * max(profiled_us, unprofiled_us)
+    if diff > noise:
+        return f"The profiler adds about {diff:,.1f} us per call ({profiled_us / unprofiled_us:.1f}x)."
+    if diff < -noise:
+        return (
+            f"Under the profiler it came out faster ({-diff:,.1f} us less): the profiler only adds work, so other "
+            "work on the machine slowed the unprofiled calls. The machine was too busy to measure the profiler's cost "
+            "here."
+        )
+    return (
+        f"The two are within {share:.0%} of each other: the profiler's cost per call is inside this run's noise here."
     )

@@ -199,7 +199,7 @@ def autotune_note(trace_us: float, bench_us: float, bench_label: str) -> str:
     if abs(trace_us - bench_us) <= 0.05 * min(trace_us, bench_us):
         return (
             f"A separate compile in {run} measured {bench_us:.0f} us of kernels per forward for the same mode, as "
-            "here: this time autotuning settled on kernels as fast. It benchmarks its candidates again at every "
+            "here: this time autotuning settled on kernels as fast as in the trace. It benchmarks its candidates again at every "
             "compile, so on another run or GPU it can choose others: read a max-autotune number with the trace "
             "that produced it."
         )

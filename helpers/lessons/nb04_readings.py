@@ -113,6 +113,13 @@ def end_to_end_why(
             + (f" ({notes})" if notes else "")
             + ". Other work on the machine slowed these rounds: read them as this run's, not as the workload's."
         )
+    if isinstance(compiled_faster, Tie):
+        # a tie argues no side: what set the pace is said, not which variant it favours
+        paces = ", ".join(f"{k} {'by the GPU' if bound[k] == 'GPU' else 'by the CPU'}" for k in ("eager", "compiled"))
+        return (
+            f"Back to back, the pace was set here: {paces}. The medians of the rounds differ by no more than their "
+            "spread, so this run does not tell which of the two is faster end to end."
+        )
     if set(bound.values()) == {"GPU"}:
         return (
             "Back to back, the GPU was busy all the time here: the wall time per call follows the kernel time, and "
@@ -170,7 +177,10 @@ def synchronised_sentence(b2b_us: Mapping[str, float], sync_us: Mapping[str, flo
     times = f"{sync_us['compiled']:.0f} us compiled, {sync_us['eager']:.0f} us eager"
     above = [k for k in keys if b2b_us[k] > sync_us[k]]
     if not above:
-        return f"Synchronised after every call, both pay their host work on top: {times}."
+        return (
+            f"Synchronised after every call: {times}. Every microsecond the host spends before the first kernel "
+            "starts, and the wait for the result, add to the kernels; the rest of the host's work overlaps them."
+        )
     return (
         f"Synchronised after every call: {times}. Back to back, {' and '.join(above)} took longer than that "
         f"({', '.join(f'{b2b_us[k]:.0f} us' for k in above)}): calls that do not wait cannot be slower than calls "

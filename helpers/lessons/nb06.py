@@ -26,7 +26,7 @@ __all__ = [
     "kernel_device", "plan_bytes", "plan_floor_us", "plan_kernels", "plans_frame", "plans_table",
     "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
     "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
-    "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence",
+    "clocks_disagree", "disturbed_times", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -137,8 +137,8 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
     elif abs(lead_s - lead_k) <= TIE_SHARE * max(sa, sb):
         # the host overheads differ by exactly lead_s - lead_k: the tie share of the synchronised times decides
         verdict = (
-            f"{a}'s kernel-time lead of {lead_k:.0f} us carries over ({lead_s:.0f} us): the host overheads per call "
-            "are level within the noise"
+            f"{a}'s kernel-time lead of {lead_k:.0f} us comes out at {lead_s:.0f} us synchronised: the host overheads "
+            f"per call differ by {abs(oa - ob):.0f} us; single numbers, no spread"
         )
     elif lead_s > lead_k:
         verdict = f"{a}'s smaller host work makes its kernel-time lead of {lead_k:.0f} us grow to {lead_s:.0f} us"
@@ -152,13 +152,39 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
     )
 
 
+def disturbed_times(times: pd.DataFrame) -> dict[str, list[str]]:
+    """Variants whose times contradict each other beyond the tie share, with what contradicts: issuing a call
+    longer than a synchronised call (which includes issuing it), back to back slower than synchronised (calls that
+    do not wait cannot be slower than calls that do), a graph replay slower than back to back (a replay removes the
+    host's work). Only other work on a shared GPU or host makes them so."""
+    if not {"variant", "e2e_sync_us", "e2e_nosync_us"} <= set(times.columns):
+        raise ValueError("times needs the columns variant, e2e_sync_us and e2e_nosync_us")
+    out: dict[str, list[str]] = {}
+    for r in times.itertuples():
+        sync, b2b = float(r.e2e_sync_us), float(r.e2e_nosync_us)
+        enq, graphed = (float(getattr(r, c, float("nan"))) for c in ("enqueue_us", "graphed_us"))
+        why = []
+        if enq > (1 + TIE_SHARE) * sync:
+            why.append(f"{enq:.0f} us to issue a call against {sync:.0f} us synchronised")
+        if b2b > (1 + TIE_SHARE) * sync:
+            why.append(f"{b2b:.0f} us back to back against {sync:.0f} us synchronised")
+        if graphed > (1 + TIE_SHARE) * b2b:
+            why.append(f"{graphed:.0f} us replayed from a graph against {b2b:.0f} us back to back")
+        if why:
+            out[str(r.variant)] = why
+    return out
+
+
 def hiding_sentence(times: pd.DataFrame) -> str:
-    """Which variants' host work hid behind the GPU's back to back (within the tie share of the kernel time)."""
+    """Which variants' host work hid behind the GPU's back to back (within the tie share of the kernel time), which
+    the host's pace explains, and which were disturbed by other work (:func:`disturbed_times`): those get no cause."""
     if not {"variant", "kernel_us", "e2e_nosync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, kernel_us and e2e_nosync_us")
     t = times.dropna(subset=["kernel_us", "e2e_nosync_us"])
     if t.empty:
         raise ValueError("no variant has both a kernel time and a back-to-back time")
+    disturbed = disturbed_times(t) if "e2e_sync_us" in t.columns else {}
+    t = t[~t["variant"].astype(str).isin(disturbed)]
     hidden = t[t["e2e_nosync_us"] <= (1 + TIE_SHARE) * t["kernel_us"]]["variant"].tolist()
     exposed = t[t["e2e_nosync_us"] > (1 + TIE_SHARE) * t["kernel_us"]]
     parts = []
@@ -168,8 +194,6 @@ def hiding_sentence(times: pd.DataFrame) -> str:
             f"Back to back in this run, the host's work hid behind the GPU's for {', '.join(map(str, hidden))} "
             f"(within {TIE_SHARE:.0%} of their kernel time): there the kernel time decides."
         )
-    if exposed.empty:
-        return " ".join(parts)
     explained = exposed if slow_issue is None else exposed[slow_issue[exposed.index]]
     unexplained = exposed.drop(index=explained.index) if slow_issue is not None else exposed.iloc[0:0]
 
@@ -193,6 +217,14 @@ def hiding_sentence(times: pd.DataFrame) -> str:
             f"Back to back, {shown(unexplained, True)} took longer than their kernels although the host issued a "
             "call faster than the GPU ran it: the host's work does not explain the excess, which other work on a "
             "shared GPU or host (or this run's noise) does."
+        )
+    if disturbed:
+        shown_d = "; ".join(f"{v} ({', '.join(why)})" for v, why in disturbed.items())
+        parts.append(
+            f"The times of {shown_d} contradict each other: a synchronised call includes issuing it, calls that do "
+            "not wait cannot be slower than calls that do, and a graph replay removes the host's work. Other work on "
+            "a shared GPU or host disturbed them (too busy to tell, as lesson 04 says): they name no host cause and "
+            "rank nothing."
         )
     return " ".join(parts)
 
@@ -259,36 +291,67 @@ def race_sentence(timing: pd.DataFrame) -> str:
     return f"{fast[0]} is faster: {fast[1]:.0f} against {slow[1]:.0f} us ({slow[1] / fast[1]:.2f}x)."
 
 
+# Two clocks of one training step further apart than this share of the larger are read as disturbed.
+CLOCKS_SHARE = 0.20
+
+
+def clocks_disagree(training: pd.DataFrame, share: float = CLOCKS_SHARE) -> list[str]:
+    """Variants whose step time by CUDA events (``step_us``) and by the wall clock (``step_wall_us``) differ by more
+    than ``share`` of the larger; none when the table has no wall-clock column."""
+    if "step_wall_us" not in training.columns:
+        return []
+    t = training.dropna(subset=["step_us", "step_wall_us"])
+    gap = (t["step_us"] - t["step_wall_us"]).abs() > share * t[["step_us", "step_wall_us"]].max(axis=1)
+    return t.loc[gap, "variant"].astype(str).tolist()
+
+
 def training_sentence(
     training: pd.DataFrame, modes: Sequence[str] = ("course-fused-save", "course-fused-recompute")
 ) -> str:
-    """What the training steps say: the fastest variant, each fused mode against eager (a tie within the tie
-    share), time and memory, with the caveat of a single run."""
+    """What the training steps say: what each time column is, the fastest variant and each fused mode against
+    eager (a tie within the tie share), time and memory, with the caveat of a single run. When the two clocks of a
+    step disagree (:func:`clocks_disagree`), no variant is ranked on either: only the peak memory is compared."""
     if not {"variant", "step_us", "peak_mb"} <= set(training.columns) or training.empty:
         raise ValueError("training must be a non-empty table with the columns variant, step_us and peak_mb")
+    split = clocks_disagree(training)
     t = training.dropna(subset=["step_us"]).set_index("variant")
-    fastest = t["step_us"].idxmin()
-    level = [v for v in t.index if v != fastest and _tie(t.loc[v, "step_us"], t.loc[fastest, "step_us"])]
-    if level:
-        shown = ", ".join(f"{v} ({t.loc[v, 'step_us']:.0f} us)" for v in level)
-        parts = [
-            f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us), level within {TIE_SHARE:.0%} "
-            f"with {shown}: too close to call from one run."
-        ]
+    parts = []
+    if "step_wall_us" in t.columns:
+        parts.append(
+            "`step_us` is the median of CUDA events recorded around each step; `step_wall_us` is the wall clock over "
+            "all the steps back to back, divided by their number."
+        )
+    ranked = not split
+    if split:
+        shown = ", ".join(f"{v} ({t.loc[v, 'step_us']:.0f} against {t.loc[v, 'step_wall_us']:.0f} us)" for v in split)
+        parts.append(
+            f"The two clocks differ by more than {CLOCKS_SHARE:.0%} for {shown}: other work on a shared GPU or host "
+            "moved one of them, so this run ranks no step time on either column."
+        )
     else:
-        parts = [f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us)."]
+        fastest = t["step_us"].idxmin()
+        level = [v for v in t.index if v != fastest and _tie(t.loc[v, "step_us"], t.loc[fastest, "step_us"])]
+        if level:
+            shown = ", ".join(f"{v} ({t.loc[v, 'step_us']:.0f} us)" for v in level)
+            parts.append(
+                f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us), level within "
+                f"{TIE_SHARE:.0%} with {shown}: too close to call from one run."
+            )
+        else:
+            parts.append(f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us).")
     if "eager" in t.index:
         e = t.loc["eager"]
         for mode in (m for m in modes if m in t.index):
             r = t.loc[mode]
+            memory = f"{r['peak_mb']:.0f} MB peak against eager's {e['peak_mb']:.0f} MB."
+            if not ranked:
+                parts.append(f"`{mode}`: {memory}")
+                continue
             if _tie(r["step_us"], e["step_us"]):
                 speed = f"level with it, within {TIE_SHARE:.0%}"
             else:
                 speed = "slower" if r["step_us"] > e["step_us"] else "faster"
-            parts.append(
-                f"`{mode}`: {r['step_us'] / e['step_us']:.2f}x eager's step time ({speed}), "
-                f"{r['peak_mb']:.0f} MB peak against eager's {e['peak_mb']:.0f} MB."
-            )
+            parts.append(f"`{mode}`: {r['step_us'] / e['step_us']:.2f}x eager's step time ({speed}), {memory}")
     parts.append(
         "Each step time is one run without its spread: on a shared GPU a step can move between runs by more than "
         "these differences, so read the times as this run's, and the peak memory (which does not move) as the firm result."

@@ -99,11 +99,24 @@ class Results:
         rows += [(k, str(v)) for k, v in self.provenance.items() if v is not None]
         rows += [(f"table {n}", self.about(n)) for n in self.tables]
         if lesson:
-            rows = [r for r in rows if r[0] not in PROJECT_ROWS]
+            rows = [(k, lesson_command(v) if k == "command" else v) for k, v in rows if k not in PROJECT_ROWS]
         return pd.DataFrame(rows, columns=["item", "value"])
 
     def __repr__(self) -> str:
         return f"<Results {self.name}: {self.label}; tables {', '.join(self.tables)}>"
+
+
+def lesson_command(command: str) -> str:
+    """A recorded command line with every absolute path cut to its file's name: the recording machine's folders
+    mean nothing to a learner, the file's name is what the lesson loads."""
+    if not isinstance(command, str):
+        raise TypeError(f"command must be a str, got {type(command).__name__}")
+
+    def short(word: str) -> str:
+        key, eq, value = word.partition("=") if word.startswith("--") else ("", "", word)
+        return key + eq + (Path(value).name if value.startswith("/") else value)
+
+    return " ".join(short(w) for w in command.split())
 
 
 # Card rows for the project's tests and records (acceptance targets, notes on how a run was recorded).

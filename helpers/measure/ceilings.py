@@ -15,7 +15,7 @@ import torch
 from ..checks import positive_int, positive_number
 from ..trace.registry import REFERENCE_CEILINGS
 from .ceiling_gemms import CUDA_MATMUL_SHAPES, best_fp8_matmul_rate, best_matmul_rate
-from .device import cpu_name, resolve_device
+from .device import cpu_label, resolve_device
 from .timing import time_device, time_per_call
 
 
@@ -203,7 +203,7 @@ def _measure_cpu() -> Ceilings:
     mm_s = time_per_call(torch.mm, a, b, repeats=repeats, warmup=warmup)
     threads = torch.get_num_threads()
     return Ceilings(
-        device=f"CPU: {cpu_name()} ({threads} threads)",
+        device=cpu_label(threads),
         device_type="cpu",
         copy_bytes_per_s=copy_bytes / copy_s,
         matmul_flop_per_s=gemm_flops_cube(n) / mm_s,
@@ -214,7 +214,7 @@ def _measure_cpu() -> Ceilings:
         write_bytes_per_s=write_rate,
         method=(
             f"median of {repeats} timed runs after {warmup} warm-ups (time_per_call: wall clock, one call at a time), "
-            f"{threads} torch threads: Tensor.copy_, torch.sum, torch.ne and Tensor.fill_ of {numel * 4 // 2**20} MiB float32, "
+            f"{threads} torch thread{'' if threads == 1 else 's'}: Tensor.copy_, torch.sum, torch.ne and Tensor.fill_ of {numel * 4 // 2**20} MiB float32, "
             f"torch.mm {n}x{n}x{n} float32"
         ),
         torch_version=torch.__version__,

@@ -115,7 +115,14 @@ def device_name(device: torch.device) -> str:
     """What a table calls `device`: the GPU's name, or the CPU's with its torch threads."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"CPU: {cpu_name()} ({torch.get_num_threads()} threads)"
+    return cpu_label(torch.get_num_threads())
+
+
+def cpu_label(threads: int) -> str:
+    """``CPU: <model> (<n> thread[s])``: the CPU's name with its torch threads, singular for one."""
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    return f"CPU: {cpu_name()} ({threads} thread{'' if threads == 1 else 's'})"
 
 
 def package_version(package: str) -> str | None:
