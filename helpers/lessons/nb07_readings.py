@@ -21,31 +21,51 @@ __all__ = [
     "flex_tiles_sentence",
     "kernel_race_note",
     "ranking_sentence",
+    "rope_share_sentence",
     "rounds_frame",
     "wall_kernel_sentence",
 ]
 
 
 def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms") -> str:
-    """The variants from fastest to slowest by the median of their rounds, each set beside the fastest: faster or
-    slower when the difference is beyond the spread, a tie with it when inside (:func:`.rounds.too_close`)."""
+    """The variants from fastest to slowest by the median of their rounds (medians rounded to two decimals, as the
+    table shows them), each set beside the lowest: slower when the difference is beyond the spread, a tie when
+    inside (:func:`.rounds.too_close`). When every other variant ties with the lowest, no winner is named."""
     if len(rounds) < 2:
         raise ValueError("give at least two variants' rounds to rank")
     verdicts = {n: compare_rounds(r, r) for n, r in rounds.items()}  # checks every set of rounds
     order = sorted(rounds, key=lambda n: verdicts[n].a_median)
     best = order[0]
+    against = {name: compare_rounds(rounds[best], rounds[name]) for name in order[1:]}
+    lo, hi = verdicts[best].a_range
+    lowest = f"`{best}`, {verdicts[best].a_median:.2f} {unit} (middle half {lo:.2f} to {hi:.2f})"
+    if all(v.tie for v in against.values()):
+        others = ", ".join(f"`{n}` {v.b_median:.2f} {unit}" for n, v in against.items())
+        widest = against[order[-1]]
+        return (
+            f"Too close to call here: no variant wins. Lowest median {lowest}; {others}, each inside the rounds' "
+            f"spread ({widest.why(unit)}). A synchronised wall time this spread says nothing about which kernel is "
+            "faster: read the kernel times of the benchmark below."
+        )
     parts = []
-    for name in order[1:]:
-        v = compare_rounds(rounds[best], rounds[name])
+    for name, v in against.items():
         if v.tie:
             parts.append(f"`{name}` ({v.b_median:.2f} {unit}) ties with it, too close to call here: {v.why(unit)}")
         else:
             parts.append(f"`{name}` is slower ({v.b_median:.2f} {unit}, {v.b_median / v.a_median:.2f}x)")
-    lo, hi = verdicts[best].a_range
-    return (
-        f"Fastest by the median of its rounds: `{best}`, {verdicts[best].a_median:.2f} {unit} (middle half {lo:.2f} "
-        f"to {hi:.2f}); " + "; ".join(parts) + "."
-    )
+    lead = "Lowest median" if any(v.tie for v in against.values()) else "Fastest by the median of its rounds"
+    return f"{lead}: {lowest}; " + "; ".join(parts) + "."
+
+
+def rope_share_sentence(share: float | None, device: str, live: bool) -> str:
+    """The summary's line on RoPE's share of the block's kernel time: said of the GPU the learner ran (`live`,
+    `device` read from the trace), else of the H200's reference trace; empty when no GPU trace was read."""
+    if share is None:
+        return ""
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ValueError(f"share must be a fraction between 0 and 1, got {share!r}")
+    where = f"Here, on {device}," if live else "On the H200's reference trace,"
+    return f"{where} RoPE's small kernels took {share:.0%} of the block's kernel time."
 
 
 def causal_sentence(table: pd.DataFrame) -> str:
@@ -155,6 +175,11 @@ def wall_kernel_sentence(times: pd.DataFrame, tolerance: float = 0.05) -> str:
                 ": one kernel per call, so nothing runs between kernels to explain the gap. Its timed calls and its "
                 "profiled call were taken at different moments: another process on this GPU slowed one of them. "
                 "Read its kernel time."
+            )
+        elif r.time_us > r.kernel_us:
+            text += (
+                f": between its {_kernels(r.kernels_per_call)} the GPU waits for the host to launch the next, launch "
+                "and idle time the kernel sum leaves out (a GPU shared with other work adds to it)."
             )
         else:
             text += "."

@@ -91,9 +91,9 @@ def _rounds(name: str, values: Sequence[float]) -> list[float]:
     return out
 
 
-def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us") -> str:
+def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us", disturbed: Sequence[str] = ()) -> str:
     """Each option's median and range of rounds, then each pair's verdict: faster only when the difference is beyond
-    the spread, else a tie (:func:`.rounds.too_close`)."""
+    the spread, else a tie (:func:`.rounds.too_close`); a pair with a `disturbed` option is too close to call."""
     if not isinstance(times, Mapping) or len(times) < 2:
         raise ValueError("pass at least two options, {name: [round, ...]}")
     rounds = {str(k): _rounds(str(k), v) for k, v in times.items()}
@@ -105,7 +105,9 @@ def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us") -> 
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             sa, sb = spread_of(rounds[a]), spread_of(rounds[b])
-            if too_close(sa, sb):
+            if a in disturbed or b in disturbed:
+                verdicts.append(f"{a} and {b} are too close to call here (a disturbed run)")
+            elif too_close(sa, sb):
                 verdicts.append(f"{a} and {b} are too close to call here ({noise_why(sa, sb, unit)})")
             else:
                 verdicts.append(f"{a} is faster than {b}" if sa.median < sb.median else f"{b} is faster than {a}")
@@ -185,3 +187,101 @@ def two_figures(x: float) -> float:
     """`x` rounded to two significant figures (2,179 -> 2,200): a ratio of two noisy timings supports no more."""
     x = _number("x", x)
     return 0.0 if x == 0 else round(x, 1 - math.floor(math.log10(abs(x))))
+
+
+def lowest_reading(what: str, rounds: Sequence[float], unit: str = "us") -> tuple[float, str]:
+    """The lowest of several unprofiled readings of one step (a shared GPU only ever adds time) and, when the
+    rounds disagree by more than 20%, the note saying so where the number is first used."""
+    rounds = _rounds("rounds", rounds)
+    low, high = min(rounds), max(rounds)
+    note = two_readings_note(what, high, "in the slowest round", low, "in the fastest", unit=unit) if low > 0 else ""
+    if note:
+        note += " The figures below use the lowest: a machine shared with other work only ever adds time."
+    return low, note
+
+
+def speedup_text(before_us: Sequence[float], after_us: Sequence[float], tolerance: float = 0.2) -> str:
+    """A speedup from every reading of the step before and after a fix: one figure when the readings agree (within
+    `tolerance`), else the range they allow with its cause (the machine was shared)."""
+    before, after = _rounds("before_us", before_us), _rounds("after_us", after_us)
+    if min(before + after) <= 0:
+        raise ValueError("readings must be positive")
+    low, high = min(before) / max(after), max(before) / min(after)
+    if high / low - 1 <= tolerance:
+        return f"{statistics.median(before) / statistics.median(after):.1f}x"
+    return (
+        f"between {low:.1f}x and {high:.1f}x (the readings of this notebook disagree: the GPU was shared with other "
+        "work, so no single figure)"
+    )
+
+
+def above_bound_note(what: str, bound_us: float, measured_us: float, where: str) -> str:
+    """A note when a step measured without the profiler exceeds the upper bound taught for it: its own work
+    cannot push it there, so the GPU was shared while it was timed (empty at or under the bound)."""
+    bound, measured = _number("bound_us", bound_us), _number("measured_us", measured_us)
+    if measured <= bound:
+        return ""
+    return (
+        f" {what[0].upper()}{what[1:]} measured {where}, {measured:,.0f} us, is above its predicted upper bound "
+        f"({bound:,.0f} us): the step's own kernels and gaps cannot put it there, so another process shared the GPU "
+        "while it was timed. Take the lower reading."
+    )
+
+
+def kernel_time_moved_note(what: str, a_us: float, a_where: str, b_us: float, b_where: str) -> str:
+    """A note when the kernel time of one step, profiled twice, moved by more than 20%: kernel times barely change
+    on an idle GPU, so the GPU itself was shared (empty when the two agree)."""
+    a, b = _number("a_us", a_us), _number("b_us", b_us)
+    if a <= 0 or b <= 0:
+        raise ValueError(f"kernel times must be positive, got {a} and {b}")
+    if max(a, b) / min(a, b) - 1 <= 0.2:
+        return ""
+    return (
+        f" The kernel time itself moved: {what} {a:,.0f} us {a_where} against {b:,.0f} us {b_where} "
+        f"({max(a, b) / min(a, b):.2f}x). The same kernels barely change from run to run on an idle GPU, so this GPU "
+        "was shared with other work while one of the two was profiled: read neither as the step's own."
+    )
+
+
+def disturbed_options(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str, float]) -> list[str]:
+    """The options whose synchronised step, timed without the profiler, took less than its own kernels in the
+    profile: impossible on one undisturbed GPU, so the run was disturbed."""
+    return [k for k, v in unprofiled_us.items() if k in kernel_us and _number(k, v) < _number(k, kernel_us[k])]
+
+
+def live_vs_recorded_text(
+    live: Mapping[str, Mapping[str, float]], recorded: Mapping[str, Mapping[str, float]], tolerance: float = 0.2
+) -> str:
+    """Each live row against the recording as a ratio to eager in its own run (so two GPUs compare), per column
+    ``{column: {configuration: value}}``: the rows off by more than `tolerance` are named as a shared GPU's."""
+    off = []
+    for column, rows in live.items():
+        base, ref = rows.get("eager"), recorded.get(column, {})
+        if base is None or ref.get("eager") is None:
+            continue
+        for name, value in rows.items():
+            if name == "eager" or name not in ref or not all(map(math.isfinite, (value, ref[name]))):
+                continue
+            here, there = _number(name, value) / _number("eager", base), ref[name] / _number("eager", ref["eager"])
+            if max(here, there) / min(here, there) - 1 > tolerance:
+                off.append(f"{name} {column} {here:.2f}x eager here against {there:.2f}x in the recording")
+    if not off:
+        return f"Live against recorded: every live row is within {tolerance:.0%} of the recording, as a ratio to eager."
+    return (
+        f"Live against recorded, as a ratio to eager in each run: {'; '.join(off)} (more than {tolerance:.0%} apart). "
+        "The same code on a GPU shared with other work: the live rows were slowed, so the reading below is of the "
+        "recording."
+    )
+
+
+def disturbed_note(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str, float]) -> str:
+    """The sentence flagging :func:`disturbed_options` (empty when there are none)."""
+    bad = disturbed_options(unprofiled_us, kernel_us)
+    if not bad:
+        return ""
+    each = "; ".join(f"{k} {unprofiled_us[k]:,.0f} us against {kernel_us[k]:,.0f} us" for k in bad)
+    return (
+        f" A disturbed run: without the profiler, the synchronised step took less than its own kernels in the profile "
+        f"({each}). A step cannot beat its kernels, so the GPU was shared with other work while one was measured, "
+        "and a comparison with these options is too close to call here."
+    )

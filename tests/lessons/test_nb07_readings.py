@@ -20,7 +20,7 @@ def test_a_ranking_inside_the_rounds_spread_is_a_tie():
     assert "is slower (0.36 ms" in text and "ties" not in text
     # pass 1: 0.62 against 0.50 against 0.44, but with rounds that overlap
     wide = {"your kernel": [0.62, 0.45, 0.70, 0.50, 0.55], "SDPA flash": [0.44, 0.52, 0.60, 0.47, 0.41]}
-    assert "ties with it" in r.ranking_sentence(wide)
+    assert r.ranking_sentence(wide).startswith("Too close to call here")
     with pytest.raises(ValueError):
         r.ranking_sentence({"one": [1.0, 1.0, 1.0]})
 
