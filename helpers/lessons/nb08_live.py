@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..programs import line_shown
-from .rounds import noise_why, spread_of, too_close
+from .rounds import noise_why, spread_of, too_close, two_readings_note  # noqa: F401 (nb08.live's name)
 
 # Lines of the decoder benchmark's log that answer a question the lesson asks later (the transfer variant's
 # speedup) or judge the project's targets (not a learner's business): left out of what the notebook prints.
@@ -163,23 +163,6 @@ def replay_window_text(profiled_us: Sequence[float], unprofiled_us: Sequence[flo
         "no work per kernel for the profiler to slow down, so a gap that large is not the profiler's: the GPU was "
         "shared with other work while one of the two was measured (compare the kernel time with the unprofiled "
         "step). Rerun both on an idle GPU before reading a difference here."
-    )
-
-
-def two_readings_note(
-    what: str, a: float, a_where: str, b: float, b_where: str, tolerance: float = 0.2, unit: str = "us"
-) -> str:
-    """A note when two readings of one quantity in the notebook differ by more than `tolerance` (empty when
-    they agree): the machine was shared, read them as a range."""
-    a, b = _number("a", a), _number("b", b)
-    if a <= 0 or b <= 0:
-        raise ValueError(f"readings must be positive, got {a} and {b}")
-    if max(a, b) / min(a, b) - 1 <= tolerance:
-        return ""
-    return (
-        f" Two readings of {what} in this notebook disagree: {a:,.0f} {unit} {a_where} against {b:,.0f} {unit} {b_where} "
-        f"({max(a, b) / min(a, b):.1f}x). The same step, unprofiled both times: the machine (GPU or CPU) was shared "
-        "with other work while one was taken. Read the two as a range, not either as the step's time."
     )
 
 

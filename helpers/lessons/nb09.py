@@ -26,7 +26,7 @@ from ..trace.overlap import overlap
 from ..trace.ranks import MultiRankTrace
 from ..trace.work import kernel_breakdown
 from .exercises import Exercise, Exercises, Feedback, Tie
-from .nb09_launches import cores_phrase, launches_sentence, no_faster_text, rank_changes
+from .nb09_launches import bucket_prediction_text, cores_phrase, launches_sentence, no_faster_text, rank_changes
 from .results import Results, load_results
 from .rounds import Spread, spread_of, too_close
 
@@ -37,7 +37,7 @@ __all__ = [
     "predict_bucket_change", "prediction_table", "rank_table", "reference_run", "run_summary", "runs_folder",
     "runs_table", "script_source", "timed_steps", "Tie", "allreduce_model", "one_bucket_terms",
     "check_one_bucket", "check_straggler_cost", "param_comms", "check_hidden", "hidden_by_step",
-    "cores_phrase", "launches_sentence", "no_faster_text", "rank_changes",
+    "bucket_prediction_text", "cores_phrase", "launches_sentence", "no_faster_text", "rank_changes",
 ]  # fmt: skip
 
 EXERCISES = Exercises(

@@ -93,3 +93,34 @@ def cores_phrase(nproc: int, cores: int | None = None) -> str:
         f"{nproc} processes on {n} cores, which other work on the machine may hold: each message waits until the "
         "other rank reaches the same collective"
     )
+
+
+def bucket_prediction_text(predicted_ms: float, change: Mapping[str, Any], step_ms: float) -> str:
+    """What a predicted change of the step (ms) says against the change measured between two launches
+    (``measured_change``'s dict) of a `step_ms` step: inside the spread nothing can be judged; beyond it the
+    comparison is still inconclusive, since the spread of one launch's steps is no bar for two launches."""
+    if not isinstance(change, Mapping) or not {"change_ms", "noise_ms", "within_noise"} <= set(change):
+        raise ValueError("pass measured_change(base, new): change_ms, noise_ms and within_noise")
+    if isinstance(step_ms, bool) or not isinstance(step_ms, (int, float)) or not step_ms > 0:
+        raise ValueError(f"step_ms must be a positive number, got {step_ms!r}")
+    predicted, measured = float(predicted_ms), float(change["change_ms"])
+    if change["within_noise"] and abs(predicted) <= change["noise_ms"]:
+        return (
+            "The measured change is inside that spread, and so is the prediction: these runs cannot say whether the "
+            "larger buckets help, and a prediction this small cannot be judged on them. What the trace does say is "
+            f"that the change is small, about {abs(predicted) / step_ms:.0%} of the step."
+        )
+    if change["within_noise"]:
+        return "The measured change is inside that spread, the prediction beyond it: these runs cannot confirm it."
+    sign = (
+        "it has the sign the model predicted"
+        if predicted * measured > 0
+        else "its sign is the opposite of the prediction's, which, if another launch showed it again, would mean the "
+        "model (only the all-reduce kernels' latency and bytes) leaves out something that moves with the bucket size"
+    )
+    return (
+        f"The measured change is larger than that spread, but that spread is within one launch and these are two "
+        f"launches: on a shared machine they also differ by whatever else ran at the time. At {abs(measured) / step_ms:.1%} "
+        f"of the step it is a hint, not a result, and the comparison is inconclusive: {sign}. Launch each run again "
+        "to judge it."
+    )

@@ -21,6 +21,14 @@ from ..paths import REPO_ROOT
 from ..trace.categories import STEP_PREFIX
 from ..trace.model import Trace, check_trace
 from .exercises import MISSING, RIGHT, TIE, WRONG, Exercise, Exercises, Feedback, Tie, compare_rounds
+from .nb10_readings import (
+    RATIO_UNUSABLE,
+    call_medians,
+    later_reading_note,
+    outlier_pieces_text,
+    scaled_bound,
+    two_savings_note,
+)
 from .nb10_savings import (
     SAVING_TOLERANCE,
     STEP_NOISE,
@@ -29,6 +37,7 @@ from .nb10_savings import (
     path_sentence,
     prediction_held,
     ratio_text,
+    right_method_message,
     scaling_note,
     scaling_verdict,
     too_noisy,
@@ -37,9 +46,10 @@ from .planted import PROBLEMS, Loop, build_loop, planted_problem
 from .rounds import rounds_frame, take_turns
 
 __all__ = [
-    "Findings", "PROBLEMS", "SAVING_TOLERANCE", "STEP_NOISE", "build_loop", "critical_path", "diagnose",
-    "measured_saving", "missed_reasons", "path_sentence", "path_summary", "planted_problem", "prediction_held", "ratio_text",
-    "rounds_frame", "scaling_note", "scaling_verdict", "too_noisy",
+    "Findings", "PROBLEMS", "RATIO_UNUSABLE", "SAVING_TOLERANCE", "STEP_NOISE", "build_loop", "call_medians",
+    "critical_path", "diagnose", "later_reading_note", "measured_saving", "missed_reasons", "outlier_pieces_text",
+    "path_sentence", "path_summary", "planted_problem", "prediction_held", "ratio_text", "right_method_message",
+    "rounds_frame", "scaled_bound", "scaling_note", "scaling_verdict", "too_noisy", "two_savings_note",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -251,8 +261,7 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
         if right and p > 0:
             explain += " " + scaling_note(p, float(ratio), s)
     if right:  # the method is graded; the bound's own miss is reported as the measurement's
-        method = "right method (the bound as the trace shows it)" + ("" if prediction_held(p, s) else "; prediction missed: the method is graded, the measurement says how far the bound landed")  # fmt: skip
-        return _record(key, RIGHT, f"you predicted {p:,.0f} us: {method}. {measured} {explain}", p, p)  # fmt: skip
+        return _record(key, RIGHT, f"{right_method_message(p, s)} {measured} {explain}", p, p)  # fmt: skip
     shown = " or ".join(f"{t:,.0f}" for t in sorted(taught))
     if prediction_held(p, s):  # the measurement cannot tell it from the taught figure: not the learner's error
         return _record(key, TIE, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} Yours is within 25 % of the measured median, inside the rounds' middle half or within 2 % of the step of it: too close to call on this machine. {explain}", p, shown)  # fmt: skip

@@ -48,9 +48,15 @@ def too_noisy(predicted_us: float, saving: Mapping[str, float]) -> bool:
 
 def scaling_note(bound_us: float, ratio: float, saving: Mapping[str, float]) -> str:
     """One sentence on this measurement: did the bound scaled by the step's unprofiled/profiled `ratio` hold where
-    the bound itself did not, or the other way round? Both holding or both missing is said too."""
+    the bound itself did not, or the other way round? Both holding or both missing is said too; a ratio above 1 is
+    not the profiler's cost and scales nothing."""
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not ratio > 0:
         raise ValueError(f"ratio must be a positive number (unprofiled over profiled), got {ratio!r}")
+    if ratio > 1:
+        return (
+            f"The step's unprofiled/profiled ratio ({ratio:.2f}) is above 1, which the profiler (it only adds time) "
+            "cannot cause: other work slowed the unprofiled rounds, so it is not used to scale the bound."
+        )
     scaled = float(bound_us) * float(ratio)
     raw, scaled_ok = prediction_held(bound_us, saving), prediction_held(scaled, saving)
     head = f"Scaled by the step's unprofiled/profiled ratio ({ratio:.2f}), the bound would be {scaled:,.0f} us"
@@ -66,11 +72,19 @@ def scaling_note(bound_us: float, ratio: float, saving: Mapping[str, float]) -> 
 
 def scaling_verdict(fixes: pd.DataFrame) -> str:
     """What scaling each non-zero prediction by its step's ratio changed, from the table of fixes (columns ``fix``,
-    ``predicted_us``, ``held``, ``scaled_held``): the verdicts it turned each way, named."""
+    ``predicted_us``, ``held``, ``scaled_held``): the verdicts it turned each way, named. Rows whose ``scaled_us``
+    is NaN (a ratio above 1, see :func:`.nb10_readings.scaled_bound`) are left out of the count and named."""
     _need(fixes, ("fix", "predicted_us", "held", "scaled_held"))
     costly = fixes[fixes["predicted_us"] > 0]
+    unscaled = costly[costly["scaled_us"].isna()] if "scaled_us" in costly.columns else costly.iloc[:0]
+    costly = costly.drop(index=unscaled.index)
+    skipped = (
+        f" {_names(unscaled['fix'])}: not scaled, its ratio above 1 (the machine's noise, not the profiler's cost)."
+        if len(unscaled)
+        else ""
+    )
     if costly.empty:
-        return ""
+        return skipped.strip()
     won = costly[costly["scaled_held"] & ~costly["held"]]["fix"].tolist()
     lost = costly[~costly["scaled_held"] & costly["held"]]["fix"].tolist()
     head = (
@@ -78,13 +92,13 @@ def scaling_verdict(fixes: pd.DataFrame) -> str:
         f"non-zero predictions would have held, against {int(costly['held'].sum())} unscaled. "
     )
     if not won and not lost:
-        return head + "On this run scaling changed no verdict: compare `scaled_us` and `predicted_us` with `measured_us` in the table to see which came closer."  # fmt: skip
+        return head + "On this run scaling changed no verdict: compare `scaled_us` and `predicted_us` with `measured_us` in the table to see which came closer." + skipped  # fmt: skip
     parts = []
     if won:
         parts.append(f"scaling turned {_names(won)} from missed to held (the removed time was inflated like the step)")
     if lost:
         parts.append(f"it turned {_names(lost)} from held to missed (the removed time was inflated less than the step)")
-    return head + "On this run " + "; ".join(parts) + ". Whether one ratio fits depends on the fix and the machine."
+    return head + "On this run " + "; ".join(parts) + ". Whether one ratio fits depends on the fix and the machine." + skipped  # fmt: skip
 
 
 def missed_reasons(fixes: pd.DataFrame, launch_bound: Mapping[str, bool] | None = None) -> str:
@@ -176,3 +190,15 @@ def ratio_text(unprofiled: Sequence[float], profiled: Sequence[float]) -> str:
             "noise as much as the profiler's cost, and every bound scaled by it below inherits that noise."
         )
     return text
+
+
+def right_method_message(predicted_us: float, saving: Mapping[str, float]) -> str:
+    """The first words of a right answer to a saving exercise (the method is graded): whether the prediction held
+    against the measurement, and by how much it missed when it did not, so "right" never reads as "held"."""
+    p = float(predicted_us)
+    if prediction_held(p, saving):
+        return f"right method, and the prediction held: you predicted {p:,.0f} us, the bound as the trace shows it."
+    return (
+        f"right method; the prediction missed by {abs(p - saving['median']):,.0f} us: you predicted {p:,.0f} us, the "
+        "bound as the trace shows it, which is what this exercise grades; the measurement says how far it landed."
+    )

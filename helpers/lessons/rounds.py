@@ -1,4 +1,4 @@
-"""Used by notebooks 03, 04, 07, 10: repeated timings taken in turns, compared and shown the way the lessons'
+"""Used by notebooks 03, 04, 07, 08, 10: repeated timings taken in turns, compared and shown the way the lessons'
 checkers do (median, spread, tie)."""
 
 from __future__ import annotations
@@ -246,3 +246,26 @@ def named_functions(fns: object) -> Mapping[str, Callable]:
         if not callable(fn):
             raise TypeError(f"{name}: expected a function or module, got {type(fn).__name__}")
     return fns
+
+
+def two_readings_note(
+    what: str, a: float, a_where: str, b: float, b_where: str, tolerance: float = 0.2, unit: str = "us"
+) -> str:
+    """A note when two readings of one quantity in the notebook differ by more than `tolerance` (empty when they
+    agree): the machine was shared, read them as a range. Notebooks 08 and 10 use it."""
+    a, b = _reading("a", a), _reading("b", b)
+    if a <= 0 or b <= 0:
+        raise ValueError(f"readings must be positive, got {a} and {b}")
+    if max(a, b) / min(a, b) - 1 <= tolerance:
+        return ""
+    return (
+        f" Two readings of {what} in this notebook disagree: {a:,.0f} {unit} {a_where} against {b:,.0f} {unit} {b_where} "
+        f"({max(a, b) / min(a, b):.1f}x). The same step, unprofiled both times: the machine (GPU or CPU) was shared "
+        "with other work while one was taken. Read the two as a range, not either as the step's time."
+    )
+
+
+def _reading(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)

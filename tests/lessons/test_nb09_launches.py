@@ -61,3 +61,19 @@ def test_a_thin_margin_is_no_faster_possibly_slower():
     assert "less than the spread" in inside
     with pytest.raises(ValueError):
         nb09.no_faster_text({"change_ms": 1.0})
+
+
+def test_a_bucket_prediction_against_two_launches_is_never_more_than_a_hint():
+    # H100 pass: predicted +0.5 ms, measured -0.6 ms beyond a 0.4 ms spread, on a 46 ms step
+    beyond = {"change_ms": -0.6, "noise_ms": 0.4, "within_noise": False}
+    text = nb09.bucket_prediction_text(0.53, beyond, 46.0)
+    assert "hint, not a result" in text and "inconclusive" in text and "1.3% of the step" in text
+    assert "opposite" in text and "if another launch showed it again" in text
+    assert "the sign the model predicted" in nb09.bucket_prediction_text(-0.3, beyond, 46.0)
+    inside = {"change_ms": -0.2, "noise_ms": 0.4, "within_noise": True}
+    assert "and so is the prediction" in nb09.bucket_prediction_text(0.3, inside, 46.0)
+    assert "cannot confirm it" in nb09.bucket_prediction_text(2.0, inside, 46.0)
+    with pytest.raises(ValueError):
+        nb09.bucket_prediction_text(0.5, {"change_ms": 1.0}, 46.0)
+    with pytest.raises(ValueError):
+        nb09.bucket_prediction_text(0.5, beyond, 0.0)
