@@ -60,6 +60,7 @@ EXERCISES = Exercises(
         explain="the MLP holds 3 of the 7 GEMMs of a layer but {share:.0%} of its GEMM FLOPs "
         "(hidden {config.hidden_size} -> {config.intermediate_size} and back).",
         hint="which block has the widest matrices?",
+        guess=True,  # a profile on a shared GPU can swap the two largest parts
     ),
     decode_per_token=Exercise(
         "decode more than 10x slower per token than prefill",

@@ -38,3 +38,10 @@ def test_a_missing_guess_or_a_wrong_answer_still_fails():
 
 def test_lesson_10_marks_only_its_costliest_guess():
     assert [k for k, ex in NB10.book.items() if ex.guess] == ["costliest"]
+
+
+def test_lesson_08_marks_only_its_prefill_part_guess():
+    """A shared H100 profiled attention 7 % above the MLP in a prefill: the guess is graded, not asserted."""
+    from helpers.lessons.nb08 import EXERCISES as NB08
+
+    assert [k for k, ex in NB08.book.items() if ex.guess] == ["prefill_part"]
