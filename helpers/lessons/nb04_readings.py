@@ -117,8 +117,8 @@ def end_to_end_why(
         # a tie argues no side: what set the pace is said, not which variant it favours
         paces = ", ".join(f"{k} {'by the GPU' if bound[k] == 'GPU' else 'by the CPU'}" for k in ("eager", "compiled"))
         return (
-            f"Back to back, the pace was set here: {paces}. The medians of the rounds differ by no more than their "
-            "spread, so this run does not tell which of the two is faster end to end."
+            f"Back to back, the pace was set here: {paces}. As the check says, this run cannot tell which of the "
+            "two is faster end to end."
         )
     if set(bound.values()) == {"GPU"}:
         return (
