@@ -218,3 +218,33 @@ def time_graphed(fn: Callable, *inputs: Any, iters: int = 20, calls_per_graph: i
         per_call_us = start.elapsed_time(end) * 1e3 / (iters * calls_per_graph)
         del graph, static_out, direct
     return {"graphed_us": per_call_us, "max_abs_diff": diff}
+
+
+def time_calls_graphed(calls: list[Callable[[], Any]], device: Any, replays: int) -> float:
+    """Microseconds per call of `calls` (each on its own data, so caches do not serve them) captured back to back
+    in one CUDA graph and replayed `replays` times; on a CPU the wall clock of one pass (the smoke runs)."""
+    import torch
+
+    if device.type != "cuda":
+        start = time.perf_counter()
+        for fn in calls:
+            fn()
+        return (time.perf_counter() - start) * 1e6 / len(calls)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for fn in calls[:2]:  # autotunes and compiles outside the capture
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for fn in calls:
+            fn()
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / (replays * len(calls))

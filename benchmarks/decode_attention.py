@@ -21,7 +21,6 @@ Triton's interpreter (the CI smoke run; its times mean nothing).
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,39 +32,12 @@ import torch.nn.functional as F
 from helpers.decoder.config import get_config
 from helpers.measure.device import provenance, resolve_device
 
-from .common import log, store_tables, write_json
+from .common import log, store_tables, time_calls_graphed, write_json
 
 REPLAYS = 50
 MAX_LENS, FILLS = (4096, 300), (256, 1024, 4096)
 QUICK = {"heads": 2, "head_dim": 16, "layers": 2, "max_lens": (40,), "fills": (8, 40)}
 SWEEP = [(32, 4, None), (64, 4, None), (64, 8, None), (128, 8, None), (64, 8, 8), (64, 8, 16), (64, 8, 64)]
-
-
-def _time_us(calls: list[Callable[[], Any]], device: torch.device) -> float:
-    """Microseconds per call: a CUDA graph of `calls` back to back, replayed (on a CPU: wall clock)."""
-    if device.type != "cuda":
-        start = time.perf_counter()
-        for fn in calls:
-            fn()
-        return (time.perf_counter() - start) * 1e6 / len(calls)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for fn in calls[:2]:  # compiles outside the capture
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for fn in calls:
-            fn()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(REPLAYS):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / (REPLAYS * len(calls))
 
 
 def measure(
@@ -101,7 +73,7 @@ def measure(
     row: dict[str, Any] = {"max_len": max_len, "fill": fill, "heads": heads, "head_dim": head_dim,
                            "layers": layers, "splits": splits, "split_len": split_len, "kv_mb_read": read / 1e6}  # fmt: skip
     for name, fn in ways.items():
-        us = _time_us([lambda k=k, v=v, fn=fn: fn(k, v) for k, v in caches], device)
+        us = time_calls_graphed([lambda k=k, v=v, fn=fn: fn(k, v) for k, v in caches], device, REPLAYS)
         row[f"{name}_us"] = round(us, 2)
         row[f"{name}_gbps"] = round(read / us / 1e3, 1)
     ref = decode_attention_reference(q, *caches[0], fill - 1)
@@ -116,7 +88,7 @@ def measure(
             def call(k, v, block_n=block_n, warps=warps, n=n) -> None:
                 launch_decode_attention(q, k, v, position, out, head_dim**-0.5, block_n, n, warps)
 
-            us = _time_us([lambda k=k, v=v: call(k, v) for k, v in caches], device)
+            us = time_calls_graphed([lambda k=k, v=v: call(k, v) for k, v in caches], device, REPLAYS)
             used = split_plan(heads, max_len, block_n, device_sms(device), n)[0]
             row["sweep"].append({"block_n": block_n, "num_warps": warps, "splits": used, "us": round(us, 2)})
     return row

@@ -21,7 +21,6 @@ runs tiny shapes in Triton's interpreter (the CI smoke run; its times mean nothi
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ import torch.nn.functional as F
 from helpers.decoder.config import get_config
 from helpers.measure.device import provenance, resolve_device
 
-from .common import log, store_tables, write_json
+from .common import log, store_tables, time_calls_graphed, write_json
 
 L2_OVERFLOW_BYTES = 256 * 2**20  # weight copies per graph: past any Hopper L2 (50-60 MB) several times over
 CALLS_MIN, REPLAYS = 4, 20
@@ -57,33 +56,6 @@ QUICK_SHAPES = [
     {"name": "qkv", "N": 48, "K": 64, "prologue": "rmsnorm", "residual": False},
     {"name": "down", "N": 40, "K": 96, "prologue": "geglu", "residual": True},
 ]
-
-
-def _time_us(calls: list[Callable[[], Any]], device: torch.device) -> float:
-    """Microseconds per call: a CUDA graph of `calls` back to back, replayed (on a CPU: wall clock)."""
-    if device.type != "cuda":
-        start = time.perf_counter()
-        for fn in calls:
-            fn()
-        return (time.perf_counter() - start) * 1e6 / len(calls)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for fn in calls[:2]:  # autotunes and compiles outside the capture
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for fn in calls:
-            fn()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(REPLAYS):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / (REPLAYS * len(calls))
 
 
 def measure_shape(shape: dict[str, Any], device: torch.device, roof: float | None, sweep: bool) -> dict[str, Any]:
@@ -123,7 +95,7 @@ def measure_shape(shape: dict[str, Any], device: torch.device, roof: float | Non
     moved = {"cublas": plain, "gemv": plain, "torch_unfused": fused, "gemv_fused": fused}
     row: dict[str, Any] = {**shape, "weight_mb": weight_bytes / 1e6, "weight_copies": copies}
     for name, fn in ways.items():
-        us = _time_us([lambda w=w, fn=fn: fn(w) for w in ws], device)
+        us = time_calls_graphed([lambda w=w, fn=fn: fn(w) for w in ws], device, REPLAYS)
         row[f"{name}_us"] = round(us, 2)
         row[f"{name}_gbps"] = round(moved[name] / us / 1e3, 1)  # bytes per us / 1e3 = GB/s
         if roof:
@@ -141,7 +113,7 @@ def measure_shape(shape: dict[str, Any], device: torch.device, roof: float | Non
             def call(w: torch.Tensor, blocks=blocks, out=out) -> None:
                 launch_gemv(xk.reshape(-1), w, out, blocks=blocks)
 
-            us = _time_us([lambda w=w: call(w) for w in ws], device)
+            us = time_calls_graphed([lambda w=w: call(w) for w in ws], device, REPLAYS)
             row["sweep"].append(
                 {"BLOCK_N": blocks[0], "BLOCK_K": blocks[1], "num_warps": blocks[2], "us": round(us, 2)}
             )
