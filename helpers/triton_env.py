@@ -66,6 +66,7 @@ def ensure_interpreter_ready() -> None:
         from triton.runtime.jit import JITFunction
     except ImportError as err:  # pragma: no cover - depends on the Triton version
         raise RuntimeError(_RESTART_ADVICE) from err
+    _let_loop_bounds_be_one_element_arrays()
     for name, module in list(sys.modules.items()):
         if not name.startswith("triton.language") or module is None:
             continue
@@ -75,6 +76,24 @@ def ensure_interpreter_ready() -> None:
                     setattr(module, attr, InterpretedFunction(value.fn))
                 except Exception as err:  # pragma: no cover - depends on the Triton version
                     raise RuntimeError(_RESTART_ADVICE) from err
+
+
+def _let_loop_bounds_be_one_element_arrays() -> None:
+    """Some Triton interpreters (3.6 among them) turn a kernel's scalar into an index with ``int(array)``, which
+    NumPy 2.4 refuses for a one-element array: ``range(0, K, BLOCK)`` then fails. Re-set ``__index__`` with
+    ``.item()``, which takes any one-element array and still refuses a longer one."""
+    from triton.runtime import interpreter
+
+    patch = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "course_index_fix", False):
+        return
+
+    def patch_with_item_index(tensor: Any, scope: Any) -> None:
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+    patch_with_item_index.course_index_fix = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patch_with_item_index
 
 
 _RESTART_ADVICE = (
