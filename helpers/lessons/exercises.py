@@ -163,6 +163,25 @@ def _same(answer: Any, expected: Any, rel_tol: float) -> tuple[bool, str]:
         return False, f"could not compare a {type(answer).__name__} with the expected {type(expected).__name__}"
 
 
+@dataclass(frozen=True)
+class _Hidden:
+    """Stands where a check cell's evidence would be until the learner's answer is right or revealed."""
+
+    reveal_call: str
+
+    def __repr__(self) -> str:
+        return (
+            f"(The measurement behind this check shows here once your answer is right, or after "
+            f"{self.reveal_call}; then run this cell again.)"
+        )
+
+    def _repr_markdown_(self) -> str:
+        return (
+            f"*The measurement behind this check shows here once your answer is right, or after "
+            f"`{self.reveal_call}`; then run this cell again.*"
+        )
+
+
 @dataclass
 class Exercises:
     """The exercises of one lesson, keyed by a short name; remembers every check of the session."""
@@ -229,8 +248,8 @@ class Exercises:
                     message = f"you said {_show(answer)}: {reason}. Write the answer as that kind of value.{hint}"
                 else:
                     message = (
-                        f"you said {_show(answer)}{why}; that does not match {target}{within}. Think again, "
-                        f"then re-run this cell.{hint}"
+                        f"you said {_show(answer)}{why}; that does not match {target}{within}. Think again and "
+                        f"re-run this cell, or run `nb{self.lesson}.reveal({key!r})` to see the answer.{hint}"
                     )
                 fb = Feedback(ex.title, WRONG, message)
         self.results[key] = Feedback(fb.name, fb.status, fb.message, answer, expected)
@@ -272,6 +291,21 @@ class Exercises:
         self._exercise(key)
         fb = self.results.get(key)
         return key in self.revealed or (fb is not None and fb.ok)
+
+    def evidence(self, key: str, *shown: Any) -> Any:
+        """What a check cell shows under its verdict (the measurement, a table, a figure): shown once
+        :meth:`answered` is True, else one line saying how to see it, so a wrong try is not followed by the answer.
+        With several objects all but the last are displayed here and the last is returned for the cell to show."""
+        if not shown:
+            raise TypeError(f"evidence({key!r}, ...) needs the object(s) the cell shows after the check")
+        if not self.answered(key):
+            return _Hidden(f"nb{self.lesson}.reveal({key!r})")
+        if len(shown) > 1:
+            from IPython.display import display
+
+            for item in shown[:-1]:
+                display(item)
+        return shown[-1]
 
     def summary(self) -> pd.DataFrame:
         """Every exercise of the lesson: its status in this session and the message."""

@@ -43,4 +43,5 @@ EXERCISES = Exercises(
     ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
+reveal, answered, evidence = EXERCISES.reveal, EXERCISES.answered, EXERCISES.evidence  # answers once right or asked for
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset

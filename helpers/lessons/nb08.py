@@ -136,7 +136,7 @@ EXERCISES = Exercises(
     ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
-reveal, answered = EXERCISES.reveal, EXERCISES.answered  # the answer on request, or once right
+reveal, answered, evidence = EXERCISES.reveal, EXERCISES.answered, EXERCISES.evidence  # answers once right or asked for
 check_floor_cause = partial(floor.check_cause, book=EXERCISES)
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 

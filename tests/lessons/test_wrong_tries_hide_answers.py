@@ -112,3 +112,28 @@ def test_08_fix_and_speedup_are_one_answer(h200):
         )
     assert statuses("compile", naive) == [WRONG, WRONG]
     assert not nb08.answered("variant_speedup")
+
+
+def test_a_check_cells_evidence_waits_for_a_right_answer_or_reveal():
+    book = Exercises("98", count=Exercise("kernels per forward", hint="count the launches"))
+    table = pd.DataFrame({"kernel": ["gemm", "gelu"], "calls": [2, 1]})
+    with pytest.raises(TypeError, match="needs the object"):
+        book.evidence("count")
+    hidden = book.evidence("count", table)  # not checked yet
+    assert hidden is not table and "nb98.reveal('count')" in repr(hidden)
+    wrong = book.check("count", 5, 3)
+    assert "nb98.reveal('count')" in wrong.message and "Think again" in wrong.message
+    hidden = book.evidence("count", table)
+    assert hidden is not table and "gemm" not in repr(hidden) and "reveal" in hidden._repr_markdown_()
+    book.reveal("count")
+    assert book.evidence("count", table) is table
+    book.reset()
+    book.check("count", 3, 3)
+    assert book.evidence("count", "first", table) is table  # the earlier ones are displayed, the last returned
+
+
+def test_every_lesson_offers_reveal_answered_and_evidence():
+    for n in range(11):
+        lesson = getattr(helpers, f"nb{n:02d}")
+        for name in ("reveal", "answered", "evidence"):
+            assert callable(getattr(lesson, name)), f"nb{n:02d}.{name}"
