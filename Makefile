@@ -71,7 +71,7 @@ lab: install learner
 test: install learner-test
 	status=0; \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pre-commit run --all-files --show-diff-on-failure || status=1; \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" $(RANDOM_ORDER) --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" $(RANDOM_ORDER) --durations=25 --nbmake --nbmake-timeout=$(NB_TIMEOUT) \
 		--ignore=notebooks/learner tests notebooks $(LEARNER_TEST_DIR) || status=1; \
 	$(BIN)/python -m pytest -m browser tests/browser || status=1; \
 	exit $$status
