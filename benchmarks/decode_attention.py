@@ -65,10 +65,6 @@ def measure(
     ways: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
         "sdpa_masked": lambda k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=visible),
         "course": lambda k, v: decode_attention(q, k, v, position),
-        # the splits merged by a second launch instead of by the last split: what the one-launch merge saves
-        "course_merge_kernel": lambda k, v: launch_decode_attention(
-            q, k, v, position, torch.empty_like(q), head_dim**-0.5, merge_kernel=True
-        ),
         "sdpa_sliced": lambda k, v: F.scaled_dot_product_attention(q, k[:, :, :fill], v[:, :, :fill]),
     }
     read = 2 * heads * fill * head_dim * 2  # the filled K and V, bf16
@@ -99,13 +95,11 @@ def measure(
 
 
 def tables(data: dict[str, Any]) -> dict[str, tuple[pd.DataFrame, str]]:
-    cols = ["max_len", "fill", "splits", "sdpa_masked_us", "course_us", "course_merge_kernel_us",
-            "course_over_sdpa_masked", "sdpa_sliced_us", "course_gbps", "course_rel_error",
-            "sdpa_masked_rel_error"]  # fmt: skip
+    cols = ["max_len", "fill", "splits", "sdpa_masked_us", "course_us", "course_over_sdpa_masked", "sdpa_sliced_us",
+            "course_gbps", "course_rel_error", "sdpa_masked_rel_error"]  # fmt: skip
     frame = pd.DataFrame([{c: r.get(c) for c in cols} for r in data["rows"]], columns=cols)
     about = ("the decode step's attention per layer (1 token, 16 heads of 128, bf16): SDPA over the masked buffer "
-             "against the course's split-KV kernel (its splits merged by the last split, or by a second launch), us per "
-             "call by CUDA-graph replay over 16 layers' caches")  # fmt: skip
+             "against the course's split-KV kernel, us per call by CUDA-graph replay over 16 layers' caches")  # fmt: skip
     return {"decode_attention": (frame, about)}
 
 

@@ -43,12 +43,11 @@ COURSE_KERNELS: dict[str, tuple[str, str]] = {
     "_decode_attn_split_kernel": (
         "attention",
         "split-KV decode attention, one query token against the cache up to its position, one split of the "
-        "cache per program, the last split of each head merging them (helpers/kernels/decode_attention.py)",
+        "cache per program (helpers/kernels/decode_attention.py)",
     ),
     "_decode_attn_merge_kernel": (
         "attention",
-        "split-KV decode attention's merge of the splits by log-sum-exp as its own launch, for a first call "
-        "under CUDA-graph capture (helpers/kernels/decode_attention.py)",
+        "split-KV decode attention's merge of the splits by log-sum-exp (helpers/kernels/decode_attention.py)",
     ),
     "_flash_attn_fwd_kernel": (
         "attention",

@@ -2,9 +2,7 @@
 kernels, launcher :func:`launch_decode_attention`, function :func:`decode_attention`. The position lives on the
 device and is read inside the kernel, so the launch needs no host sync and a CUDA graph replays it as the
 position advances. The grid depends only on the shapes: each split owns a fixed range of the buffer and skips
-the blocks past the position; the last split of a head to finish merges the splits by their log-sum-exp (a count
-per head in a small buffer says which one is last), so a step is one launch per layer. A second kernel merges
-instead when no count buffer can be made (a first call under CUDA-graph capture).
+the blocks past the position; a second kernel merges the splits by their log-sum-exp.
 """
 
 from __future__ import annotations
@@ -44,11 +42,10 @@ INTERPRETER_BLOCK_N = 16
 
 @triton.jit
 def _decode_attn_split_kernel(
-    q_ptr, k_ptr, v_ptr, pos_ptr, part_ptr, lse_ptr, out_ptr, count_ptr,
+    q_ptr, k_ptr, v_ptr, pos_ptr, part_ptr, lse_ptr, out_ptr,
     H, GROUP, D, split_len, n_splits, qk_scale,
     stride_qb, stride_qh, stride_kb, stride_kh, stride_kn, stride_vb, stride_vh, stride_vn, stride_pos,
-    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SINGLE: tl.constexpr, MERGE_HERE: tl.constexpr,
-    BLOCK_S: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SINGLE: tl.constexpr,
 ):  # fmt: skip
     """One program: one (sequence, head) over one split of the cache, positions past the sequence's position
     skipped (the loop's upper bound comes from the loaded position). Writes the split's normalised output and
@@ -92,34 +89,24 @@ def _decode_attn_split_kernel(
         tl.store(part_ptr + row * D + d, o, mask=d_ok)
         lse = tl.where(filled, m + tl.log2(tl.where(filled, total, 1.0)), float("-inf"))
         tl.store(lse_ptr + row + tl.arange(0, 1), lse)
-        if MERGE_HERE:  # acq_rel: this split's stores are seen by the last one, which sees all the others'
-            finished_before = tl.atomic_add(count_ptr + bh, 1, sem="acq_rel")
-            if finished_before == n_splits - 1:
-                _merge_splits(part_ptr, lse_ptr, out_ptr, bh.to(tl.int64), D, n_splits, BLOCK_S, BLOCK_D)
-                tl.atomic_xchg(count_ptr + bh, 0)  # zero again for the next call or graph replay
-
-
-@triton.jit
-def _merge_splits(part_ptr, lse_ptr, out_ptr, bh, D, n_splits, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    """One (sequence, head): the splits' outputs weighted by 2^(lse - max lse); empty splits (lse -inf) weigh 0,
-    and split 0 always holds position 0, so the max is finite. Loads skip L1: other SMs wrote the partials."""
-    s = tl.arange(0, BLOCK_S)
-    d = tl.arange(0, BLOCK_D)
-    lse = tl.load(lse_ptr + bh * n_splits + s, mask=s < n_splits, other=float("-inf"), cache_modifier=".cg")
-    used = lse > float("-inf")
-    w = tl.where(used, tl.exp2(lse - tl.max(lse, axis=0)), 0.0)
-    rows = part_ptr + (bh * n_splits + s)[:, None] * D + d[None, :]
-    o = tl.load(rows, mask=used[:, None] & (d < D)[None, :], other=0.0, cache_modifier=".cg")
-    out = tl.sum(w[:, None] * o, axis=0) / tl.sum(w, axis=0)
-    tl.store(out_ptr + bh * D + d, out.to(out_ptr.dtype.element_ty), mask=d < D)
 
 
 @triton.jit
 def _decode_attn_merge_kernel(
     part_ptr, lse_ptr, out_ptr, D, n_splits, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr
 ):  # fmt: skip
-    """One program per (sequence, head): the merge as its own launch."""
-    _merge_splits(part_ptr, lse_ptr, out_ptr, tl.program_id(0).to(tl.int64), D, n_splits, BLOCK_S, BLOCK_D)
+    """One program per (sequence, head): the splits' outputs weighted by 2^(lse - max lse); empty splits
+    (lse -inf) weigh 0, and split 0 always holds position 0, so the max is finite."""
+    bh = tl.program_id(0).to(tl.int64)
+    s = tl.arange(0, BLOCK_S)
+    d = tl.arange(0, BLOCK_D)
+    lse = tl.load(lse_ptr + bh * n_splits + s, mask=s < n_splits, other=float("-inf"))
+    used = lse > float("-inf")
+    w = tl.where(used, tl.exp2(lse - tl.max(lse, axis=0)), 0.0)
+    rows = part_ptr + (bh * n_splits + s)[:, None] * D + d[None, :]
+    o = tl.load(rows, mask=used[:, None] & (d < D)[None, :], other=0.0)
+    out = tl.sum(w[:, None] * o, axis=0) / tl.sum(w, axis=0)
+    tl.store(out_ptr + bh * D + d, out.to(out_ptr.dtype.element_ty), mask=d < D)
 
 
 # Launcher
@@ -135,23 +122,6 @@ def device_sms(device: torch.device) -> int:
     if device.type != "cuda":
         return INTERPRETER_SMS
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
-
-
-# Count buffers by (device, heads), kept for the process: a CUDA graph that captured one replays it later.
-_SPLIT_COUNTS: dict[tuple[str, int], torch.Tensor] = {}
-
-
-def _split_counts(device: torch.device, batch_heads: int) -> torch.Tensor | None:
-    """Zeroed int32 counts, one per (sequence, head), that the kernel leaves at zero. None under a CUDA-graph
-    capture before any plain call made them: a buffer zeroed inside a capture would hold garbage outside it.
-    Two streams running this at once on one device would share the counts: the course runs one."""
-    key = (str(device), batch_heads)
-    counts = _SPLIT_COUNTS.get(key)
-    if counts is None:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            return None
-        counts = _SPLIT_COUNTS[key] = torch.zeros(batch_heads, dtype=torch.int32, device=device)
-    return counts
 
 
 def split_plan(
@@ -212,36 +182,30 @@ def launch_decode_attention(
     block_n: int | None = None,
     splits: int | None = None,
     num_warps: int | None = None,
-    merge_kernel: bool = False,
 ) -> int:
     """Launch on checked inputs, writing ``out`` (``[batch, heads, 1, head_dim]``, contiguous); returns the
-    split count. `block_n`, `splits` and `num_warps` override the defaults (the benchmark's sweeps);
-    `merge_kernel` merges the splits in a second launch instead of in the last split. No host sync."""
+    split count. `block_n`, `splits` and `num_warps` override the defaults (the benchmark's sweeps). No host sync."""
     b, h, _, d = q.shape
     kvh, max_len = k.shape[1], k.shape[2]
     interpreted = triton_mode() == "interpreter"
     block_n = block_n or (INTERPRETER_BLOCK_N if interpreted else BLOCK_N)
     n_splits, split_len = split_plan(b * h, max_len, block_n, device_sms(q.device), splits)
     block_d = triton.next_power_of_2(d)
-    block_s = triton.next_power_of_2(n_splits)
     single = n_splits == 1
-    counts = None
     if single:  # the first kernel writes the output: no partials, no merge
         part = lse = out
     else:
         part = torch.empty((b * h, n_splits, d), dtype=torch.float32, device=q.device)
         lse = torch.empty((b * h, n_splits), dtype=torch.float32, device=q.device)
-        counts = None if merge_kernel else _split_counts(q.device, b * h)
-    merge_here = counts is not None
     pos_stride = position.stride(0) if position.dim() else 0
     _decode_attn_split_kernel[(b * h, n_splits)](
-        q, k, v, position, part, lse, out, counts if merge_here else lse,
+        q, k, v, position, part, lse, out,
         h, h // kvh, d, split_len, n_splits, scale * LOG2E,
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
-        pos_stride, BLOCK_N=block_n, BLOCK_D=block_d, SINGLE=single, MERGE_HERE=merge_here, BLOCK_S=block_s,
-        num_warps=num_warps or NUM_WARPS,
+        pos_stride, BLOCK_N=block_n, BLOCK_D=block_d, SINGLE=single, num_warps=num_warps or NUM_WARPS,
     )  # fmt: skip
-    if not single and not merge_here:
+    if not single:
+        block_s = triton.next_power_of_2(n_splits)
         _decode_attn_merge_kernel[(b * h,)](part, lse, out, d, n_splits, BLOCK_S=block_s, BLOCK_D=block_d, num_warps=4)
     return n_splits
 

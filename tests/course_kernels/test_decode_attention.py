@@ -78,19 +78,6 @@ def test_empty_splits_leave_no_nan(splits):
         assert rel_err(out, decode_attention_reference(q, k, v, position)) < 1e-5
 
 
-@pytest.mark.parametrize("splits", [2, 7])
-def test_the_last_split_merges_as_the_merge_kernel_does_and_leaves_the_counts_at_zero(splits):
-    q, k, v = _problem(2, 3, 3, 7 * BLOCK, 16, torch.float32, seed=13)
-    pos = torch.tensor([3 * BLOCK + 1, 7 * BLOCK - 1], device=device())
-    two_launches, one_launch = torch.full_like(q, float("nan")), torch.full_like(q, float("nan"))
-    launch_decode_attention(q, k, v, pos, two_launches, 0.25, splits=splits, merge_kernel=True)
-    for _ in range(3):  # again and again: each call must find the counts at zero
-        launch_decode_attention(q, k, v, pos, one_launch, 0.25, splits=splits)
-        assert torch.equal(one_launch, two_launches)
-        assert not da._SPLIT_COUNTS[(str(q.device), 6)].any()
-    assert rel_err(one_launch, decode_attention_reference(q, k, v, pos, scale=0.25)) < 1e-5
-
-
 def test_a_single_split_writes_the_output_directly():
     q, k, v = _problem(2, 2, 2, 40, 16, torch.float16, seed=6)
     out = torch.full_like(q, float("nan"))
@@ -180,32 +167,6 @@ def test_1b_shapes_under_a_cuda_graph_as_the_position_advances(max_len):
 
 
 @requires_cuda
-def test_a_first_call_under_capture_merges_in_a_second_kernel_then_later_graphs_merge_in_the_last_split():
-    """Counts made inside a capture would hold garbage outside it: the first graph of a new shape merges in a
-    second launch; once a plain call has made the counts, a graph merges in the last split, replay after replay."""
-    q, k, v = _problem(1, 12, 12, 2048, 128, torch.bfloat16, seed=14)  # 12 heads: a count buffer no other test makes
-    pos = _position(0)
-    da._SPLIT_COUNTS.pop(("cuda:0", 12), None)
-    launch_decode_attention(q, k, v, pos, torch.empty_like(q), 128**-0.5, merge_kernel=True)  # compile only
-    outs = []
-    for _ in range(2):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = decode_attention(q, k, v, pos)
-        outs.append((graph, out))
-        if len(outs) == 1:
-            assert ("cuda:0", 12) not in da._SPLIT_COUNTS
-            decode_attention(q, k, v, pos)  # a plain call makes the counts
-    for p in (5, 700, 2047, 64, 1500):
-        pos.fill_(p)
-        for graph, out in outs:
-            graph.replay()
-            torch.cuda.synchronize()
-            assert rel_err(out, decode_attention_reference(q, k, v, p)) < 1e-2, p
-    assert not da._SPLIT_COUNTS[("cuda:0", 12)].any()
-
-
-@requires_cuda
 @pytest.mark.parametrize(("block_n", "num_warps"), [(32, 4), (64, 8), (128, 8)])
 def test_compiled_block_sizes_and_gqa(block_n, num_warps):
     q, k, v = _problem(2, 32, 8, 1000, 128, torch.float16, seed=12)
@@ -229,15 +190,13 @@ target = GPUTarget("cuda", 90, 32)
 ints = ["H", "GROUP", "D", "split_len", "n_splits"] + [f"stride_{n}" for n in
         ("qb", "qh", "kb", "kh", "kn", "vb", "vh", "vn", "pos")]
 for dt in ("bf16", "fp32"):
-    for single, merge_here in ((False, True), (False, False), (True, False)):
+    for single in (False, True):
         part = dt if single else "fp32"
         sig = {"q_ptr": "*" + dt, "k_ptr": "*" + dt, "v_ptr": "*" + dt, "pos_ptr": "*i64", "part_ptr": "*" + part,
-               "lse_ptr": "*" + part, "out_ptr": "*" + dt, "count_ptr": "*i32" if merge_here else "*" + part,
-               **{n: "i32" for n in ints}, "qk_scale": "fp32", "BLOCK_N": "constexpr", "BLOCK_D": "constexpr",
-               "SINGLE": "constexpr", "MERGE_HERE": "constexpr", "BLOCK_S": "constexpr"}
+               "lse_ptr": "*" + part, "out_ptr": "*" + dt, **{n: "i32" for n in ints}, "qk_scale": "fp32",
+               "BLOCK_N": "constexpr", "BLOCK_D": "constexpr", "SINGLE": "constexpr"}
         src = ASTSource(fn=da._decode_attn_split_kernel, signature=sig,
-                        constexprs={"BLOCK_N": da.BLOCK_N, "BLOCK_D": 128, "SINGLE": single,
-                                    "MERGE_HERE": merge_here, "BLOCK_S": 32})
+                        constexprs={"BLOCK_N": da.BLOCK_N, "BLOCK_D": 128, "SINGLE": single})
         assert triton.compile(src, target=target, options={"num_warps": da.NUM_WARPS}).asm["cubin"]
     sig = {"part_ptr": "*fp32", "lse_ptr": "*fp32", "out_ptr": "*" + dt, "D": "i32", "n_splits": "i32",
            "BLOCK_S": "constexpr", "BLOCK_D": "constexpr"}
