@@ -126,7 +126,9 @@ def test_the_graph_table_waits_for_a_right_prediction_or_a_request(learner_copie
     assert cell.index(gate) < cell.index("nb08.graph_table(")
     assert cell.index(gate) < cell.index("Inside a profiled replayed step")
     (variant,) = [s for s in _code(nb) if "nb08.check_variant(" in s]  # the measured speedup waits the same way
-    assert variant.index('if nb08.answered("variant_speedup")') < variant.index("display(Markdown(measured_text))")
+    assert variant.index("nb08.check_variant(") < variant.index(
+        'nb08.evidence("variant_speedup", Markdown(measured_text))'
+    )
 
 
 def test_profiled_numbers_stand_beside_unprofiled_ones():
