@@ -173,7 +173,9 @@ def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]], distur
     )
 
 
-def _ms(row: pd.Series) -> str:
+def _ms(row: pd.Series) -> str:  # whole us below a millisecond: "0.29 ms (0.29-0.29)" would hide the spread
+    if row["max_us"] < 1000:
+        return f"{row['median_us']:.0f} us ({row['min_us']:.0f}-{row['max_us']:.0f})"
     return f"{row['median_us'] / 1e3:.2f} ms ({row['min_us'] / 1e3:.2f}-{row['max_us'] / 1e3:.2f})"
 
 

@@ -84,8 +84,8 @@ def noise_why(a: Spread, b: Spread, unit: str = "us") -> str:
     return f"the medians differ by {_num(diff)} {unit}, {inside} the larger middle-half spread of the rounds ({_num(noise)} {unit})"  # fmt: skip
 
 
-def _num(x: float) -> str:  # whole units with separators, never 2.86e+03; small values keep 3 digits
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+def _num(x: float) -> str:  # whole units with separators, never 2.86e+03; one decimal under 10, two digits under 1
+    return f"{x:,.0f}" if abs(x) >= 10 else f"{x:.1f}" if abs(x) >= 1 else f"{x:.2g}"
 
 
 @dataclass(frozen=True)

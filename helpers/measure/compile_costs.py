@@ -16,7 +16,7 @@ from ..checks import check_callable
 from ..trace.model import Trace
 from .compile_counts import _dynamo_graphs, _inductor_cache_counts
 from .device import synchronize, wait_device
-from .timing import time_per_call
+from .timing import readable_seconds, time_per_call
 
 # Rows torch.compile adds around a compiled forward (names as the profiler writes them).
 WRAPPER_PREFIXES: tuple[str, ...] = (
@@ -46,18 +46,20 @@ class FirstCall:
         return max(self.first_s - self.later_s, 0.0)
 
     def as_frame(self) -> pd.DataFrame:
+        """The three times in seconds, with a ``time`` column a reader takes in at a glance (ms below a second)."""
         cache = ", ".join(f"{k} {v}" for k, v in self.fx_cache.items())
+        rows = [
+            ("first call (compiles)", self.first_s, f"Inductor FX graph cache: {cache}"),
+            ("later call (median)", self.later_s, ""),
+            ("compile time", self.compile_s, "first minus later"),
+        ]
         return pd.DataFrame(
-            [
-                ("first call (compiles)", self.first_s, f"Inductor FX graph cache: {cache}"),
-                ("later call (median)", self.later_s, ""),
-                ("compile time", self.compile_s, "first minus later"),
-            ],
-            columns=["what", "seconds", "note"],
+            [(what, seconds, readable_seconds(seconds), note) for what, seconds, note in rows],
+            columns=["what", "seconds", "time", "note"],
         )
 
     def _repr_html_(self) -> str:
-        return self.as_frame().to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}")
+        return self.as_frame().drop(columns="seconds").to_html(index=False, border=0)
 
 
 def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool = True) -> FirstCall:
@@ -114,10 +116,11 @@ def first_calls(fns: dict[str, Callable], inputs: Sequence[torch.Tensor], progre
                 }
             )
             if progress:
+                graphs = "no graph compiled" if not compiled else f"{compiled} graph{'s' * (compiled > 1)} compiled"
+                cached = f", {cache_hits} from Inductor's cache" if compiled else ""
                 print(
-                    f"[{label}] input {tuple(x.shape)}: first call {first:.2f} s ({compiled} graph(s) compiled, "
-                    f"{cache_hits} from Inductor's cache), "
-                    f"later calls {later * 1e3:.2f} ms",
+                    f"[{label}] input {tuple(x.shape)}: first call {readable_seconds(first)} ({graphs}{cached}), "
+                    f"later calls {readable_seconds(later)}",
                     flush=True,
                 )
     return pd.DataFrame(rows)

@@ -85,3 +85,11 @@ def time_device(fn: Callable[[], Any], repeats: int = 10, warmup: int = 3) -> fl
         end.record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1e3
+
+
+def readable_seconds(seconds: float) -> str:
+    """``2.2 s``, ``12 ms``, ``0.34 ms``: one decimal of seconds from a second up, else milliseconds (two digits
+    under 10 ms), so no time reads as ``0.00 s`` or ``1.00e-03``."""
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    return f"{seconds * 1e3:.0f} ms" if seconds >= 0.01 else f"{seconds * 1e3:.2g} ms"

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from ..measure.timing import readable_seconds
 from ..paths import REPO_ROOT
 
 LIGER_REPO = "kernels-community/liger-kernels"
@@ -273,9 +274,9 @@ class RawCall:
 
     def __repr__(self) -> str:
         if self.ok:
-            return f"<get_kernel worked in {self.seconds:.1f} s: {self.module}>"
+            return f"<get_kernel worked in {readable_seconds(self.seconds)}: {self.module}>"
         return (
-            f"<get_kernel failed after {self.seconds:.1f} s>\nthe library says: {self.error}\n"
+            f"<get_kernel failed after {readable_seconds(self.seconds)}>\nthe library says: {self.error}\n"
             f"what it means: {self.explanation or 'not recognised'}"
         )
 

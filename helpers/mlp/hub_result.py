@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..measure.timing import readable_seconds
 from .model import liger_style_layer
 
 USED, SKIPPED, FAILED, NOT_TRIED = "used", "skipped", "failed", "not tried"
@@ -47,12 +48,12 @@ def _attempts_frame(attempts: Sequence[Attempt]) -> pd.DataFrame:
                 "source": a.source,
                 "status": a.status,
                 "reason": a.reason,
-                "seconds": round(a.seconds, 3),
+                "time": readable_seconds(a.seconds),
                 "library notes": " | ".join(a.notes),
             }
             for i, a in enumerate(attempts)
         ],
-        columns=["order", "source", "status", "reason", "seconds", "library notes"],
+        columns=["order", "source", "status", "reason", "time", "library notes"],
     )
 
 

@@ -175,3 +175,13 @@ def test_first_calls_count_graphs_per_variant(mlp, capsys):
     assert "[compiled] input (4, 8, 32): first call" in capsys.readouterr().out
     with pytest.raises(TypeError, match="non-empty dict"):
         cc.first_calls({}, xs)
+
+
+def test_first_call_times_read_in_seconds_or_milliseconds():
+    frame = cc.FirstCall(first_s=2.2336, later_s=0.00033663, fx_cache={"hit": 0}).as_frame()
+    assert list(frame["time"]) == ["2.2 s", "0.34 ms", "2.2 s"]
+    from helpers.measure.timing import readable_seconds
+
+    assert readable_seconds(0.0123) == "12 ms" and readable_seconds(0.5) == "500 ms" and readable_seconds(0) == "0 ms"
+    assert "seconds" in frame.columns  # the numbers stay for code; the HTML view shows the readable column
+    assert "0.002" not in cc.FirstCall(first_s=0.9, later_s=0.002, fx_cache={})._repr_html_()
