@@ -36,6 +36,7 @@ from ..trace.memory_view import BEFORE_TRACE, memory_over_time_figure, peak_memo
 from ..trace.model import Trace, check_trace
 from . import nb08_floor as floor  # decode against its floor, cause by cause: nb08.floor.causes_table(...)
 from . import nb08_live as live  # the sentences over live numbers: nb08.live.ranked_with_ties(...)
+from . import nb08_readings as readings  # two readings of one step, one verdict: nb08.readings.profiler_gap_cause
 from . import nb08_variant as variant  # the transfer exercise: a fix and its speedup graded together
 from .display import reference_trace
 from .exercises import Exercise, Exercises, Feedback, Tie
@@ -45,7 +46,7 @@ __all__ = [  # the model's names this lesson uses, beside its own
     "BEFORE_TRACE", "PARTS", "Generator", "TrainingStep", "allocator_history", "build_model", "compile_blocks",
     "decode_timing", "graph_prediction", "idle_share", "kernel_parts", "memory_figure", "memory_over_time_figure",
     "memory_peaks", "part_breakdown", "peak_memory_by_op", "prefill_timing", "profile_memory", "queue_latency_us",
-    "random_tokens", "reference_trace", "swap_layers", "weight_read_floor_us", "workloads", "live", "floor"
+    "random_tokens", "reference_trace", "swap_layers", "weight_read_floor_us", "workloads", "live", "floor", "readings"
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -217,14 +218,17 @@ def mlp_flop_share(config) -> float:
 
 
 def percent_shares(breakdown: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`part_breakdown` table for reading: ``share`` as a percentage, times in whole microseconds."""
+    """A :func:`part_breakdown` table for reading: ``share`` as a percentage, times in whole microseconds, counts
+    whole when every one is (else shown as a mean per step, to one decimal)."""
     if not isinstance(breakdown, pd.DataFrame) or "share" not in breakdown.columns:
         raise TypeError("pass the DataFrame of nb08.part_breakdown(trace)")
     out = breakdown.copy()
     out["share"] = (100 * out["share"]).round(1)
     times = [c for c in out.columns if c.endswith("_us") or c.endswith("(us)")]
     out[times] = out[times].round(0)
-    return out.rename(columns={"share": "share_%"})
+    whole = "count" not in out.columns or bool((out["count"] == out["count"].round(0)).all())
+    out = out.astype({"count": "int64"}) if whole and "count" in out.columns else out.round({"count": 1})
+    return out.rename(columns={"share": "share_%"} | ({} if whole else {"count": "count per step (mean)"}))
 
 
 def fixes() -> pd.DataFrame:
@@ -292,13 +296,14 @@ def run_benchmark(
     timeout_s: float = 280.0,
     out: Path = LIVE_RESULTS,
 ) -> Results:
-    """Run ``python -m benchmarks decoder`` on this GPU for `configurations` (its progress printed, less the lines
-    that answer a later exercise or judge the project's targets); its tables."""
+    """Run ``python -m benchmarks decoder`` on this GPU for `configurations`, quietly (a line before, a line after:
+    how long it ran, where it wrote); its tables."""
     out = Path(out)
     out.unlink(missing_ok=True)  # never read an earlier run's file
     args = ["-m", "benchmarks", "decoder", "--device", "cuda", "--configurations", ",".join(configurations)]
     args += ["--budget-s", f"{budget_s:g}", "--out", str(out)]
-    run_program(args, timeout_s=timeout_s, show=live.benchmark_line_shown)
+    run = partial(run_program, args, timeout_s=timeout_s, progress=False, show=live.benchmark_line_shown)
+    readings.run_quietly(run, "python -m benchmarks decoder", out, budget_s)  # its log would print later answers
     results = load_results(out)
     results.data["live"] = True  # written by this run, here: labelled "measured live", not "recorded"
     return results

@@ -63,27 +63,6 @@ def prefill_idle_text(idle: float, cpu_bound: float) -> str:
     )
 
 
-def profiler_latency_text(per_kernel_us: float, queue_latency_us: float) -> str:
-    """What the profiler's cost per kernel (profiled minus unprofiled prefill, per kernel) says about the queue
-    latency read from the same trace: negligible, of its size (an upper bound), or far larger (CPU bound)."""
-    per_kernel, latency = _number("per_kernel_us", per_kernel_us), _number("queue_latency_us", queue_latency_us)
-    if per_kernel <= 0.1 * latency:
-        return ": the profiler added almost nothing per kernel here."
-    if per_kernel <= 3 * latency:
-        return (
-            f": the profiled one is {per_kernel:.2f} us per kernel longer. That cost is of the size of the queue "
-            "latency itself, so part of the latency read from a profiled trace may be the profiler's: treat it as "
-            "an upper bound."
-        )
-    times = f", {per_kernel / latency:.0f}x the queue latency" if latency > 0 else ""
-    return (
-        f": the profiled one is {per_kernel:.2f} us per kernel longer{times}. Far larger: on this run the profiled "
-        "prefill is CPU bound, the profiler's cost at every operator call making the CPU late (the *idle: CPU-bound* time). "
-        "The queue latency comes only from gaps where the next kernel was already queued, which that lateness "
-        "does not lengthen; still, read it as an upper bound."
-    )
-
-
 def _rounds(name: str, values: Sequence[float]) -> list[float]:
     out = [_number(name, v) for v in values] if isinstance(values, Sequence) and not isinstance(values, str) else []
     if not out:
@@ -91,11 +70,17 @@ def _rounds(name: str, values: Sequence[float]) -> list[float]:
     return out
 
 
-def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us", disturbed: Sequence[str] = ()) -> str:
+def ranked_with_ties(
+    times: Mapping[str, Sequence[float]], unit: str = "us", disturbed: Sequence[str] = (), disturbance: float = math.inf
+) -> str:
     """Each option's median and range of rounds, then each pair's verdict: faster only when the difference is beyond
-    the spread, else a tie (:func:`.rounds.too_close`); a pair with a `disturbed` option is too close to call."""
+    the spread, else a tie (:func:`.rounds.too_close`). A pair with a `disturbed` option is ranked only when every
+    round of one is more than `disturbance` times every round of the other (:func:`disturbance_factor`), else left
+    unranked with the reason."""
     if not isinstance(times, Mapping) or len(times) < 2:
         raise ValueError("pass at least two options, {name: [round, ...]}")
+    if isinstance(disturbance, bool) or not isinstance(disturbance, (int, float)) or not disturbance >= 1:
+        raise ValueError(f"disturbance must be a factor of at least 1, got {disturbance!r}")
     rounds = {str(k): _rounds(str(k), v) for k, v in times.items()}
     shown = "; ".join(
         f"{k} {statistics.median(v):,.0f} {unit} ({min(v):,.0f}-{max(v):,.0f})" for k, v in rounds.items()
@@ -105,47 +90,42 @@ def ranked_with_ties(times: Mapping[str, Sequence[float]], unit: str = "us", dis
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             sa, sb = spread_of(rounds[a]), spread_of(rounds[b])
+            fast, slow = (a, b) if sa.median < sb.median else (b, a)
             if a in disturbed or b in disturbed:
-                verdicts.append(f"{a} and {b} are too close to call here (a disturbed run)")
+                apart = min(rounds[slow]) / max(rounds[fast]) if max(rounds[fast]) > 0 else 0.0
+                if apart > disturbance:
+                    ratio = max(sa.median, sb.median) / min(sa.median, sb.median)
+                    verdicts.append(
+                        f"{fast} is faster than {slow} even so ({ratio:.1f}x; {fast}'s slowest round is {apart:.1f}x "
+                        f"shorter than {slow}'s fastest, beyond the {disturbance:.2f}x by which this run was disturbed)"
+                    )
+                else:
+                    verdicts.append(
+                        f"{a} and {b} are not ranked: this run was disturbed (a synchronised step shorter than its "
+                        "profiled kernels)"
+                    )
             elif too_close(sa, sb):
                 verdicts.append(f"{a} and {b} are too close to call here ({noise_why(sa, sb, unit)})")
             else:
-                verdicts.append(f"{a} is faster than {b}" if sa.median < sb.median else f"{b} is faster than {a}")
+                verdicts.append(f"{fast} is faster than {slow}")
     said = "; ".join(verdicts)
     return f"{shown}. {said[0].upper()}{said[1:]}."
 
 
-def profiler_cost_text(profiled: float, rounds: Sequence[float], unit: str = "ms") -> str:
-    """The profiled step (one figure) against unprofiled rounds: within noise when :func:`.rounds.too_close` says
-    so (the difference inside the rounds' spread), else the profiler's cost (or a shorter profiled step) as a
-    percentage."""
-    profiled, rounds = _number("profiled", profiled), _rounds("rounds", rounds)
+def profiler_cost_text(profiled: float | Sequence[float], rounds: Sequence[float], unit: str = "ms") -> str:
+    """The profiled step (one figure, or rounds taken in turns with the unprofiled ones) against unprofiled rounds:
+    within noise when :func:`.rounds.too_close` says so (the difference inside the rounds' spread), else the
+    profiler's cost (or a shorter profiled step) as a percentage of the medians."""
+    profiled = _number("profiled", profiled) if isinstance(profiled, (int, float)) else _rounds("profiled", profiled)
+    rounds = _rounds("rounds", rounds)
     median = statistics.median(rounds)
     if too_close(profiled, rounds):
         why = noise_why(spread_of(profiled), spread_of(rounds), unit)
         return f"the profiled step is too close to call against the unprofiled rounds ({why}): the profiler's cost is within noise."
-    change = profiled / median - 1
+    change = statistics.median(profiled if isinstance(profiled, list) else [profiled]) / median - 1
     if change < 0:
         return f"the profiled step was {-change:.0%} shorter than the unprofiled median: within the noise of a shared machine."
     return f"the profiler added {change:.0%}."
-
-
-def profiled_against_unprofiled_text(profiled_us: float, unprofiled_us: float) -> str:
-    """Whether the profiler showed in one prefill: within ``PROFILER_SHOWS`` of the unprofiled time it barely
-    shows, above it the profiler slowed the step; a profiled step shorter by more is the machine's noise."""
-    profiled, unprofiled = _number("profiled_us", profiled_us), _number("unprofiled_us", unprofiled_us)
-    if unprofiled <= 0:
-        raise ValueError(f"unprofiled_us must be positive, got {unprofiled_us!r}")
-    change = profiled / unprofiled - 1
-    said = f" (profiled {change:+.0%} against it; the profiler shows from {PROFILER_SHOWS:.0%})"
-    if abs(change) < PROFILER_SHOWS:
-        return said + ": on this run the GPU is busy nearly all the time, so the profiler's CPU cost barely shows."
-    if change > 0:
-        return said + ", so on this run the profiler slowed this step: take its shares, not its times."
-    return (
-        said
-        + ": the profiled step was the shorter, so the machine's noise (a shared GPU or CPU) outweighs the profiler here."
-    )
 
 
 def replay_window_text(profiled_us: Sequence[float], unprofiled_us: Sequence[float]) -> str:
@@ -257,6 +237,13 @@ def live_vs_recorded_text(
     )
 
 
+def disturbance_factor(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str, float]) -> float:
+    """How far the most disturbed option's profiled kernels exceed its unprofiled step (kernels / step; 1.0 when no
+    option is disturbed): how much one reading of this run may be off."""
+    bad = disturbed_options(unprofiled_us, kernel_us)
+    return max((_number(k, kernel_us[k]) / _number(k, unprofiled_us[k]) for k in bad), default=1.0)
+
+
 def disturbed_note(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str, float]) -> str:
     """The sentence flagging :func:`disturbed_options` (empty when there are none)."""
     bad = disturbed_options(unprofiled_us, kernel_us)
@@ -265,6 +252,8 @@ def disturbed_note(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str, f
     each = "; ".join(f"{k} {unprofiled_us[k]:,.0f} us against {kernel_us[k]:,.0f} us" for k in bad)
     return (
         f" A disturbed run: without the profiler, the synchronised step took less than its own kernels in the profile "
-        f"({each}). A step cannot beat its kernels, so the GPU was shared with other work while one was measured, "
-        "and a comparison with these options is too close to call here."
+        f"({each}). A step cannot beat its kernels, so the GPU was shared with other work while one was measured: "
+        f"a pair with one of these options is ranked only where every round of one is more than "
+        f"{disturbance_factor(unprofiled_us, kernel_us):.2f}x every round of the other (the most a step fell short "
+        "of its kernels)."
     )

@@ -139,7 +139,7 @@ def test_profiled_numbers_stand_beside_unprofiled_ones():
         "gpu_prefill_unprofiled_us",  # the GPU prefill whose gaps give the queue latency
         "(profiled_step_us - eager_step_us) / recorded",  # the decode operators
         '"step, no profiler (us)"',  # the replayed steps
-        "train_ms = pd.Series([helpers.time_per_call(train.fn",  # the training step
+        "train_ms.append(helpers.time_per_call(train.fn",  # the training step, in turns with its profiled rounds
         '"optimizer.step(), no profiler (us)"',  # the optimizers
     ):
         assert needle in code, needle

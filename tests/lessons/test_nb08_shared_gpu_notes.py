@@ -47,8 +47,32 @@ def test_a_step_faster_than_its_kernels_is_a_disturbed_run_and_no_verdict():
     assert live.disturbed_note({"foreach": 7714.0}, kernels) == ""
     rounds = {"for-loop": [6577, 6900, 6978, 7000, 7639], "foreach": [7569, 7700, 7714, 7750, 7803]}
     text = live.ranked_with_ties(rounds, disturbed=["for-loop"])
-    assert "For-loop and foreach are too close to call here (a disturbed run)" in text
+    assert "For-loop and foreach are not ranked: this run was disturbed (a synchronised step shorter" in text
     assert "For-loop is faster than foreach" in live.ranked_with_ties(rounds)
+
+
+def test_a_gap_far_beyond_the_disturbance_is_ranked_anyway():
+    """The H100 run of the review: fused 3x faster, no overlap, yet called "too close to call" before."""
+    unprofiled = {"for-loop": 6849.19, "foreach": 6012.49, "fused": 2299.27}
+    kernels = {"for-loop": 8091.95, "foreach": 6954.60, "fused": 2029.72}
+    assert live.disturbed_options(unprofiled, kernels) == ["for-loop", "foreach"]
+    factor = live.disturbance_factor(unprofiled, kernels)
+    assert factor == pytest.approx(8091.95 / 6849.19)
+    rounds = {
+        "for-loop": [6601, 6700, 6849, 7000, 7691],
+        "foreach": [5734, 5900, 6012, 6100, 7282],
+        "fused": [2247, 2280, 2299, 2330, 2357],
+    }
+    text = live.ranked_with_ties(rounds, disturbed=["for-loop", "foreach"], disturbance=factor)
+    assert "For-loop and foreach are not ranked: this run was disturbed" in text
+    assert "fused is faster than for-loop even so (3.0x" in text and "fused is faster than foreach even so" in text
+    assert "too close to call" not in text
+    assert "1.18x" in live.disturbed_note(unprofiled, kernels) and "too close" not in live.disturbed_note(
+        unprofiled, kernels
+    )
+    assert live.disturbance_factor({"fused": 3000.0}, kernels) == 1.0
+    with pytest.raises(ValueError, match="at least 1"):
+        live.ranked_with_ties(rounds, disturbed=["fused"], disturbance=0.5)
 
 
 def test_live_rows_off_the_recording_are_named():
