@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .exercises import Exercise, Exercises
 
 EXERCISES = Exercises(
@@ -45,3 +47,12 @@ EXERCISES = Exercises(
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 reveal, answered, evidence = EXERCISES.reveal, EXERCISES.answered, EXERCISES.evidence  # answers once right or asked for
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
+
+
+def as_bullets(text: str) -> str:
+    """A decoded name's long explanation as a Markdown list, one sentence an item (a sentence starts after a full
+    stop followed by a capital), so a learner reads it in steps rather than as one block."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    sentences = [s.strip() for s in re.split(r"(?<=[.])\s+(?=[A-Z])", text) if s.strip()]
+    return "\n".join(f"- {s}" for s in sentences)

@@ -57,11 +57,10 @@ def stages_text(n: int) -> str:
 
 
 LAYOUT_PRIMER = (
-    "cuBLAS is column-major. PyTorch's row-major y = x @ w.T (nn.Linear) is computed as the "
-    "column-major product y^T = w . x^T: A = w (its row-major [out, in] storage is a column-major "
-    "[in, out] matrix) read transposed (T), B = x^T (a row-major x seen column-major) read as "
-    "stored (N). So a Linear forward reads TN; x @ w with w stored [in, out] (and a Linear's input "
-    "gradient) reads NN; a Linear's weight gradient reads NT."
+    "cuBLAS is column-major. nn.Linear's row-major y = x @ w.T is computed as y^T = w . x^T. "
+    "A = w is read transposed (T); B = x^T is read as stored (N). So a Linear forward reads TN. "
+    "x @ w with w stored [in, out] reads NN, and so does a Linear's input gradient. "
+    "A Linear's weight gradient reads NT."
 )
 
 
