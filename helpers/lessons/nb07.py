@@ -25,7 +25,6 @@ from ..measure.roofline import roofline_figure, roofline_frame
 from ..measure.timing import time_per_call
 from ..measure.workload import default_dtype, workload_device
 from ..paths import LOCAL_TRACES_DIR
-from ..programs import run_program
 from ..trace.model import Trace
 from ..trace.queries import kernels_per_forward, op_input
 from ..triton_env import ensure_interpreter_ready, triton_mode
@@ -372,11 +371,11 @@ LIVE_BENCHMARK = ("--head-dims", "128", "--seqs", "4096", "--variants", "sdpa-fl
 
 
 def run_benchmark(timeout_s: float = 420.0, ceilings: Ceilings | None = None) -> Results:
-    """A short run of ``python -m benchmarks attention`` on this GPU, as a program; its results file read back.
-    Given `ceilings` (the lesson's one set), its tables divide by them instead of a set it measures itself."""
+    """A short run of ``python -m benchmarks attention`` on this GPU, as a program (one line on screen when done);
+    its results file read back. Given `ceilings` (the lesson's one set), its tables divide by them."""
     out = LOCAL_TRACES_DIR / "attention_benchmark.json"
     args = ["-m", "benchmarks", "attention", *LIVE_BENCHMARK, "--out", str(out), *readings.ceilings_args(ceilings, LOCAL_TRACES_DIR)]  # fmt: skip
-    run_program(args, timeout_s, show=readings.benchmark_line_shown)
+    readings.run_quietly(args, timeout_s, out)
     return load_results(out)
 
 

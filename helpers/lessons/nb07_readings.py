@@ -3,7 +3,11 @@ spread is a tie): the kernels timed side by side, causal masking's time against 
 
 from __future__ import annotations
 
+import ast
 import json
+import math
+import statistics
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -11,7 +15,8 @@ import pandas as pd
 import torch
 
 from ..measure.ceilings import Ceilings, measure_ceilings, reference_ceilings_for
-from ..programs import line_shown
+from ..paths import REPO_ROOT
+from ..programs import line_shown, run_program
 from .results import reference_ceilings
 from .rounds import compare_rounds, rounds_frame
 
@@ -20,27 +25,35 @@ __all__ = [
     "ceilings_args",
     "flex_tiles_sentence",
     "kernel_race_note",
+    "memory_roof_shares",
     "ranking_sentence",
     "rope_share_sentence",
     "rounds_frame",
+    "run_quietly",
+    "small_kernels_sentence",
     "wall_kernel_sentence",
+    "wall_rounds_disturbed",
+    "wall_table_sentence",
 ]
 
 
-def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms") -> str:
-    """The variants from fastest to slowest by the median of their rounds (medians rounded to two decimals, as the
+def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms", decimals: int = 2) -> str:
+    """The variants from fastest to slowest by the median of their rounds (medians rounded to `decimals`, as the
     table shows them), each set beside the lowest: slower when the difference is beyond the spread, a tie when
     inside (:func:`.rounds.too_close`). When every other variant ties with the lowest, no winner is named."""
     if len(rounds) < 2:
         raise ValueError("give at least two variants' rounds to rank")
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 4:
+        raise ValueError(f"decimals must be an int from 0 to 4, got {decimals!r}")
+    d = decimals
     verdicts = {n: compare_rounds(r, r) for n, r in rounds.items()}  # checks every set of rounds
     order = sorted(rounds, key=lambda n: verdicts[n].a_median)
     best = order[0]
     against = {name: compare_rounds(rounds[best], rounds[name]) for name in order[1:]}
     lo, hi = verdicts[best].a_range
-    lowest = f"`{best}`, {verdicts[best].a_median:.2f} {unit} (middle half {lo:.2f} to {hi:.2f})"
+    lowest = f"`{best}`, {verdicts[best].a_median:,.{d}f} {unit} (middle half {lo:,.{d}f} to {hi:,.{d}f})"
     if all(v.tie for v in against.values()):
-        others = ", ".join(f"`{n}` {v.b_median:.2f} {unit}" for n, v in against.items())
+        others = ", ".join(f"`{n}` {v.b_median:,.{d}f} {unit}" for n, v in against.items())
         widest = against[order[-1]]
         return (
             f"Too close to call here: no variant wins. Lowest median {lowest}; {others}, each inside the rounds' "
@@ -50,22 +63,33 @@ def ranking_sentence(rounds: Mapping[str, Sequence[float]], unit: str = "ms") ->
     parts = []
     for name, v in against.items():
         if v.tie:
-            parts.append(f"`{name}` ({v.b_median:.2f} {unit}) ties with it, too close to call here: {v.why(unit)}")
+            parts.append(f"`{name}` ({v.b_median:,.{d}f} {unit}) ties with it, too close to call here: {v.why(unit)}")
         else:
-            parts.append(f"`{name}` is slower ({v.b_median:.2f} {unit}, {v.b_median / v.a_median:.2f}x)")
+            parts.append(f"`{name}` is slower ({v.b_median:,.{d}f} {unit}, {v.b_median / v.a_median:.2f}x)")
     lead = "Lowest median" if any(v.tie for v in against.values()) else "Fastest by the median of its rounds"
     return f"{lead}: {lowest}; " + "; ".join(parts) + "."
 
 
-def rope_share_sentence(share: float | None, device: str, live: bool) -> str:
+def rope_share_sentence(share: float | None, device: str, live: bool, best_pct_of_roof: float | None = None) -> str:
     """The summary's line on RoPE's share of the block's kernel time: said of the GPU the learner ran (`live`,
-    `device` read from the trace), else of the H200's reference trace; empty when no GPU trace was read."""
+    `device` read from the trace) as that run's share, else of the H200's reference trace; with the best share of
+    the memory roof its kernels reached when given; empty when no GPU trace was read."""
     if share is None:
         return ""
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
         raise ValueError(f"share must be a fraction between 0 and 1, got {share!r}")
-    where = f"Here, on {device}," if live else "On the H200's reference trace,"
-    return f"{where} RoPE's small kernels took {share:.0%} of the block's kernel time."
+    if isinstance(best_pct_of_roof, float) and math.isnan(best_pct_of_roof):
+        best_pct_of_roof = None  # no kernel's bytes were known
+    if best_pct_of_roof is not None and (isinstance(best_pct_of_roof, bool) or not isinstance(best_pct_of_roof, (int, float)) or not best_pct_of_roof >= 0):  # fmt: skip
+        raise ValueError(f"best_pct_of_roof must be a percentage >= 0 or None, got {best_pct_of_roof!r}")
+    where = f"Here, on {device}, in this run's profile," if live else "On the H200's reference trace,"
+    roof = (
+        f" (ATen's strided elementwise kernels, at most {best_pct_of_roof:.0f}% of the memory roof)"
+        if best_pct_of_roof is not None
+        else ""
+    )
+    tail = ": a share of one run, on a GPU other work may share." if live else "."
+    return f"{where} RoPE's small kernels{roof} took {share:.0%} of the block's kernel time{tail}"
 
 
 def causal_sentence(table: pd.DataFrame) -> str:
@@ -201,3 +225,146 @@ def kernel_race_note(rounds: Mapping[str, Sequence[float]], yours: str, course: 
         "fastest on one GPU need not be on another. Tile sizes, warps and stages are tuned per GPU and per length: "
         "time them on the GPU you run on."
     )
+
+
+def wall_rounds_disturbed(
+    rounds_us: Sequence[float], earlier_us: float | None, kernel_us: float | None, factor: float = 1.5
+) -> bool:
+    """Whether a call's synchronised rounds were slowed by other work: their median more than `factor` times both
+    the same call timed earlier and its profiled kernel time (those known; False when neither is). A launch adds
+    microseconds to a call of hundreds, so a gap that large is the GPU's other work, not the host."""
+    values = [float(x) for x in rounds_us]
+    if not values or not all(math.isfinite(x) and x > 0 for x in values):
+        raise ValueError(f"rounds_us must be positive finite times, got {list(rounds_us)!r}")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 1:
+        raise ValueError(f"factor must be a number above 1, got {factor!r}")
+    known = [r for r in (earlier_us, kernel_us) if r is not None]
+    if any(isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0 for r in known):
+        raise ValueError(
+            f"earlier_us and kernel_us must be positive numbers or None, got {earlier_us!r}, {kernel_us!r}"
+        )
+    median = statistics.median(values)
+    return bool(known) and all(median > factor * r for r in known)
+
+
+def wall_table_sentence(
+    rounds_us: Mapping[str, Sequence[float]],
+    same_call: str,
+    earlier_us: float | None,
+    kernel_us: float | None,
+    race: str = "",
+    factor: float = 1.5,
+) -> str:
+    """What the wall-time table of the kernels timed side by side (`rounds_us`, microseconds) can say: `same_call`
+    (a variant timed earlier in the lesson at `earlier_us`, its kernel `kernel_us`) checks the rounds. Disturbed
+    (:func:`wall_rounds_disturbed`): other work slowed them and at most the ranking is read, with care; else the
+    ranking, and `race` (what the learner's kernel beating the course's means)."""
+    if same_call not in rounds_us:
+        raise ValueError(f"no rounds for {same_call!r}; have {', '.join(rounds_us)}")
+    median = statistics.median(float(x) for x in rounds_us[same_call])
+    disturbed = wall_rounds_disturbed(rounds_us[same_call], earlier_us, kernel_us, factor)
+    seen = [f"{earlier_us:,.0f} us when section 3 timed the same call"] if earlier_us is not None else []
+    seen += [f"{kernel_us:,.0f} us in its kernel"] if kernel_us is not None else []
+    ranking = ranking_sentence(rounds_us, unit="us", decimals=0)
+    if not seen:
+        return f"{ranking} No earlier timing of `{same_call}` to check these rounds against: read them with care."
+    against = f"`{same_call}` took {median:,.0f} us a call here, against " + " and ".join(seen)
+    if disturbed:
+        return (
+            f"**These rounds were disturbed.** {against} ({median / max(r for r in (earlier_us, kernel_us) if r):.1f}x "
+            "or more): a launch adds microseconds, not hundreds of them, so other work on this shared GPU slowed "
+            "these rounds. Their times, and the TFLOP/s they would give, say nothing of the kernels' speed; the "
+            f"rounds were taken in turns, so at most the order can be read, with care. {ranking}"
+        )
+    return f"{against}: these rounds agree with it within {factor:g}x. {ranking}" + (f" {race}" if race else "")
+
+
+def _shapes(text: object) -> list:
+    if isinstance(text, str) and text.strip():
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return []
+    return list(text) if isinstance(text, (list, tuple)) else []
+
+
+def _moved_elements(op: str, shapes: list) -> int | None:
+    """Elements read and written by one elementwise or cat kernel: each tensor input once, the output once."""
+    if op == "aten::cat" and shapes and isinstance(shapes[0], list) and all(isinstance(s, list) for s in shapes[0]):
+        parts = [math.prod(s) for s in shapes[0] if s]
+        return 2 * sum(parts) if parts else None
+    tensors = [s for s in shapes if isinstance(s, list) and s and all(isinstance(d, int) for d in s)]
+    if not tensors:
+        return None
+    return sum(math.prod(s) for s in tensors) + max(math.prod(s) for s in tensors)  # the output: the broadcast size
+
+
+def memory_roof_shares(kernels: pd.DataFrame, bandwidth_bytes_per_s: float, itemsize: int) -> pd.DataFrame:
+    """Each small kernel of a profiled call (rows of ``helpers.kernel_table``) with the bytes it moves (from its
+    launching op's recorded shapes), its rate and its share of the memory roof; ``strided`` marks ATen's generic
+    ``elementwise_kernel``, which it runs when an operand is not contiguous (no vectorized loads)."""
+    missing = {"short_name", "name", "duration_us", "launched_by", "input_shapes"} - set(kernels.columns)
+    if missing:
+        raise ValueError(f"kernels must be rows of helpers.kernel_table(...); missing columns {sorted(missing)}")
+    if isinstance(bandwidth_bytes_per_s, bool) or not isinstance(bandwidth_bytes_per_s, (int, float)) or not bandwidth_bytes_per_s > 0:  # fmt: skip
+        raise ValueError(f"bandwidth_bytes_per_s must be a positive number, got {bandwidth_bytes_per_s!r}")
+    if isinstance(itemsize, bool) or not isinstance(itemsize, int) or itemsize < 1:
+        raise ValueError(f"itemsize must be a positive int (bytes per element), got {itemsize!r}")
+    rows = []
+    for k in kernels.itertuples():
+        elements = _moved_elements(str(k.launched_by), _shapes(k.input_shapes))
+        moved = None if elements is None else elements * itemsize
+        rate = None if moved is None or not k.duration_us > 0 else moved / (k.duration_us * 1e-6)
+        name = str(k.name)
+        rows.append(
+            {
+                "kernel": k.short_name,
+                "launched_by": k.launched_by,
+                "strided": "elementwise_kernel<" in name and "vectorized_elementwise_kernel" not in name,
+                "duration_us": float(k.duration_us),
+                "mb_moved": math.nan if moved is None else moved / 1e6,
+                "tb_per_s": math.nan if rate is None else rate / 1e12,
+                "pct_of_memory_roof": math.nan if rate is None else 100 * rate / bandwidth_bytes_per_s,
+            }
+        )
+    return pd.DataFrame(rows, columns=["kernel", "launched_by", "strided", "duration_us", "mb_moved", "tb_per_s", "pct_of_memory_roof"])  # fmt: skip
+
+
+def small_kernels_sentence(shares: pd.DataFrame, share_of_block: float, roof_label: str, live: bool) -> str:
+    """What the block's small kernels are (``memory_roof_shares``' rows) and their share of the block's kernel time
+    (`share_of_block`, 0 to 1), said as this profile's: a profile of one call on a shared GPU moves it."""
+    if shares.empty or "pct_of_memory_roof" not in shares.columns:
+        raise ValueError("give memory_roof_shares' rows, at least one")
+    if isinstance(share_of_block, bool) or not isinstance(share_of_block, (int, float)) or not 0 <= share_of_block <= 1:  # fmt: skip
+        raise ValueError(f"share_of_block must be a fraction from 0 to 1, got {share_of_block!r}")
+    pct = pd.to_numeric(shares["pct_of_memory_roof"], errors="coerce").dropna()
+    strided = int(shares["strided"].sum())
+    what = (
+        f"{strided} of the {len(shares)} are ATen's generic strided `elementwise_kernel`, not its "
+        "`vectorized_elementwise_kernel`: each has an operand that is not contiguous (q and k are transposed views "
+        "of the projections' output, cos and sin are broadcast over batch and heads, rotate_half's halves are "
+        "slices), so it loads element by element. "
+        if strided
+        else ""
+    )
+    rate = (
+        f"They move their bytes at {pct.min():.0f}% to {pct.max():.0f}% of the memory roof ({roof_label}): "
+        + ("near it, so memory bound. " if pct.min() >= 70 else "well below it, so not simply memory bound. ")
+        if len(pct)
+        else ""
+    )
+    call = "profiled call" if live else "recorded call"
+    whose = "this run's share, on a GPU other work may share, so another run gives another" if live else "the share of that one recording"  # fmt: skip
+    return f"{what}{rate}In this {call} they took {share_of_block:.0%} of the block's kernel time: {whose}."
+
+
+def run_quietly(args: Sequence[str], timeout_s: float, out: Path) -> float:
+    """Run ``python args...`` with its progress kept off screen (its lines hold the repository's absolute paths and
+    the harness's timing), then print one line: how long it ran and the results file, relative to the repository."""
+    start = time.perf_counter()
+    run_program(list(args), timeout_s, progress=False)
+    took = time.perf_counter() - start
+    where = Path(out).resolve()
+    shown = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
+    print(f"python {' '.join(str(a) for a in args[:3])} ran in {took:.0f} s, written to {shown}.")
+    return took

@@ -26,7 +26,14 @@ from ..trace.overlap import overlap
 from ..trace.ranks import MultiRankTrace
 from ..trace.work import kernel_breakdown
 from .exercises import Exercise, Exercises, Feedback, Tie
-from .nb09_launches import bucket_prediction_text, cores_phrase, launches_sentence, no_faster_text, rank_changes
+from .nb09_launches import (
+    bucket_prediction_text,
+    cores_phrase,
+    launches_sentence,
+    no_faster_text,
+    prefetch_answer,
+    rank_changes,
+)
 from .results import Results, load_results
 from .rounds import Spread, spread_of, too_close
 
@@ -37,7 +44,7 @@ __all__ = [
     "predict_bucket_change", "prediction_table", "rank_table", "reference_run", "run_summary", "runs_folder",
     "runs_table", "script_source", "timed_steps", "Tie", "allreduce_model", "one_bucket_terms",
     "check_one_bucket", "check_straggler_cost", "param_comms", "check_hidden", "hidden_by_step",
-    "bucket_prediction_text", "cores_phrase", "launches_sentence", "no_faster_text", "rank_changes",
+    "bucket_prediction_text", "cores_phrase", "launches_sentence", "no_faster_text", "rank_changes", "prefetch_answer",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -77,6 +84,13 @@ EXERCISES = Exercises(
         explain="every weight, gradient and optimizer moment is split in N shards (padded to a multiple of N).",
         hint="DDP keeps a full copy of everything on every rank; FSDP2 shards it across the ranks",
         rel_tol=0.05,
+    ),
+    prefetch_faster=Exercise(
+        "prefetching makes the FSDP2 step faster (GPUs)",
+        explain="{measured}. Prefetching issues each block's all-gather one block early: it hides only all-gather "
+        "time that was exposed without it, and an early all-gather shares the GPU with the compute beside it.",
+        hint="how much all-gather time is exposed without prefetching, and what else runs while an early one waits?",
+        guess=True,  # two launches on a shared machine can flip the order of two close step times
     ),
     straggler_rank=Exercise(
         "the straggler",

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from .rounds import spread_of, too_close
+from .rounds import Tie, spread_of, too_close
 
 
 def _rank_steps(summary: Mapping[str, Any]) -> dict[int, list[float]]:
@@ -79,6 +79,23 @@ def no_faster_text(change: Mapping[str, Any]) -> str:
         f": the step was no faster, possibly slower ({change['change_ms']:+.1f} ms against a spread of "
         f"{change['noise_ms']:.1f} ms between the timed steps of one run; one launch of each cannot say by how much)"
     )
+
+
+def prefetch_answer(change: Mapping[str, Any], where: str) -> tuple[bool | Tie, dict[str, str]]:
+    """The answer to "does prefetching make the FSDP2 step faster?" from ``measured_change(no prefetch, prefetch)``:
+    a :class:`Tie` when the change is too close to call by the course's rule (the runs' timed steps), else whether
+    the step got shorter; with the ``measured`` sentence the check's explanation shows (`where`: the runs' label)."""
+    if not isinstance(change, Mapping) or not {"change_ms", "noise_ms", "within_noise"} <= set(change):
+        raise ValueError("pass measured_change(no_prefetch, prefetch): change_ms, noise_ms and within_noise")
+    if not isinstance(where, str) or not where:
+        raise TypeError(f"where must name the runs (their label), got {where!r}")
+    measured = (
+        f"Without the profiler ({where}), prefetching changed the step by {change['change_ms']:+.1f} ms, against a "
+        f"spread of {change['noise_ms']:.1f} ms between the timed steps of one run"
+    )
+    if change["within_noise"]:
+        return Tie(f"{measured}: inside it"), {"measured": measured}
+    return bool(change["change_ms"] < 0), {"measured": measured}
 
 
 def cores_phrase(nproc: int, cores: int | None = None) -> str:

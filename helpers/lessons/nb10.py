@@ -70,7 +70,7 @@ EXERCISES = Exercises(
         hint="What does the profiler do at the start and end of every operator?",
     ),
     first_saving=Exercise(
-        "saving of the first fix",
+        "method for the first fix's saving",  # the method is graded: a right one can still miss the measurement
         explain="The prediction is the finding's bound as it stands: the critical-path time the fix removes, as the "
         "trace shows it. The profiler inflates that time too, by a few microseconds per operator it records, but not "
         "necessarily by the step's ratio: whether one ratio for the whole step scales a bound right is measured, not "
@@ -79,7 +79,7 @@ EXERCISES = Exercises(
         "rather than the time its own events took? And which finding does the first fix remove?",
     ),
     item_saving=Exercise(
-        "saving of removing .item()",
+        "method for the saving of removing .item()",
         explain="{why}",
         hint="Which rule would point at .item(), and is it in the findings table of this path?",
     ),

@@ -193,12 +193,12 @@ def ratio_text(unprofiled: Sequence[float], profiled: Sequence[float]) -> str:
 
 
 def right_method_message(predicted_us: float, saving: Mapping[str, float]) -> str:
-    """The first words of a right answer to a saving exercise (the method is graded): whether the prediction held
-    against the measurement, and by how much it missed when it did not, so "right" never reads as "held"."""
+    """The first words of a right answer to a saving exercise (its title says the method is what is graded):
+    whether the prediction held against the measurement, and by how much it missed when it did not."""
     p = float(predicted_us)
     if prediction_held(p, saving):
-        return f"right method, and the prediction held: you predicted {p:,.0f} us, the bound as the trace shows it."
+        return f"the prediction held: you predicted {p:,.0f} us, the bound as the trace shows it."
     return (
-        f"right method; the prediction missed by {abs(p - saving['median']):,.0f} us: you predicted {p:,.0f} us, the "
-        "bound as the trace shows it, which is what this exercise grades; the measurement says how far it landed."
+        f"the prediction missed by {abs(p - saving['median']):,.0f} us: you predicted {p:,.0f} us, the bound as the "
+        "trace shows it, which is the method this exercise grades; the measurement says how far the bound landed."
     )

@@ -19,6 +19,7 @@ SOLUTIONS = [
     "more_than_a_third_hidden = True",
     "2 * MODEL.num_hidden_layers + 1",
     "1 / NPROC",
+    "prefetch_faster = False",
     '["communication_us"].idxmin()',
     '["start_idle_us"].max() - ',
     'least_one["communication_ms"] - tail_ms',

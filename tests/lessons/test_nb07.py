@@ -226,23 +226,36 @@ def test_wall_and_kernel_times_sets_the_two_side_by_side() -> None:
         nb07.wall_and_kernel_times(res, head_dim=96, seq=4096)
 
 
-def test_run_benchmark_runs_the_program_and_reads_its_file(monkeypatch, tmp_path) -> None:
+def test_run_benchmark_runs_the_program_quietly_and_reads_its_file(monkeypatch, tmp_path, capsys) -> None:
     calls = []
     out = json.loads(json.dumps({"tables": {}, "provenance": {"device": "X"}}))
 
-    def fake(args, timeout_s, show):
-        calls.append((args, timeout_s, show))
+    def fake(args, timeout_s, progress):
+        calls.append((args, timeout_s, progress))
         (tmp_path / "attention_benchmark.json").write_text(json.dumps(out))
         return ""
 
-    monkeypatch.setattr(nb07, "run_program", fake)
+    monkeypatch.setattr(nb07.readings, "run_program", fake)
     monkeypatch.setattr(nb07, "LOCAL_TRACES_DIR", tmp_path)
     res = nb07.run_benchmark(timeout_s=5)
     assert calls[0][0][:3] == ["-m", "benchmarks", "attention"] and "--out" in calls[0][0]
-    assert not calls[0][2]("targets: course <= 1.0 x flash")  # the project's targets stay off the lesson's screen
+    assert calls[0][2] is False  # its progress (absolute paths, harness timings) stays off the lesson's screen
+    shown = capsys.readouterr().out.strip().splitlines()
+    assert len(shown) == 1 and shown[0].startswith("python -m benchmarks attention ran in ")
+    assert shown[0].endswith("attention_benchmark.json.")
     assert res.provenance["device"] == "X" and "--ceilings" not in calls[0][0]
     nb07.run_benchmark(timeout_s=5, ceilings=nb07.reference_ceilings())  # the lesson's one set, passed on
     assert calls[1][0][-2] == "--ceilings" and (tmp_path / "attention_ceilings.json").exists()
+
+
+def test_run_quietly_names_the_file_relative_to_the_repository(monkeypatch, capsys) -> None:
+    from helpers.paths import REPO_ROOT
+
+    monkeypatch.setattr(nb07.readings, "run_program", lambda args, timeout_s, progress: "")
+    out = REPO_ROOT / "traces" / "local" / "attention_benchmark.json"  # never written: the program is faked
+    nb07.readings.run_quietly(["-m", "benchmarks", "attention"], 5, out)
+    line = capsys.readouterr().out.strip()
+    assert line.endswith("written to traces/local/attention_benchmark.json."), line
 
 
 def test_plan_kernel_costs_matches_kernels_by_their_launching_operator() -> None:

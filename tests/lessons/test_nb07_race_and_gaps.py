@@ -27,7 +27,8 @@ def test_a_race_whose_rounds_all_overlap_names_no_winner():
 
 def test_ropes_share_is_said_of_the_gpu_that_ran():
     assert r.rope_share_sentence(0.47, "NVIDIA H100 80GB HBM3", live=True) == (
-        "Here, on NVIDIA H100 80GB HBM3, RoPE's small kernels took 47% of the block's kernel time."
+        "Here, on NVIDIA H100 80GB HBM3, in this run's profile, RoPE's small kernels took 47% of the block's kernel "
+        "time: a share of one run, on a GPU other work may share."
     )
     assert r.rope_share_sentence(0.5, "NVIDIA H200", live=False).startswith("On the H200's reference trace,")
     assert r.rope_share_sentence(None, "cpu", live=False) == ""
