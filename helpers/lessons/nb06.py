@@ -45,6 +45,7 @@ EXERCISES = Exercises(
         hint="Which [tokens, hidden] tensors can stay in registers? Each of them was written once and read once.",
         rel_tol=0.01,
         source="computed",
+        show=lambda b: f"{b / 1e6:.0f} MB",
     ),
     predicted_speedup=Exercise(
         "predicted speed-up of kernel 2's plan",
@@ -54,6 +55,7 @@ EXERCISES = Exercises(
         "bandwidth.",
         rel_tol=0.01,
         source="computed",
+        show=lambda r: f"{r:.2f}x",
     ),
     fused_kernels_per_forward=Exercise(
         "kernels per forward, course-fused",

@@ -114,3 +114,22 @@ def test_the_training_view_keeps_the_gradient_error_readable():
     assert view.loc["eager", "step_us"] == 836.3
     with pytest.raises(TypeError):
         nb06.training_view("table")  # type: ignore[arg-type]
+
+
+def test_right_answers_show_bytes_as_mb_and_ratios_with_two_decimals():
+    nb06.reset()
+    fb = nb06.check("bytes_saved", 213909504, expected=213909504, details={"tensor_mb": 50.3})
+    assert fb.message.startswith("the computation agrees: 214 MB.")
+    fb = nb06.check("predicted_speedup", 1.2331, expected=1.2331, details={"geglu_us": 32.5})
+    assert fb.message.startswith("the computation agrees: 1.23x.")
+    nb06.reset()
+
+
+def test_large_integers_read_with_thousands_separators_and_show_must_be_callable():
+    from helpers.lessons.exercises import Exercise, Exercises, _show
+
+    assert _show(213909504) == "213,909,504" and _show(12) == "12" and _show(1.2331) == "1.233"
+    book = Exercises("99", n=Exercise("a count"))
+    assert book.check("n", 1024, expected=1024).message == "the measurement agrees: 1,024."
+    with pytest.raises(TypeError, match="show"):
+        Exercise("x", show="MB")  # type: ignore[arg-type]
