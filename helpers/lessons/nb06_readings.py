@@ -69,6 +69,8 @@ def available_rows(table: pd.DataFrame, recorded: pd.DataFrame | None = None) ->
     variant is missing, not an exception's text or a row of NaN."""
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a DataFrame, got {type(table).__name__}")
+    if table.empty:
+        return table, ""
     if "variant" not in table.columns:
         raise ValueError("table needs a variant column")
     if "status" not in table.columns:

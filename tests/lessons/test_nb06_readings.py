@@ -111,5 +111,5 @@ def test_the_fastest_training_step_ties_with_those_level_with_it():
 def test_the_card_of_a_lesson_hides_the_project_rows():
     recorded = load_results("h200_mlp_variants")
     card = recorded.card(lesson=True)
-    assert not {"git_commit_note", "table targets"} & set(card["item"])
-    assert {"device", "torch", "table variants"} <= set(card["item"]) and len(recorded.card()) >= len(card)
+    assert not {"git_commit_note", "table targets", "file", "command", "git_commit"} & set(card["item"])
+    assert {"device", "torch", "date", "table variants"} <= set(card["item"]) and len(recorded.card()) >= len(card)

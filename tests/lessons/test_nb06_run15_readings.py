@@ -133,3 +133,9 @@ def test_large_integers_read_with_thousands_separators_and_show_must_be_callable
     assert book.check("n", 1024, expected=1024).message == "the measurement agrees: 1,024."
     with pytest.raises(TypeError, match="show"):
         Exercise("x", show="MB")  # type: ignore[arg-type]
+
+
+def test_an_empty_table_passes_through():
+    empty = pd.DataFrame()
+    shown, note = nb06.available_rows(empty)
+    assert shown.empty and note == ""
