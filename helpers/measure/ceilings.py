@@ -308,8 +308,8 @@ def _device_name(resolved: torch.device) -> str:
 
 def measure_ceilings(device: torch.device | str | None = None, refresh: bool = False) -> Ceilings:
     """Measure the copy bandwidth and matmul rates of `device` (None: CUDA if available, else CPU), once per
-    process per device unless `refresh`. The first measurement of a machine is kept in the local traces folder
-    (``ceilings_cache``) and reused by later lessons for a few hours under the same torch version, so a session's
+    process per device unless `refresh`. The first measurement of a machine is kept in ``$COURSE_CEILINGS_CACHE``
+    (the lessons set it to the local traces folder) and reused by later lessons for a few hours under the same torch version, so a session's
     lessons share one set; a stale, other or unreadable file is measured again (an unreadable one with a note)."""
     if not isinstance(refresh, bool):
         raise TypeError(f"refresh must be True or False, got {refresh!r}")
@@ -318,7 +318,7 @@ def measure_ceilings(device: torch.device | str | None = None, refresh: bool = F
     if not refresh and key in _CACHE:
         return _CACHE[key]
     path, name = ceilings_cache.cache_path(), _device_name(resolved)
-    if not refresh:
+    if path is not None and not refresh:
         stored, note = ceilings_cache.read_entry(path, name, torch.__version__, _dt.datetime.now())
         if stored is not None:
             try:
@@ -330,7 +330,7 @@ def measure_ceilings(device: torch.device | str | None = None, refresh: bool = F
             warnings.warn(note, stacklevel=2)
     measured = _measure_cpu() if resolved.type == "cpu" else _measure_cuda(resolved)
     _CACHE[key] = replace(measured, measured_by=ceilings_cache.who_measures())
-    note = ceilings_cache.write_entry(path, name, _CACHE[key].as_dict())
+    note = ceilings_cache.write_entry(path, name, _CACHE[key].as_dict()) if path is not None else ""
     if note:
         warnings.warn(note, stacklevel=2)
     return _CACHE[key]

@@ -1,5 +1,5 @@
 """The file that lets every lesson of a session read one ceiling set per machine: the first measurement of a
-device is kept in the local traces folder, and later lessons (separate processes) reuse it while it is fresh.
+device is kept in a file (the course's local traces folder), and later lessons (separate processes) reuse it while it is fresh.
 Re-measuring on a shared GPU moves the roofs by a few per cent, which would make lessons disagree."""
 
 from __future__ import annotations
@@ -14,18 +14,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..paths import local_traces_dir
-
+# The file's path; unset, each process measures its own set. The engine knows no repository: the course's lesson
+# layer (helpers.lessons) sets it to its local traces folder, and the benchmarks a lesson starts inherit it.
+CACHE_ENV = "COURSE_CEILINGS_CACHE"
 CACHE_FILE_NAME = "ceilings_cache.json"
 # A workshop session lasts a few hours; a set older than this may describe another state of the machine
 # (clocks, other tenants, a driver update), so it is measured again.
 CACHE_MAX_AGE_S = 4 * 3600.0
 
 
-def cache_path() -> Path:
-    """Where the cached ceilings live: ``ceilings_cache.json`` in the local traces folder (read at call time, so
-    ``$COURSE_LOCAL_TRACES`` set after import still counts)."""
-    return local_traces_dir() / CACHE_FILE_NAME
+def cache_path() -> Path | None:
+    """Where the cached ceilings live: ``$COURSE_CEILINGS_CACHE`` (read at call time), or None for no file."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    return Path(value).expanduser() if value else None
 
 
 def who_measures() -> str | None:

@@ -33,7 +33,7 @@ def _fake(rate: float, recorded: str | None = None) -> Ceilings:
 @pytest.fixture
 def counted(monkeypatch, tmp_path):
     """measure_ceilings writing to a temporary folder, its CPU measurement replaced by a counter."""
-    monkeypatch.setenv("COURSE_LOCAL_TRACES", str(tmp_path))
+    monkeypatch.setenv(ceilings_cache.CACHE_ENV, str(tmp_path / ceilings_cache.CACHE_FILE_NAME))
     monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "03_geglu_mlp_eager.ipynb"))
     monkeypatch.setattr(ceilings_mod, "_CACHE", {})
     calls = []
@@ -131,7 +131,7 @@ def test_an_unwritable_folder_costs_a_note_not_a_crash(counted, monkeypatch, tmp
     calls, _ = counted
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setenv("COURSE_LOCAL_TRACES", str(blocker / "sub"))
+    monkeypatch.setenv(ceilings_cache.CACHE_ENV, str(blocker / "sub" / ceilings_cache.CACHE_FILE_NAME))
     with pytest.warns(UserWarning) as notes:
         measure_ceilings("cpu")
     assert any("could not write" in str(n.message) for n in notes)
@@ -154,3 +154,21 @@ def test_read_entry_rejects_bad_arguments(tmp_path):
     with pytest.raises(ValueError):
         ceilings_cache.read_entry(tmp_path / "c.json", "cpu", "2.13", dt.datetime.now(), max_age_s=0)
     assert ceilings_cache.read_entry(tmp_path / "none.json", "cpu", "2.13", dt.datetime.now()) == (None, "")
+
+
+def test_without_the_variable_each_process_measures_its_own(counted, monkeypatch):
+    calls, path = counted
+    monkeypatch.delenv(ceilings_cache.CACHE_ENV)
+    measure_ceilings("cpu")
+    _new_process(monkeypatch)
+    measure_ceilings("cpu")
+    assert len(calls) == 2 and not path.exists()
+
+
+def test_the_lessons_point_the_cache_at_the_local_traces_folder():
+    import os
+
+    import helpers.lessons  # noqa: F401  (sets the variable when unset)
+    from helpers.paths import local_traces_dir
+
+    assert os.environ[ceilings_cache.CACHE_ENV] == str(local_traces_dir() / ceilings_cache.CACHE_FILE_NAME)
