@@ -57,10 +57,14 @@ class Exercise:
     rel_tol: float = 0.0
     source: str = "measured"
     guess: bool = False
+    # how a right answer's expected value is written (e.g. bytes as MB); None: :func:`_show`
+    show: Callable[[Any], str] | None = None
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {list(SOURCES)}, got {self.source!r}")
+        if self.show is not None and not callable(self.show):
+            raise TypeError(f"show must be a function of the expected value, got {self.show!r}")
 
 
 # source of an expected value -> (who agrees when right, what a wrong answer misses; never its value)
@@ -107,7 +111,8 @@ def _show(value: Any) -> str:
     """A value as a learner reads it (no numpy or torch reprs)."""
     number = _number(value)
     if number is not None:
-        return f"{number:.4g}" if not float(number).is_integer() else str(int(number))
+        # thousands separators: a byte count of nine digits is unreadable without them
+        return f"{number:.4g}" if not float(number).is_integer() else f"{int(number):,}"
     if isinstance(value, (set, frozenset)):
         return "{" + ", ".join(sorted(map(str, value))) + "}"
     return repr(value)
@@ -238,7 +243,8 @@ class Exercises:
         else:
             equal, reason = (bool(accept(answer)), "") if accept is not None else _same(answer, expected, tol)
             if equal:
-                fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {_show(expected)}. {explain}".strip())
+                shown = (ex.show or _show)(expected)
+                fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {shown}. {explain}".strip())
             else:
                 within = f" (within {tol:.0%})" if tol else ""
                 why = f" ({reason})" if reason else ""

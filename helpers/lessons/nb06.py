@@ -20,13 +20,15 @@ from .exercises import Exercise, Exercises, Feedback
 from .kernel_exercises import check_geglu_kernel as _check_geglu_kernel
 from .kernel_exercises import kernel_device, time_geglu_kernel
 from .mlp_results import mlp_ceilings, mlp_roofline, run_mlp_benchmark, sweep_figure
+from .nb06_readings import TIE_SHARE, _tie, available_rows, race_sentence, training_view
 
 __all__ = [
     "PLANS", "FusedGeGLUMLP", "SimpleGeGLUMLP", "build_variant", "config_table", "geglu", "geglu_reference",
     "kernel_device", "plan_bytes", "plan_floor_us", "plan_kernels", "plans_frame", "plans_table",
     "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
     "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
-    "clocks_disagree", "disturbed_times", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence",
+    "clocks_disagree", "disturbed_times", "sync_disturbed", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence",
+    "available_rows", "training_view",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -43,6 +45,7 @@ EXERCISES = Exercises(
         hint="Which [tokens, hidden] tensors can stay in registers? Each of them was written once and read once.",
         rel_tol=0.01,
         source="computed",
+        show=lambda b: f"{b / 1e6:.0f} MB",
     ),
     predicted_speedup=Exercise(
         "predicted speed-up of kernel 2's plan",
@@ -52,6 +55,7 @@ EXERCISES = Exercises(
         "bandwidth.",
         rel_tol=0.01,
         source="computed",
+        show=lambda r: f"{r:.2f}x",
     ),
     fused_kernels_per_forward=Exercise(
         "kernels per forward, course-fused",
@@ -106,17 +110,10 @@ def sync_margin(times: pd.DataFrame) -> dict[str, object]:
     return {"variant": str(rows.loc[i, "variant"]), "margin_us": float(margin[i])}
 
 
-# A difference of one run within this share of the larger number is read as a tie: without rounds the lesson
-# has no spread, and on a shared GPU single timings move by more than a few percent.
-TIE_SHARE = 0.10
-
-
-def _tie(x: float, y: float, share: float = TIE_SHARE) -> bool:
-    return abs(x - y) <= share * max(abs(x), abs(y))
-
-
 def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "compile") -> str:
-    """Whether ``a``'s kernel-time lead over ``b`` grows, shrinks or is lost once each call is synchronised."""
+    """Whether ``a``'s kernel-time lead over ``b`` grows, shrinks or is lost once each call is synchronised. A
+    variant whose synchronised call took longer than issuing it plus its kernels (:func:`sync_disturbed`) gets no
+    host overhead, and no lead is read from its synchronised time."""
     t = times.set_index("variant")
     missing = {a, b, "eager"} - set(t.index)
     if missing:
@@ -125,7 +122,15 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
                                                        ("e2e_sync_us", b)))  # fmt: skip
     oa, ob = (float(t.loc[v, "host_overhead_us"]) for v in (a, b))
     lead_k, lead_s = kb - ka, sb - sa
-    if _tie(sa, sb):
+    disturbed = sync_disturbed(times)
+    both = [v for v in (a, b) if v in disturbed]
+    if both:
+        verdict = (
+            f"the synchronised {'times' if len(both) > 1 else 'time'} of {' and '.join(both)} contradict"
+            f"{'' if len(both) > 1 else 's'} the other clocks (longer than issuing a call plus its kernels), so this "
+            "run reads no lead from them"
+        )
+    elif _tie(sa, sb):
         verdict = f"a tie within {TIE_SHARE:.0%} (kernel-time lead {lead_k:.0f} us)"
     elif lead_s < 0:
         verdict = (
@@ -145,19 +150,36 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
         verdict = f"{a}'s smaller host work makes its kernel-time lead of {lead_k:.0f} us grow to {lead_s:.0f} us"
     else:
         verdict = f"{a}'s extra host work shrinks its kernel-time lead of {lead_k:.0f} us to {lead_s:.0f} us"
+    overheads = ", ".join(
+        f"{v} too disturbed to read" if v in disturbed else f"{v} {float(t.loc[v, 'host_overhead_us']):.0f} us"
+        for v in (a, b, "eager")
+    )
     return (
-        f"Host overhead per call (synchronised minus kernel time): {a} {oa:.0f} us, {b} {ob:.0f} us, eager "
-        f"{float(t.loc['eager', 'host_overhead_us']):.0f} us. Synchronised, {a} takes {sa:.0f} us against {b}'s "
-        f"{sb:.0f} us: {verdict}. These are single numbers of one run, without their spread: a difference of a "
+        f"Host overhead per call (synchronised minus kernel time): {overheads}. Synchronised, {a} takes {sa:.0f} us "
+        f"against {b}'s {sb:.0f} us: {verdict}. These are single numbers of one run, without their spread: a difference of a "
         "few percent may be that run's noise."
     )
+
+
+def sync_disturbed(times: pd.DataFrame) -> list[str]:
+    """Variants whose synchronised call took longer than issuing it plus its kernels beyond the tie share: all a
+    synchronised call waits for, so other work on a shared GPU or host made that clock, and the host overhead read
+    from it, too long. (The other contradictions of :func:`disturbed_times` leave the synchronised time readable.)"""
+    if not {"variant", "kernel_us", "e2e_sync_us"} <= set(times.columns):
+        raise ValueError("times needs the columns variant, kernel_us and e2e_sync_us")
+    if "enqueue_us" not in times.columns:
+        return []
+    t = times.dropna(subset=["kernel_us", "e2e_sync_us", "enqueue_us"])
+    slow = t["e2e_sync_us"] > (1 + TIE_SHARE) * (t["enqueue_us"] + t["kernel_us"])
+    return t.loc[slow, "variant"].astype(str).tolist()
 
 
 def disturbed_times(times: pd.DataFrame) -> dict[str, list[str]]:
     """Variants whose times contradict each other beyond the tie share, with what contradicts: issuing a call
     longer than a synchronised call (which includes issuing it), back to back slower than synchronised (calls that
     do not wait cannot be slower than calls that do), a graph replay slower than back to back (a replay removes the
-    host's work). Only other work on a shared GPU or host makes them so."""
+    host's work), a synchronised call longer than issuing it plus its kernels (all a synchronised call waits for).
+    Only other work on a shared GPU or host makes them so."""
     if not {"variant", "e2e_sync_us", "e2e_nosync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, e2e_sync_us and e2e_nosync_us")
     out: dict[str, list[str]] = {}
@@ -171,6 +193,11 @@ def disturbed_times(times: pd.DataFrame) -> dict[str, list[str]]:
             why.append(f"{b2b:.0f} us back to back against {sync:.0f} us synchronised")
         if graphed > (1 + TIE_SHARE) * b2b:
             why.append(f"{graphed:.0f} us replayed from a graph against {b2b:.0f} us back to back")
+        kernels = float(getattr(r, "kernel_us", float("nan")))
+        if sync > (1 + TIE_SHARE) * (enq + kernels):
+            why.append(
+                f"{sync:.0f} us synchronised against {enq:.0f} us to issue a call plus {kernels:.0f} us of kernels"
+            )
         if why:
             out[str(r.variant)] = why
     return out
@@ -190,10 +217,14 @@ def hiding_sentence(times: pd.DataFrame) -> str:
     exposed = t[t["e2e_nosync_us"] > (1 + TIE_SHARE) * t["kernel_us"]]
     parts = []
     slow_issue = t["enqueue_us"] > t["kernel_us"] if "enqueue_us" in t.columns else None
+
+    def its(n: int) -> str:
+        return "its" if n == 1 else "their"
+
     if hidden:
         parts.append(
             f"Back to back in this run, the host's work hid behind the GPU's for {', '.join(map(str, hidden))} "
-            f"(within {TIE_SHARE:.0%} of their kernel time): there the kernel time decides."
+            f"(within {TIE_SHARE:.0%} of {its(len(hidden))} kernel time): there the kernel time decides."
         )
     explained = exposed if slow_issue is None else exposed[slow_issue[exposed.index]]
     unexplained = exposed.drop(index=explained.index) if slow_issue is not None else exposed.iloc[0:0]
@@ -206,24 +237,27 @@ def hiding_sentence(times: pd.DataFrame) -> str:
         )
 
     if not explained.empty:
+        n = len(explained)
         cause = (
-            "their host took longer to issue a call than the GPU took to run it, so the host set the pace even "
+            f"{its(n)} host took longer to issue a call than the GPU took to run it, so the host set the pace even "
             "without waiting."
             if slow_issue is not None
-            else "back to back, their calls took longer than their kernels."
+            else f"back to back, {its(n)} calls took longer than {its(n)} kernels."
         )
         parts.append(f"It did not for {shown(explained, slow_issue is not None)}: {cause}")
     if not unexplained.empty:
         parts.append(
-            f"Back to back, {shown(unexplained, True)} took longer than their kernels although the host issued a "
+            f"Back to back, {shown(unexplained, True)} took longer than {its(len(unexplained))} kernels although the "
+            "host issued a "
             "call faster than the GPU ran it: the host's work does not explain the excess, which other work on a "
             "shared GPU or host (or this run's noise) does."
         )
     if disturbed:
         shown_d = "; ".join(f"{v} ({', '.join(why)})" for v, why in disturbed.items())
         parts.append(
-            f"The times of {shown_d} contradict each other: a synchronised call includes issuing it, calls that do "
-            "not wait cannot be slower than calls that do, and a graph replay removes the host's work. Other work on "
+            f"The times of {shown_d} contradict each other: a synchronised call includes issuing it and waits for "
+            "nothing but that and its kernels, calls that do not wait cannot be slower than calls that do, and a "
+            "graph replay removes the host's work. Other work on "
             "a shared GPU or host disturbed them (too busy to tell, as lesson 04 says): they name no host cause and "
             "rank nothing."
         )
@@ -275,21 +309,6 @@ def floor_bound_sentence(variants: pd.DataFrame, device: str, a: str = "course-f
             f"({t.loc[a, 'pct_of_plan_floor']:.0f}%)."
         )
     return text + ", within what the floors allow (within 10% counts as level)."
-
-
-def race_sentence(timing: pd.DataFrame) -> str:
-    """Section 2's two GeGLU kernels (the learner's first row, the course's second) by kernel time: level within
-    the tie share, or which is faster."""
-    if not {"kernel", "kernel_us"} <= set(timing.columns) or len(timing) < 2:
-        raise ValueError("timing needs two rows with the columns kernel and kernel_us")
-    (na, ka), (nb, kb) = ((r.kernel, float(r.kernel_us)) for r in timing.iloc[:2].itertuples())
-    if _tie(ka, kb):
-        return (
-            f"{na} and {nb} are level ({ka:.0f} against {kb:.0f} us, within {TIE_SHARE:.0%}): at this shape the masks "
-            "and the 1-D blocks cost nothing measurable."
-        )
-    fast, slow = ((na, ka), (nb, kb)) if ka < kb else ((nb, kb), (na, ka))
-    return f"{fast[0]} is faster: {fast[1]:.0f} against {slow[1]:.0f} us ({slow[1] / fast[1]:.2f}x)."
 
 
 # Two clocks of one training step further apart than this share of the larger are read as disturbed.

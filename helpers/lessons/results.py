@@ -120,7 +120,9 @@ def lesson_command(command: str) -> str:
 
 
 # Card rows for the project's tests and records (acceptance targets, notes on how a run was recorded).
-PROJECT_ROWS = frozenset({"git_commit_note", "table targets"})
+# the harness's provenance (where the file lies, the command and its budget, the commit) serves the project;
+# a lesson's card keeps the device, the versions and the date
+PROJECT_ROWS = frozenset({"git_commit_note", "table targets", "file", "command", "git_commit"})
 
 
 def results_path(name: str | Path) -> Path:

@@ -4,8 +4,9 @@ FLOPs divided by these; a kernel faster than its floor means the ceiling is wron
 from __future__ import annotations
 
 import datetime as _dt
+import warnings
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from typing import Any
 
@@ -14,6 +15,7 @@ import torch
 
 from ..checks import positive_int, positive_number
 from ..trace.registry import REFERENCE_CEILINGS
+from . import ceilings_cache
 from .ceiling_gemms import CUDA_MATMUL_SHAPES, best_fp8_matmul_rate, best_matmul_rate
 from .device import cpu_label, resolve_device
 from .timing import time_device, time_per_call
@@ -44,6 +46,8 @@ class Ceilings:
     # faster than a copy or a sum, so a kernel that mostly writes is judged against this
     write_bytes_per_s: float | None = None
     fp8_matmul_flop_per_s: float | None = None
+    # who measured a set the lessons share (``lesson 03``, a script's name): shown in the label
+    measured_by: str | None = None
 
     def __post_init__(self) -> None:
         if self.source not in ("measured", "reference"):
@@ -88,6 +92,12 @@ class Ceilings:
     @property
     def label(self) -> str:
         """Short text for titles: device and whether the numbers are a recorded reference."""
+        if self.source == "measured" and self.measured_by and self.recorded:
+            try:
+                at = _dt.datetime.fromisoformat(self.recorded).strftime("%H:%M")
+            except ValueError:
+                at = self.recorded
+            return f"{self.device} (measured by {self.measured_by} at {at})"
         when = f", {self.recorded}" if self.recorded else ""
         kind = "recorded reference" if self.source == "reference" else "measured here"
         return f"{self.device} ({kind}{when})"
@@ -132,7 +142,9 @@ class Ceilings:
 
 
 # fields a file recorded before they were measured may lack
-OPTIONAL_FIELDS = ("recorded", "read_bytes_per_s", "l2_bytes", "write_bytes_per_s", "fp8_matmul_flop_per_s")
+OPTIONAL_FIELDS = (
+    "recorded", "read_bytes_per_s", "l2_bytes", "write_bytes_per_s", "fp8_matmul_flop_per_s", "measured_by",
+)  # fmt: skip
 
 
 def ceilings_from_dict(d: Mapping[str, Any]) -> Ceilings:
@@ -290,13 +302,37 @@ def _measure_cuda(device: torch.device) -> Ceilings:
 _CACHE: dict[str, Ceilings] = {}
 
 
+def _device_name(resolved: torch.device) -> str:
+    return cpu_label(torch.get_num_threads()) if resolved.type == "cpu" else torch.cuda.get_device_name(resolved)
+
+
 def measure_ceilings(device: torch.device | str | None = None, refresh: bool = False) -> Ceilings:
     """Measure the copy bandwidth and matmul rates of `device` (None: CUDA if available, else CPU), once per
-    process per device unless `refresh`."""
+    process per device unless `refresh`. The first measurement of a machine is kept in ``$COURSE_CEILINGS_CACHE``
+    (the lessons set it to the local traces folder) and reused by later lessons for a few hours under the same torch version, so a session's
+    lessons share one set; a stale, other or unreadable file is measured again (an unreadable one with a note)."""
+    if not isinstance(refresh, bool):
+        raise TypeError(f"refresh must be True or False, got {refresh!r}")
     resolved = resolve_device(device)
     key = str(resolved)
-    if refresh or key not in _CACHE:
-        _CACHE[key] = _measure_cpu() if resolved.type == "cpu" else _measure_cuda(resolved)
+    if not refresh and key in _CACHE:
+        return _CACHE[key]
+    path, name = ceilings_cache.cache_path(), _device_name(resolved)
+    if path is not None and not refresh:
+        stored, note = ceilings_cache.read_entry(path, name, torch.__version__, _dt.datetime.now())
+        if stored is not None:
+            try:
+                _CACHE[key] = ceilings_from_dict(stored)
+                return _CACHE[key]
+            except (TypeError, ValueError) as err:
+                note = f"the cached ceilings in {path} are unreadable ({err}); measuring again"
+        if note:
+            warnings.warn(note, stacklevel=2)
+    measured = _measure_cpu() if resolved.type == "cpu" else _measure_cuda(resolved)
+    _CACHE[key] = replace(measured, measured_by=ceilings_cache.who_measures())
+    note = ceilings_cache.write_entry(path, name, _CACHE[key].as_dict()) if path is not None else ""
+    if note:
+        warnings.warn(note, stacklevel=2)
     return _CACHE[key]
 
 

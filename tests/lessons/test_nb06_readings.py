@@ -42,7 +42,7 @@ def test_back_to_back_above_kernels_is_put_down_to_the_host_only_when_enqueue_sa
     slow_host = calm_replay.copy()
     slow_host.loc[slow_host["variant"] == "eager", "enqueue_us"] = 300.0
     text = nb06.hiding_sentence(slow_host)
-    assert "It did not for eager (289 us against 256 us of kernels, 300 us to issue a call): their host took" in text
+    assert "It did not for eager (289 us against 256 us of kernels, 300 us to issue a call): its host took" in text
     assert "compile (274 us against 233 us of kernels, 140 us to issue a call) took longer" in text
     assert "It did not" not in nb06.hiding_sentence(H100_B)
 
@@ -90,7 +90,7 @@ def test_the_two_geglu_kernels_level_within_the_share():
     )
     assert "are level" in nb06.race_sentence(timing) and "cost nothing measurable" in nb06.race_sentence(timing)
     timing.loc[0, "kernel_us"] = 70.0
-    assert nb06.race_sentence(timing).startswith("nb06.geglu (2-D tiles) is faster: 51 against 70 us")
+    assert nb06.race_sentence(timing).startswith("By kernel time, nb06.geglu (2-D tiles) is faster: 51 against 70 us")
 
 
 def test_the_fastest_training_step_ties_with_those_level_with_it():
@@ -111,5 +111,5 @@ def test_the_fastest_training_step_ties_with_those_level_with_it():
 def test_the_card_of_a_lesson_hides_the_project_rows():
     recorded = load_results("h200_mlp_variants")
     card = recorded.card(lesson=True)
-    assert not {"git_commit_note", "table targets"} & set(card["item"])
-    assert {"device", "torch", "table variants"} <= set(card["item"]) and len(recorded.card()) >= len(card)
+    assert not {"git_commit_note", "table targets", "file", "command", "git_commit"} & set(card["item"])
+    assert {"device", "torch", "date", "table variants"} <= set(card["item"]) and len(recorded.card()) >= len(card)

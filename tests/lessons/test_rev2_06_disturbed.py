@@ -52,7 +52,7 @@ def test_each_contradiction_is_named(change, reason):
 def test_a_consistent_slow_host_keeps_its_cause():
     # issuing (250 us) longer than the kernels (200 us) yet shorter than synchronised: the host set the pace
     assert nb06.disturbed_times(_row()) == {}
-    assert "their host took longer to issue a call" in nb06.hiding_sentence(_row())
+    assert "its host took longer to issue a call" in nb06.hiding_sentence(_row())
 
 
 def test_a_lead_that_loses_a_third_says_by_how_much():
