@@ -1,7 +1,7 @@
 """Planted problems the rules were not written against: two new training loops profiled live on the CPU, and
 GPU-only plantings (a pageable copy, a synchronising .item()) in hand-built traces. Every planted problem must
-be among the first findings, and no finding there may be false (a rule nothing was planted for, or a finding
-with no real event or cost)."""
+be among the first findings, and no finding there may be false (a rule nothing was planted for that claims a
+real share of the step, or a finding with no real event or cost)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,10 @@ def _check_top(found, trace_names: set[str], planted: set[str]) -> None:
     top = found.head(n)
     assert planted <= set(top["rule"]), f"planted {sorted(planted)}, top {n}: {top['rule'].tolist()}"
     for f in found.head(3).itertuples():
-        assert f.rule in planted, f"false finding in the top 3: {f.rule} ({f.evidence})"
+        # an unplanted finding may follow the planted ones when it is real and small (a loop's own loss is a short
+        # pointwise chain): it is false when it claims a real share of the step
+        small = f.saving_upper_bound_us < 0.05 * found.attrs["step_us"]
+        assert f.rule in planted or small, f"false finding in the top 3: {f.rule} ({f.evidence})"
         assert f.example in trace_names and 0 < f.saving_upper_bound_us <= found.attrs["step_us"]
 
 
