@@ -26,13 +26,14 @@ from .nb04_readings import (
     end_to_end_why,
     profiler_sentence,
     read_bound,
+    sync_host_clause,
     synchronised_sentence,
 )  # fmt: skip
 from .rounds import call_rounds, named_functions, one_thread, rounds_frame, spread_of, take_turns
 
 __all__ = [
     "Reading", "about", "bytes_sentence", "end_to_end_expected", "end_to_end_why", "profiler_sentence", "read_bound",
-    "synchronised_sentence", "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
+    "sync_host_clause", "synchronised_sentence", "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -63,7 +64,7 @@ EXERCISES = Exercises(
         rel_tol=0.05,
     ),
     compiled_faster_end_to_end=Exercise(
-        "compiled faster end to end",
+        "compiled faster back to back",
         explain="{why}",
         hint="Compare the kernel times: if the GPU never waits, which variant finishes a call sooner?",
     ),
@@ -141,9 +142,15 @@ def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> 
     return verdict.a_median < verdict.b_median
 
 
-def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]], disturbed: Sequence[str] = ()) -> str:
+def payback(
+    first_call: FirstCall,
+    rounds: Mapping[str, Sequence[float]],
+    disturbed: Sequence[str] = (),
+    kernel_us: Mapping[str, float] | None = None,
+) -> str:
     """A sentence on whether the compile pays back, from ``call_rounds({"eager": ..., "compiled": ...})`` (us); none
-    when `disturbed` names variants whose synchronised rounds other work slowed (:func:`read_bound`)."""
+    when `disturbed` names variants whose synchronised rounds other work slowed (:func:`read_bound`). With the
+    same device's `kernel_us` per call, a slower compiled call says why when those numbers show it."""
     if set(rounds) != {"eager", "compiled"}:
         raise ValueError(f"rounds must have the keys 'eager' and 'compiled', got {sorted(rounds)}")
     frame = rounds_frame(rounds).set_index("variant")
@@ -161,7 +168,9 @@ def payback(first_call: FirstCall, rounds: Mapping[str, Sequence[float]], distur
     if isinstance(verdict, Tie):
         return f"{timing}. Too close to call here ({verdict.why}), so no pay-back can be computed from them."
     if not verdict:
-        return f"{timing}: a compiled call is not faster end to end here, so the compile does not pay back."
+        medians = {k: frame.loc[k, "median_us"] for k in ("compiled", "eager")}
+        why = sync_host_clause(kernel_us, medians) if kernel_us is not None else ""
+        return f"{timing}: a synchronised compiled call is not faster here, so the compile does not pay back.{why}"
     # the smallest saving the rule allows (the difference less the larger middle-half spread) gives the longest
     slow = e["median_us"] - c["median_us"]
     fast = slow - max(spread_of(rounds["eager"]).iqr, spread_of(rounds["compiled"]).iqr)

@@ -118,7 +118,7 @@ def end_to_end_why(
         paces = ", ".join(f"{k} {'by the GPU' if bound[k] == 'GPU' else 'by the CPU'}" for k in ("eager", "compiled"))
         return (
             f"Back to back, the pace was set here: {paces}. As the check says, this run cannot tell which of the "
-            "two is faster end to end."
+            "two is faster back to back."
         )
     if set(bound.values()) == {"GPU"}:
         return (
@@ -185,6 +185,25 @@ def synchronised_sentence(b2b_us: Mapping[str, float], sync_us: Mapping[str, flo
         f"Synchronised after every call: {times}. Back to back, {' and '.join(above)} took longer than that "
         f"({', '.join(f'{b2b_us[k]:.0f} us' for k in above)}): calls that do not wait cannot be slower than calls "
         "that do, so other work on the machine slowed those rounds."
+    )
+
+
+def sync_host_clause(kernel_us: Mapping[str, float], sync_median_us: Mapping[str, float]) -> str:
+    """Why a synchronised compiled call is slower than eager, said only when the numbers show it: its kernels take
+    less time yet the call more, so the difference is host work the caller waits for. Otherwise ``""``."""
+    keys = {"compiled", "eager"}
+    if set(kernel_us) != keys or set(sync_median_us) != keys:
+        raise ValueError("give kernel times and synchronised medians for 'compiled' and 'eager'")
+    k = {n: _time(f"kernel_us[{n!r}]", kernel_us[n]) for n in keys}
+    s = {n: _time(f"sync_median_us[{n!r}]", sync_median_us[n]) for n in keys}
+    if not (k["compiled"] < k["eager"] and s["compiled"] > s["eager"]):
+        return ""
+    host = {n: s[n] - k[n] for n in keys}
+    return (
+        f" Its kernels take less time ({k['compiled']:.0f} against {k['eager']:.0f} us in the profile), so the "
+        f"difference is host work: a synchronised call waits {host['compiled']:.0f} us beyond its kernels compiled "
+        f"against {host['eager']:.0f} us eager, because the host's work before the first kernel (guards, wrappers) "
+        "lands in the call instead of hiding behind a queue."
     )
 
 
