@@ -17,6 +17,7 @@ import torch
 from ..measure.ceilings import Ceilings, measure_ceilings, reference_ceilings_for
 from ..paths import REPO_ROOT
 from ..programs import line_shown, run_program
+from .nb07_race import kernel_race_note
 from .results import reference_ceilings
 from .rounds import compare_rounds, rounds_frame
 
@@ -208,23 +209,6 @@ def wall_kernel_sentence(times: pd.DataFrame, tolerance: float = 0.05) -> str:
         else:
             text += "."
     return text
-
-
-def kernel_race_note(rounds: Mapping[str, Sequence[float]], yours: str, course: str, device: str) -> str:
-    """What the race of the learner's kernel against the course's says: when the plain kernel wins by more than
-    the rounds' spread, that the course's tile table was picked on an H200 (empty when it does not win)."""
-    for name in (yours, course):
-        if name not in rounds:
-            raise ValueError(f"no rounds for {name!r}; have {', '.join(rounds)}")
-    v = compare_rounds(rounds[yours], rounds[course])
-    if v.tie or not v.a_faster:
-        return ""
-    return (
-        f"Your kernel, one fixed 64 x 64 tile, beat the course's by {v.b_median / v.a_median:.2f}x on {device}: the "
-        "course's launcher tries first the tiles a sweep found fastest on an H200 (the table below), and what is "
-        "fastest on one GPU need not be on another. Tile sizes, warps and stages are tuned per GPU and per length: "
-        "time them on the GPU you run on."
-    )
 
 
 def wall_rounds_disturbed(
