@@ -111,4 +111,4 @@ def chain_tree(trace: Trace, op: str, ops_only: bool = False) -> ChainTree:
         }
     )
     what = ", operators only" if ops_only else ""
-    return ChainTree(f"{trace.info.describe()}: {op}, merged over {calls} call(s){what}", frame)
+    return ChainTree(f"{trace.info.describe()}: {op}, merged over {calls} call{'' if calls == 1 else 's'}{what}", frame)

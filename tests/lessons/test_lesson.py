@@ -208,7 +208,7 @@ def test_chain_tree_draws_a_tree_in_html(mlp_h200):
     page = tree._repr_html_()
     assert "white-space:pre" in page and "text-align:left" in page and "&nbsp;" not in page
     assert page.count("<tr>") == len(lines) + 1
-    assert "merged over 9 call(s)" in repr(tree) and "x0.33/call" in repr(tree)
+    assert "merged over 9 calls" in repr(tree) and "x0.33/call" in repr(tree)
     panel = helpers.side_by_side(tree)  # titled by its trace, once
     assert panel.panels[0][0] == tree.title
     assert panel._repr_html_().count(html.escape(tree.title)) == 1 and "white-space:pre" in panel._repr_html_()
