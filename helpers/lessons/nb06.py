@@ -20,14 +20,14 @@ from .exercises import Exercise, Exercises, Feedback
 from .kernel_exercises import check_geglu_kernel as _check_geglu_kernel
 from .kernel_exercises import kernel_device, time_geglu_kernel
 from .mlp_results import mlp_ceilings, mlp_roofline, run_mlp_benchmark, sweep_figure
-from .nb06_readings import TIE_SHARE, _tie, available_rows, race_sentence, training_view
+from .nb06_readings import TIE_SHARE, _tie, available_rows, race_sentence, speedup_phrase, training_view
 
 __all__ = [
     "PLANS", "FusedGeGLUMLP", "SimpleGeGLUMLP", "build_variant", "config_table", "geglu", "geglu_reference",
     "kernel_device", "plan_bytes", "plan_floor_us", "plan_kernels", "plans_frame", "plans_table",
     "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
     "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
-    "clocks_disagree", "disturbed_times", "sync_disturbed", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence",
+    "clocks_disagree", "disturbed_times", "sync_disturbed", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence", "speedup_phrase",
     "available_rows", "training_view",
 ]  # fmt: skip
 
@@ -65,8 +65,8 @@ EXERCISES = Exercises(
     sync_can_beat_kernels=Exercise(
         "a synchronised call beats its kernels",
         explain="The kernels of one call run one after another on the GPU, and the wall clock also counts the "
-        "host's work before the first kernel starts and the wait at the end. The smallest margin in this "
-        "recording: {margin_us:.0f} us ({variant}).",
+        "host's work before the first kernel starts and the wait at the end. The smallest margin in {where}: "
+        "{margin_us:.0f} us ({variant}).",
         hint="The kernels of one forward depend on each other: can they overlap?",
     ),
     gate_tiles_at_128=Exercise(
@@ -98,8 +98,11 @@ def check_geglu_kernel(fn, **kwargs) -> Feedback:
     return EXERCISES.record("geglu_kernel", _check_geglu_kernel(fn, **kwargs))
 
 
-def sync_margin(times: pd.DataFrame) -> dict[str, object]:
-    """The variant whose synchronised call is closest to its kernel time, and that margin (us)."""
+def sync_margin(times: pd.DataFrame, live: bool = False) -> dict[str, object]:
+    """The variant whose synchronised call is closest to its kernel time, that margin (us), and where it was
+    measured (``"this run"`` when `live`, else ``"this recording"``)."""
+    if not isinstance(live, bool):
+        raise TypeError(f"live must be True or False, got {live!r}")
     if not {"variant", "kernel_us", "e2e_sync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, kernel_us and e2e_sync_us")
     rows = times.dropna(subset=["kernel_us", "e2e_sync_us"])
@@ -107,7 +110,8 @@ def sync_margin(times: pd.DataFrame) -> dict[str, object]:
         raise ValueError("no variant has both a kernel time and a synchronised time")
     margin = rows["e2e_sync_us"] - rows["kernel_us"]
     i = margin.idxmin()
-    return {"variant": str(rows.loc[i, "variant"]), "margin_us": float(margin[i])}
+    where = "this run" if live else "this recording"
+    return {"variant": str(rows.loc[i, "variant"]), "margin_us": float(margin[i]), "where": where}
 
 
 def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "compile") -> str:
@@ -144,7 +148,7 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
         # the host overheads differ by exactly lead_s - lead_k: the tie share of the synchronised times decides
         verdict = (
             f"{a}'s kernel-time lead of {lead_k:.0f} us comes out at {lead_s:.0f} us synchronised: the host overheads "
-            f"per call differ by {abs(oa - ob):.0f} us; single numbers, no spread"
+            f"per call differ by {abs(oa - ob):.0f} us"
         )
     elif lead_s > lead_k:
         verdict = f"{a}'s smaller host work makes its kernel-time lead of {lead_k:.0f} us grow to {lead_s:.0f} us"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 # A difference of one run within this share of the larger number is read as a tie (as in nb06).
@@ -104,3 +106,13 @@ def training_view(training: pd.DataFrame) -> pd.DataFrame:
     for c in errors:
         view[c] = [f"{v:.2e}" if pd.notna(v) else "" for v in view[c]]
     return view
+
+
+def speedup_phrase(a_us: float, b_us: float) -> str:
+    """How much faster (or slower) a time of `a_us` is than `b_us`, always said as a speed-up: ``180, 231 ->
+    '1.28x faster'``, so one ratio is never shown both as a speed-up and as a time ratio."""
+    for name, v in (("a_us", a_us), ("b_us", b_us)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be a positive finite time in us, got {v!r}")
+    ratio = b_us / a_us
+    return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"

@@ -58,7 +58,7 @@ def test_a_consistent_slow_host_keeps_its_cause():
 def test_a_lead_that_loses_a_third_says_by_how_much():
     text = nb06.host_lead_sentence(SHARED)
     assert "lead of 53 us comes out at 35 us synchronised" in text
-    assert "differ by 18 us; single numbers, no spread" in text and "level within the noise" not in text
+    assert "differ by 18 us. These are single numbers" in text and "level within the noise" not in text
 
 
 def _training(eager, cat, save, recompute) -> pd.DataFrame:
