@@ -51,8 +51,10 @@ def _gap(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> tuple[st
 
 def kernels_slowed(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> bool:
     """Whether :func:`profiler_gap_cause` puts the profiled prefill's extra time inside the kernels (other work on
-    the GPU, or the profiler's cost per kernel): then this profile's kernel times are inflated."""
-    return _gap(profiled_us, unprofiled_us, cpu_bound)[0] == "kernels"
+    the GPU, or the profiler's cost per kernel) and that time is beyond ``PROFILER_SHOWS`` of the unprofiled step:
+    then this profile's kernel times are inflated. Below it the lesson calls the difference noise."""
+    where, gap = _gap(profiled_us, unprofiled_us, cpu_bound)[:2]
+    return where == "kernels" and gap > PROFILER_SHOWS * _positive("unprofiled_us", unprofiled_us)
 
 
 def profiler_gap_cause(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> str:
