@@ -223,7 +223,7 @@ def percent_shares(breakdown: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(breakdown, pd.DataFrame) or "share" not in breakdown.columns:
         raise TypeError("pass the DataFrame of nb08.part_breakdown(trace)")
     out = breakdown.copy()
-    out["share"] = (100 * out["share"]).round(1)
+    out["share"] = readings.share_percent(out["share"])  # "<0.1" where a share would round to 0.0
     times = [c for c in out.columns if c.endswith("_us") or c.endswith("(us)")]
     out[times] = out[times].round(0)
     whole = "count" not in out.columns or bool((out["count"] == out["count"].round(0)).all())

@@ -73,8 +73,9 @@ def _rounds(name: str, values: Sequence[float]) -> list[float]:
 def ranked_with_ties(
     times: Mapping[str, Sequence[float]], unit: str = "us", disturbed: Sequence[str] = (), disturbance: float = math.inf
 ) -> str:
-    """Each option's median and range of rounds, then each pair's verdict: faster only when the difference is beyond
-    the spread, else a tie (:func:`.rounds.too_close`). A pair with a `disturbed` option is ranked only when every
+    """Each option's median and middle half of its rounds (first to third quartile: what the tie rule compares),
+    then each pair's verdict with the rule's reason: faster only when the medians differ by more than the larger
+    middle half, else a tie (:func:`.rounds.too_close`). A pair with a `disturbed` option is ranked only when every
     round of one is more than `disturbance` times every round of the other (:func:`disturbance_factor`), else left
     unranked with the reason."""
     if not isinstance(times, Mapping) or len(times) < 2:
@@ -82,14 +83,14 @@ def ranked_with_ties(
     if isinstance(disturbance, bool) or not isinstance(disturbance, (int, float)) or not disturbance >= 1:
         raise ValueError(f"disturbance must be a factor of at least 1, got {disturbance!r}")
     rounds = {str(k): _rounds(str(k), v) for k, v in times.items()}
-    shown = "; ".join(
-        f"{k} {statistics.median(v):,.0f} {unit} ({min(v):,.0f}-{max(v):,.0f})" for k, v in rounds.items()
-    )
+    spreads = {k: spread_of(v) for k, v in rounds.items()}
+    # the middle half, not min-max: the tie rule reads quartiles, so the numbers on screen are the ones it weighed
+    shown = "; ".join(f"{k} {s.median:,.0f} {unit} (middle half {s.q1:,.0f}-{s.q3:,.0f})" for k, s in spreads.items())
     names = list(rounds)
     verdicts = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            sa, sb = spread_of(rounds[a]), spread_of(rounds[b])
+            sa, sb = spreads[a], spreads[b]
             fast, slow = (a, b) if sa.median < sb.median else (b, a)
             if a in disturbed or b in disturbed:
                 apart = min(rounds[slow]) / max(rounds[fast]) if max(rounds[fast]) > 0 else 0.0
@@ -107,7 +108,7 @@ def ranked_with_ties(
             elif too_close(sa, sb):
                 verdicts.append(f"{a} and {b} are too close to call here ({noise_why(sa, sb, unit)})")
             else:
-                verdicts.append(f"{fast} is faster than {slow}")
+                verdicts.append(f"{fast} is faster than {slow} ({noise_why(sa, sb, unit)})")
     said = "; ".join(verdicts)
     return f"{shown}. {said[0].upper()}{said[1:]}."
 
@@ -164,14 +165,15 @@ def lowest_reading(what: str, rounds: Sequence[float], unit: str = "us") -> tupl
 
 
 def speedup_text(before_us: Sequence[float], after_us: Sequence[float], tolerance: float = 0.2) -> str:
-    """A speedup from every reading of the step before and after a fix: one figure when the readings agree (within
-    `tolerance`), else the range they allow with its cause (the machine was shared)."""
+    """A speedup from every reading of the step before and after a fix: the range the readings allow ("10.9x to
+    11.0x"; one figure when both ends round alike), with its cause when they disagree by more than `tolerance`
+    (the machine was shared)."""
     before, after = _rounds("before_us", before_us), _rounds("after_us", after_us)
     if min(before + after) <= 0:
         raise ValueError("readings must be positive")
     low, high = min(before) / max(after), max(before) / min(after)
-    if high / low - 1 <= tolerance:
-        return f"{statistics.median(before) / statistics.median(after):.1f}x"
+    if high / low - 1 <= tolerance:  # a range, so a table dividing any one pair of these readings sits inside it
+        return f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}x to {high:.1f}x"
     return (
         f"between {low:.1f}x and {high:.1f}x (the readings of this notebook disagree: the GPU was shared with other "
         "work, so no single figure)"

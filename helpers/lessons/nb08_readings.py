@@ -38,21 +38,36 @@ def cpu_bound_share(parts: pd.DataFrame) -> float:
     return float(parts.loc[parts["part"] == IDLE_ROWS["cpu-bound"], "share"].sum())
 
 
-def profiler_gap_cause(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> str:
-    """Where a profiled prefill's extra time went, against the same prefill unprofiled: CPU-bound idle (the
-    profiler's cost per operator call making the CPU late) only when the step's *idle: CPU-bound* time (`cpu_bound`,
-    a fraction of the profiled step) is at least ``CPU_BOUND_SHARE`` and half the gap; otherwise inside the kernels."""
+def _gap(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> tuple[str, float, float, float]:
+    """``(where, gap, waited, share)``: where a profiled prefill's extra time went ("none", "cpu" or "kernels")."""
     profiled, unprofiled = _positive("profiled_us", profiled_us), _positive("unprofiled_us", unprofiled_us)
     share = _number("cpu_bound", cpu_bound)
     if not 0 <= share <= 1:
         raise ValueError(f"cpu_bound must be a fraction of the step between 0 and 1, got {cpu_bound!r}")
     gap, waited = profiled - unprofiled, share * profiled
-    if gap <= 0:
+    where = "none" if gap <= 0 else "cpu" if share >= CPU_BOUND_SHARE and waited >= gap / 2 else "kernels"
+    return where, gap, waited, share
+
+
+def kernels_slowed(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> bool:
+    """Whether :func:`profiler_gap_cause` puts the profiled prefill's extra time inside the kernels (other work on
+    the GPU, or the profiler's cost per kernel) and that time is beyond ``PROFILER_SHOWS`` of the unprofiled step:
+    then this profile's kernel times are inflated. Below it the lesson calls the difference noise."""
+    where, gap = _gap(profiled_us, unprofiled_us, cpu_bound)[:2]
+    return where == "kernels" and gap > PROFILER_SHOWS * _positive("unprofiled_us", unprofiled_us)
+
+
+def profiler_gap_cause(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> str:
+    """Where a profiled prefill's extra time went, against the same prefill unprofiled: CPU-bound idle (the
+    profiler's cost per operator call making the CPU late) only when the step's *idle: CPU-bound* time (`cpu_bound`,
+    a fraction of the profiled step) is at least ``CPU_BOUND_SHARE`` and half the gap; otherwise inside the kernels."""
+    where, gap, waited, share = _gap(profiled_us, unprofiled_us, cpu_bound)
+    if where == "none":
         return (
             "the profiled prefill was no longer than the unprofiled one: the machine's noise (a shared GPU or CPU) "
             "outweighs the profiler here."
         )
-    if share >= CPU_BOUND_SHARE and waited >= gap / 2:
+    if where == "cpu":
         return (
             f"the profiled prefill is CPU bound: {waited / 1e3:.2f} ms of it waited for the CPU (*idle: CPU-bound*, "
             f"{share:.1%} of the step), enough to hold most of the {gap / 1e3:.2f} ms the profiler added: its cost at "
@@ -89,6 +104,36 @@ def prefill_profiler_text(
             "does not lengthen; still, read it as an upper bound."
         )
     return f": the profiled one is {per_kernel:.2f} us per kernel longer{times}. On this run {cause} {latency_note}"
+
+
+def compile_bound_text(
+    gemm_us: float, attention_us: float, profiled_us: float, unprofiled_us: float, cpu_bound: float
+) -> str:
+    """Section 7's bound on ``torch.compile`` for a prefill: its GEMM and attention kernels stay, so it cannot beat
+    their sum. A hard bound only when :func:`kernels_slowed` is false; when section 2's verdict is that other work or
+    the profiler slowed the kernels, the figure is labelled as this profile's inflated kernel times."""
+    gemm, attention = _number("gemm_us", gemm_us), _number("attention_us", attention_us)
+    unprofiled, kept = _positive("unprofiled_us", unprofiled_us), gemm + attention
+    if gemm < 0 or attention < 0 or kept <= 0:
+        raise ValueError(f"kernel times must be non-negative with a positive sum, got {gemm_us!r} and {attention_us!r}")
+    slowed = kernels_slowed(profiled_us, unprofiled, cpu_bound)
+    if kept >= unprofiled:  # kernels longer than the whole unprofiled step: a disturbed profile bounds nothing
+        return (
+            f"This profile's GEMM and attention kernels alone take {kept / 1e3:.1f} ms, longer than the whole "
+            f"unprofiled prefill ({unprofiled / 1e3:.1f} ms): they were slowed while it was recorded, so they set no "
+            "bound on compile here. The final table below takes one from the H200 reference trace."
+        )
+    if not slowed:
+        return (
+            f"So compile cannot make this prefill faster than **{kept / 1e3:.1f} ms**, {unprofiled / kept:.2f}x the "
+            "unprofiled step at best."
+        )
+    return (
+        f"From this profile's kernel times, which this run inflated (see below), compile would leave at least "
+        f"{kept / 1e3:.1f} ms, {unprofiled / kept:.2f}x the unprofiled step: not a hard bound, since on an idle GPU "
+        "without the profiler those kernels can be shorter. The final table below takes the bound from the H200 "
+        "reference trace."
+    )
 
 
 def prefill_against_unprofiled_text(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> str:
@@ -175,14 +220,32 @@ def gpu_memory_before_text(before_mb: float, peak_mb: float, held_mb: float) -> 
     )
 
 
+def repo_relative(path: str | os.PathLike) -> str:
+    """`path` as the lesson prints it: relative to the repository (no one's home folder on screen), or as given
+    when it lies outside the checkout."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def share_percent(shares: pd.Series) -> pd.Series:
+    """Fractions of a step as percentages to one decimal, with "<0.1" for a share above zero that would round to
+    0.0 (a part that ran is not shown as taking nothing)."""
+    if not isinstance(shares, pd.Series):
+        raise TypeError(f"shares must be a pandas Series of fractions, got {type(shares).__name__}")
+    percent = (100 * shares.astype(float)).round(1)
+    tiny = (shares > 0) & (percent < 0.1)
+    return percent.astype(object).where(~tiny, "<0.1") if tiny.any() else percent
+
+
 def ran_text(program: str, seconds: float, out: str | os.PathLike) -> str:
     """One line after a program run quietly: how long it ran and where it wrote, relative to the repository."""
-    seconds, path = _number("seconds", seconds), Path(out)
-    try:
-        shown = path.resolve().relative_to(REPO_ROOT)
-    except ValueError:  # written outside the checkout: the path as given
-        shown = path
-    return f"{program} ran in {seconds:.0f} s, written to {shown.as_posix()}; its tables are read below."
+    seconds = _number("seconds", seconds)
+    return f"{program} ran in {seconds:.0f} s, written to {repo_relative(out)}; its tables are read below."
 
 
 def run_quietly(run: Callable[[], object], program: str, out: str | os.PathLike, budget_s: float) -> None:

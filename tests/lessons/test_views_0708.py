@@ -14,7 +14,8 @@ def test_percent_shares_of_a_real_decode_breakdown():
         pytest.skip("the H200 decode trace is not in this checkout")
     parts = nb08.part_breakdown(trace)
     shown = nb08.percent_shares(parts)
-    assert shown["share_%"].sum() == pytest.approx(100, abs=0.5)
+    # a share under 0.05 % shows as "<0.1": counted as zero here
+    assert pd.to_numeric(shown["share_%"], errors="coerce").sum() == pytest.approx(100, abs=0.5)
     assert (shown["time_us"] == shown["time_us"].round(0)).all()
     assert "share" in parts.columns  # the breakdown itself is not changed
     with pytest.raises(TypeError, match="part_breakdown"):
