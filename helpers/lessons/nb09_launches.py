@@ -1,14 +1,20 @@
 """Lesson 09's reading of runs launched once each on a CPU: how each rank's step changed between two launches,
-against the spread of every rank's timed steps, said per run (never one verdict for all), and the machine's cores."""
+against the spread of every rank's timed steps, said per run (never one verdict for all), the machine's cores, and
+the folder this kernel's runs go to."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from ..paths import LOCAL_TRACES_DIR
 from .rounds import Tie, spread_of, too_close
+
+RUNS_PARENT = LOCAL_TRACES_DIR / "09_several_gpus"
 
 
 def _rank_steps(summary: Mapping[str, Any]) -> dict[int, list[float]]:
@@ -141,3 +147,25 @@ def bucket_prediction_text(predicted_ms: float, change: Mapping[str, Any], step_
         f"of the step it is a hint, not a result, and the comparison is inconclusive: {sign}. Launch each run again "
         "to judge it."
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+def runs_folder() -> Path:
+    """``traces/local/09_several_gpus/<pid>/``: one folder per kernel (a lesson and its learner copy never share
+    one); folders of ended kernels are removed."""
+    RUNS_PARENT.mkdir(parents=True, exist_ok=True)
+    for old in RUNS_PARENT.iterdir():
+        if old.is_dir() and old.name.isdigit() and int(old.name) != os.getpid() and not _alive(int(old.name)):
+            shutil.rmtree(old, ignore_errors=True)
+    mine = RUNS_PARENT / str(os.getpid())
+    mine.mkdir(exist_ok=True)
+    return mine
