@@ -34,6 +34,7 @@ from .nb10_savings import (
     STEP_NOISE,
     measured_saving,
     missed_reasons,
+    noisy_held_text,
     path_sentence,
     prediction_held,
     ratio_text,
@@ -47,7 +48,8 @@ from .rounds import rounds_frame, take_turns
 
 __all__ = [
     "Findings", "PROBLEMS", "RATIO_UNUSABLE", "SAVING_TOLERANCE", "STEP_NOISE", "build_loop", "call_medians",
-    "critical_path", "diagnose", "later_reading_note", "measured_saving", "missed_reasons", "outlier_pieces_text",
+    "critical_path", "diagnose", "later_reading_note", "measured_saving", "missed_reasons", "noisy_held_text",
+    "outlier_pieces_text",
     "path_sentence", "path_summary", "planted_problem", "prediction_held", "ratio_text", "right_method_message",
     "rounds_frame", "scaled_bound", "scaling_note", "scaling_verdict", "too_noisy", "two_savings_note",
 ]  # fmt: skip
