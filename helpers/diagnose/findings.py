@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.trace.categories import STEP_PREFIX, work_kinds
-from helpers.trace.kernel_names import decode_kernels
+from helpers.trace.kernel_names import decode_kernel, decode_kernels
 from helpers.trace.model import Trace
 from helpers.trace.overlap import union
 
@@ -23,6 +23,18 @@ COLUMNS = [
 CONFIDENCE = ("high", "medium", "low")
 # Above this many events the critical path is walked over the last few steps only.
 PATH_EVENT_LIMIT = 300_000
+
+
+def example_name(name: str, limit: int = 80) -> str:
+    """How a finding's evidence names its example event: a kernel by the short name the tables use, never cut
+    mid-word (the ``example`` column keeps the whole name); a name still over `limit` characters ends in "..."."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    short = str(decode_kernel(name)["short_name"]) if name else name
+    if len(short) <= limit:
+        return short
+    cut = short[: limit - 3]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "..."
 
 
 def typical_by_key(keys: list, values: np.ndarray, counted: np.ndarray | None = None) -> np.ndarray:
@@ -253,7 +265,7 @@ class Context:
         evidence = (
             head
             + (f"; {detail}" if detail else "")
-            + (f"; e.g. {example[:80]}, starting {example_ts:,.1f} us into the trace" if example else "")
+            + (f"; e.g. {example_name(example)}, starting {example_ts:,.0f} us into the trace" if example else "")
         )
         return {
             "finding": finding,

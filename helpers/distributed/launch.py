@@ -7,7 +7,9 @@ import datetime as _dt
 import json
 import os
 import re
+import shlex
 import sys
+import time
 from pathlib import Path
 
 from .. import programs
@@ -32,6 +34,29 @@ _FATAL = re.compile(r"terminate called|what\(\):|Fatal Python error|Segmentation
 
 class LaunchError(RuntimeError):
     """A run that failed or ran out of time; the message holds the end of its output."""
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """Used by notebook 09: a path as a learner reads it, relative to the repository when inside it (display only:
+    the commands themselves keep absolute paths)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+    p = Path(path)
+    return str(p.relative_to(REPO_ROOT)) if p.is_absolute() and p.is_relative_to(REPO_ROOT) else str(p)
+
+
+def shown_line(line: str) -> str:
+    """A line a run printed, with this checkout's absolute paths written relative to it (display only)."""
+    return line.replace(f"{REPO_ROOT}{os.sep}", "")
+
+
+def command_text(cmd: list[str]) -> str:
+    """Used by notebook 09: a command of :func:`launch_command` as a learner would type it from the repository:
+    ``python`` for this interpreter, paths relative to the repository (display only)."""
+    if isinstance(cmd, str) or not cmd or not all(isinstance(a, (str, os.PathLike)) for a in cmd):
+        raise TypeError("cmd must be a non-empty list of strings, e.g. launch_command(...)")
+    first = "python" if str(cmd[0]) == sys.executable else str(cmd[0])
+    return shlex.join([first, *(shown_line(str(a)) for a in cmd[1:])])
 
 
 def _folder(name: str, out: str | os.PathLike | None) -> Path:
@@ -112,8 +137,8 @@ def _prepare(folder: Path) -> Path | None:
         for p in theirs:
             os.replace(p, kept / p.name)
         print(
-            f"{PROGRESS} {folder} held {len(theirs)} file(s) this function did not write "
-            f"({', '.join(p.name for p in theirs)}): moved to {kept}",
+            f"{PROGRESS} {shown_path(folder)} held {len(theirs)} file(s) this function did not write "
+            f"({', '.join(p.name for p in theirs)}): moved to {shown_path(kept)}",
             flush=True,
         )
     (folder / MANIFEST).unlink(missing_ok=True)
@@ -144,8 +169,11 @@ def run_program(
     if not cmd or cmd[0] != sys.executable:
         raise ValueError(f"run_program runs this interpreter's programs: cmd must start with {sys.executable}")
     errors: list[str] = []  # the exceptions it printed, first ones first
+    start = time.perf_counter()
 
     def note_errors(line: str) -> None:
+        if progress and re.match(progress, line):  # printed here: the ranks write absolute paths
+            print(f"{shown_line(line)}  [{time.perf_counter() - start:.0f} s]", flush=True)
         m = _EXCEPTION.match(line)
         if len(errors) < 10:
             if m and "ChildFailedError" not in m.group(1):
@@ -157,8 +185,7 @@ def run_program(
         done = programs.run_program(
             cmd[1:],
             timeout_s,
-            progress=progress is not None,
-            show=lambda line: bool(progress and re.match(progress, line)),
+            progress=False,
             log_path=log_path,
             env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")},  # what torchrun sets, without its warning
             check=False,

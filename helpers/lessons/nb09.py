@@ -7,7 +7,6 @@ import ast
 import gzip
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..distributed.launch import SCRIPT, LaunchError, launch_command, launch_run, run_program
+from ..distributed.launch import SCRIPT, LaunchError, command_text, launch_command, launch_run, run_program, shown_path
 from ..distributed.options import RunOptions
 from ..distributed.predict import allreduce_model, bucket_schedule, job_schedule, predict_bucket_change
 from ..distributed.runs import SUMMARY, load_run, rank_files, run_summary, runs_table
 from ..distributed.workloads import configurations
-from ..paths import LOCAL_TRACES_DIR, TRACES_DIR
+from ..paths import TRACES_DIR
 from ..trace.collectives import collectives, communication_per_step, rank_table, step_windows
 from ..trace.overlap import overlap
 from ..trace.ranks import MultiRankTrace
@@ -33,6 +32,7 @@ from .nb09_launches import (
     no_faster_text,
     prefetch_answer,
     rank_changes,
+    runs_folder,
 )
 from .results import Results, load_results
 from .rounds import Spread, spread_of, too_close
@@ -40,7 +40,8 @@ from .rounds import Spread, spread_of, too_close
 __all__ = [
     "EXERCISES", "LaunchError", "RunOptions", "bucket_schedule", "collectives", "communication_per_step",
     "configurations", "gpu_results", "gpu_run", "hta_differences", "job_schedule", "kernel_breakdown",
-    "launch_command", "launch_run", "load_run", "measured_change", "nccl_log_lines", "overlap", "per_rank",
+    "command_text", "launch_command", "launch_run", "load_run", "measured_change", "nccl_log_lines", "overlap",
+    "per_rank", "shown_path",
     "predict_bucket_change", "prediction_table", "rank_table", "reference_run", "run_summary", "runs_folder",
     "runs_table", "script_source", "timed_steps", "Tie", "allreduce_model", "one_bucket_terms",
     "check_one_bucket", "check_straggler_cost", "param_comms", "check_hidden", "hidden_by_step",
@@ -72,6 +73,7 @@ EXERCISES = Exercises(
         hint="three effects, each on the rank that waited least: the new all-reduce's time, the tail that goes away "
         "(last all-reduce end - backward end), and how much faster the compute runs with no NCCL kernel beside it",
         rel_tol=0.25,
+        show=lambda ms: f"{ms:+.1f} ms",
     ),
     all_gathers_per_step=Exercise(
         "all-gathers per step (FSDP2)",
@@ -104,37 +106,15 @@ EXERCISES = Exercises(
         "first collective, so the whole job pays about that ({measured_ms:.1f} ms, timed without the profiler).",
         hint="the host time before the step's first operator (start_idle_us): how much later does one rank start?",
         rel_tol=0.20,
+        show=lambda ms: f"{ms:.1f} ms",
     ),
 )
 check, hint, summary = EXERCISES.check, EXERCISES.hint, EXERCISES.summary
 reveal, answered, evidence = EXERCISES.reveal, EXERCISES.answered, EXERCISES.evidence  # answers once right or asked for
 assert_all_correct, reset = EXERCISES.assert_all_correct, EXERCISES.reset
 
-RUNS_PARENT = LOCAL_TRACES_DIR / "09_several_gpus"
 REFERENCE_PREFIX = "h200x2_"  # traces/h200x2_<configuration>/: the runs recorded on two H200s
 REFERENCE_RESULTS = "h200x2_ddp"  # their results (benchmarks/results/h200x2_ddp.json)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process
-        return True
-    return True
-
-
-def runs_folder() -> Path:
-    """``traces/local/09_several_gpus/<pid>/``: one folder per kernel (a lesson and its learner copy never share
-    one); folders of ended kernels are removed."""
-    RUNS_PARENT.mkdir(parents=True, exist_ok=True)
-    for old in RUNS_PARENT.iterdir():
-        if old.is_dir() and old.name.isdigit() and int(old.name) != os.getpid() and not _alive(int(old.name)):
-            shutil.rmtree(old, ignore_errors=True)
-    mine = RUNS_PARENT / str(os.getpid())
-    mine.mkdir(exist_ok=True)
-    return mine
 
 
 def reference_run(name: str) -> Path | None:

@@ -1,14 +1,20 @@
 """Lesson 09's reading of runs launched once each on a CPU: how each rank's step changed between two launches,
-against the spread of every rank's timed steps, said per run (never one verdict for all), and the machine's cores."""
+against the spread of every rank's timed steps, said per run (never one verdict for all), the machine's cores, and
+the folder this kernel's runs go to."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from ..paths import LOCAL_TRACES_DIR
 from .rounds import Tie, spread_of, too_close
+
+RUNS_PARENT = LOCAL_TRACES_DIR / "09_several_gpus"
 
 
 def _rank_steps(summary: Mapping[str, Any]) -> dict[int, list[float]]:
@@ -33,39 +39,39 @@ def rank_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
     return {"change_ms": change, "noise_ms": noise, "within_noise": mixed or any(too_close(a[r], b[r]) for r in a)}
 
 
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
 def launches_sentence(base_name: str, base: Mapping[str, Any], news: Mapping[str, Mapping[str, Any]]) -> str:
-    """How the step changed from run `base_name` to each run of `news` (name: summary), rank by rank. The spread
-    of one run's timed steps is no bar for two launches (what else ran differs between them), so a change larger
-    than it is said to be a hint, never "beyond the noise"."""
+    """How the step changed from run `base_name` to each run of `news` (name: summary), rank by rank: one sentence
+    for the spread, one per run. The spread of one run's timed steps is no bar for two launches (what else ran
+    differs between them), so a change larger than it is said to be a hint, never "beyond the noise"."""
     if not news:
         raise ValueError("news must name at least one run to compare with the base")
     changes = {n: rank_changes(base, s) for n, s in news.items()}
     noise = max(c["noise_ms"] for c in changes.values())
     ranks = sorted(int(r["rank"]) for r in base["ranks"])
-    each = "; ".join(
-        f"{n}: " + ", ".join(f"rank {r} {x:+.1f} ms" for r, x in zip(ranks, c["change_ms"], strict=True))
-        for n, c in changes.items()
-    )
-    # every run judged against the one noise the sentence prints (the largest middle-half spread)
-    inside = [
-        n
-        for n, c in changes.items()
-        if min(c["change_ms"]) < 0 < max(c["change_ms"]) or any(abs(x) <= noise for x in c["change_ms"])
-    ]
-    larger = [n for n in changes if n not in inside]
-    verdicts = []
-    if inside:
-        verdicts.append(f"{', '.join(inside)} inside that spread (or its ranks disagree): these runs cannot say")
-    if larger:
-        verdicts.append(
-            f"{', '.join(larger)} changed by more than that spread on every rank, but that spread is within one "
-            "launch: two launches on a shared machine also differ by whatever else ran at the time, by more than "
-            "any spread inside one. It is a hint, not a result; launch each run again to judge it"
+    out = [f"Against {base_name}, the middle half of one rank's timed steps spans up to {noise:.1f} ms."]
+    hints = False
+    for n, c in changes.items():
+        moved = _and([f"{x:+.1f} ms on rank {r}" for r, x in zip(ranks, c["change_ms"], strict=True)])
+        # every run judged against the one noise printed above (the largest middle-half spread)
+        within = [str(r) for r, x in zip(ranks, c["change_ms"], strict=True) if abs(x) <= noise]
+        if min(c["change_ms"]) < 0 < max(c["change_ms"]):
+            verdict = "its ranks moved in opposite directions, so these runs cannot say"
+        elif within:
+            where = "" if len(within) == len(ranks) else f" on rank{'s' if len(within) > 1 else ''} {_and(within)}"
+            verdict = f"within that spread{where}, so these runs cannot say"
+        else:
+            verdict, hints = "more than that spread on every rank: a hint, not a result", True
+        out.append(f"{n}: the median step changed by {moved}, {verdict}.")
+    if hints:
+        out.append(
+            "That spread is within one launch: two launches on a shared machine also differ by whatever else ran at "
+            "the time, by more than any spread inside one, so launch each run again to judge it."
         )
-    return (
-        f"Against {base_name}, each rank's median step changed ({each}), while the middle half of one rank's timed "
-        f"steps spans up to {noise:.1f} ms: " + "; ".join(verdicts) + ". "
-    )
+    return " ".join(out) + " "
 
 
 def no_faster_text(change: Mapping[str, Any]) -> str:
@@ -141,3 +147,25 @@ def bucket_prediction_text(predicted_ms: float, change: Mapping[str, Any], step_
         f"of the step it is a hint, not a result, and the comparison is inconclusive: {sign}. Launch each run again "
         "to judge it."
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+def runs_folder() -> Path:
+    """``traces/local/09_several_gpus/<pid>/``: one folder per kernel (a lesson and its learner copy never share
+    one); folders of ended kernels are removed."""
+    RUNS_PARENT.mkdir(parents=True, exist_ok=True)
+    for old in RUNS_PARENT.iterdir():
+        if old.is_dir() and old.name.isdigit() and int(old.name) != os.getpid() and not _alive(int(old.name)):
+            shutil.rmtree(old, ignore_errors=True)
+    mine = RUNS_PARENT / str(os.getpid())
+    mine.mkdir(exist_ok=True)
+    return mine

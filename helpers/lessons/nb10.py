@@ -34,6 +34,7 @@ from .nb10_savings import (
     STEP_NOISE,
     measured_saving,
     missed_reasons,
+    noisy_held_text,
     path_sentence,
     prediction_held,
     ratio_text,
@@ -47,7 +48,8 @@ from .rounds import rounds_frame, take_turns
 
 __all__ = [
     "Findings", "PROBLEMS", "RATIO_UNUSABLE", "SAVING_TOLERANCE", "STEP_NOISE", "build_loop", "call_medians",
-    "critical_path", "diagnose", "later_reading_note", "measured_saving", "missed_reasons", "outlier_pieces_text",
+    "critical_path", "diagnose", "later_reading_note", "measured_saving", "missed_reasons", "noisy_held_text",
+    "outlier_pieces_text",
     "path_sentence", "path_summary", "planted_problem", "prediction_held", "ratio_text", "right_method_message",
     "rounds_frame", "scaled_bound", "scaling_note", "scaling_verdict", "too_noisy", "two_savings_note",
 ]  # fmt: skip
@@ -224,7 +226,7 @@ def check_costliest(answer: object, findings: pd.DataFrame, details: dict | None
     if mine == top:
         return _record("costliest", RIGHT, f"{top}: the diagnosis agrees. {explain}", answer, top)
     if mine in close:
-        return _record("costliest", TIE, f"too close to call here: {mine}'s bound ({close[mine]:,.0f} us) is within 25 % of {top}'s ({top_us:,.0f} us), inside this machine's noise. {explain}", answer, top)  # fmt: skip
+        return _record("costliest", TIE, f"{mine}'s bound ({close[mine]:,.0f} us) is within 25 % of {top}'s ({top_us:,.0f} us), inside this machine's noise: both are accepted here. {explain}", answer, top)  # fmt: skip
     # never the answer after a wrong try: where to look (the hint follows); nb10.reveal("costliest") on request
     return _record("costliest", WRONG, f"you said {answer!r}; the diagnosis ranks another planted problem higher.", answer, top)  # fmt: skip
 
@@ -264,7 +266,7 @@ def check_saving(key: str, predicted_us: float | None, before: Sequence[float], 
         return _record(key, RIGHT, f"{right_method_message(p, s)} {measured} {explain}", p, p)  # fmt: skip
     shown = " or ".join(f"{t:,.0f}" for t in sorted(taught))
     if prediction_held(p, s):  # the measurement cannot tell it from the taught figure: not the learner's error
-        return _record(key, TIE, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} Yours is within 25 % of the measured median, inside the rounds' middle half or within 2 % of the step of it: too close to call on this machine. {explain}", p, shown)  # fmt: skip
+        return _record(key, TIE, f"you predicted {p:,.0f} us; the diagnosis predicts {shown} us. {measured} Yours is within 25 % of the measured median, inside the rounds' middle half or within 2 % of the step of it: this machine cannot tell the two apart. {explain}", p, shown)  # fmt: skip
     graded = "This exercise grades the figure the evidence gives, not closeness to one noisy measurement."
     if len(mine) and abs(p - float(mine["time_us"].iloc[0])) <= 0.02 * abs(float(mine["time_us"].iloc[0])):
         graded += " That is the finding's time_us, the time its own events took, not what the critical path would lose."

@@ -174,6 +174,21 @@ def _names(names: Sequence[str] | pd.Series) -> str:
     return ", ".join(str(n) for n in names)
 
 
+def noisy_held_text(names: Sequence[str] | pd.Series) -> str:
+    """Used by notebook 10: the fixes whose prediction held only because their rounds spread widely (``too_noisy``),
+    in one sentence that agrees with their number; "" when there are none."""
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError("names must be a list of fix names, e.g. list(noisy['fix'])")
+    names = list(names)
+    if not names:
+        return ""
+    who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return (
+        f"Of these, {who} held only because {'its' if len(names) == 1 else 'their'} rounds spread widely: too noisy "
+        "to test here (re-run this section on a quieter machine). "
+    )
+
+
 def ratio_text(unprofiled: Sequence[float], profiled: Sequence[float]) -> str:
     """The unprofiled/profiled ratio of two sets of rounds with its range (from the rounds' middle halves), and a
     warning when the profiled rounds' middle half spans more than 2x: then the ratio is the machine's noise too."""

@@ -20,8 +20,9 @@ from ..measure.timing import time_per_call
 Measure = Callable[[], float | Mapping[str, float]]
 
 
-# The one wording every lesson gives a learner when two timings cannot be told apart.
-TOO_CLOSE = "too close to call here: both answers are accepted, and this is why"
+# The one wording every lesson gives a learner when two timings cannot be told apart; the feedback's status
+# already says "too close to call", so the message does not repeat it.
+TOO_CLOSE = "both answers are accepted, and this is why"
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,11 @@ class Tie:
     kind: type = bool
 
     def message(self) -> str:
-        """What the learner reads: :data:`TOO_CLOSE`, then why (the medians and the spread that decided)."""
-        accepted = "" if self.kind is bool else f" (any {self.kind.__name__} is)"
-        return f"{TOO_CLOSE[0].upper()}{TOO_CLOSE[1:]}{accepted}: {self.why}"
+        """What the learner reads under the "too close to call" status: :data:`TOO_CLOSE` (for a number or a text,
+        any answer of that kind), then why (the medians and the spread that decided)."""
+        what = {str: "text", int: "whole number", float: "number", Number: "number"}.get(self.kind, self.kind.__name__)
+        accepted = TOO_CLOSE if self.kind is bool else f"any {what} is accepted, and this is why"
+        return f"{accepted[0].upper()}{accepted[1:]}: {self.why}"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 from helpers.distributed import launch
 from helpers.distributed.launch import LOG, LaunchError, launch_run
 from helpers.distributed.options import RunOptions, parse_argv
-from helpers.lessons import nb09
+from helpers.lessons import nb09, nb09_launches
 from helpers.paths import TRACES_DIR
 
 
@@ -173,9 +173,9 @@ def test_a_failed_run_records_its_files_so_the_next_one_replaces_them(tmp_path, 
 
 
 def test_the_notebooks_runs_folder_is_per_kernel_and_tidies_after_ended_ones():
-    dead = nb09.RUNS_PARENT / "999999999"
+    dead = nb09_launches.RUNS_PARENT / "999999999"
     dead.mkdir(parents=True, exist_ok=True)
-    keep = nb09.RUNS_PARENT / "not-a-pid"
+    keep = nb09_launches.RUNS_PARENT / "not-a-pid"
     keep.mkdir(exist_ok=True)
     mine = nb09.runs_folder()
     assert mine.name == str(os.getpid()) and mine.is_dir()

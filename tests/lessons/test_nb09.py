@@ -90,6 +90,8 @@ def test_one_bucket_change_taught_naive_and_tempting(h200):
     assert not check(replayed.groupby("step")["predicted_change_us"].max().mean() / 1e3).ok  # tempting: the replay
     assert check(None).status == "not answered yet"
     assert "np.float64" not in check(terms["total"]).message
+    # the expected change reads as the explanation writes its terms (one decimal, signed, in ms)
+    assert f"the measurement agrees: {measured['change_ms']:+.1f} ms. " in check(terms["total"]).message
 
 
 def test_the_large_bucket_change_is_beyond_the_middle_half_spread(h200):
@@ -120,6 +122,7 @@ def test_straggler_rank_and_cost_taught_naive_and_tempting(h200):
         f"({measured:.1f} ms, timed without the profiler)"
         in nb09.check_straggler_cost(taught, slow_summary, base).message
     )
+    assert f"agrees: {measured:.1f} ms. " in nb09.check_straggler_cost(taught, slow_summary, base).message
 
 
 def test_fsdp_exercises_on_the_h200_runs():

@@ -19,9 +19,11 @@ def test_each_run_gets_its_own_verdict():
     text = nb09.launches_sentence(
         "the first run", base, {"ddp_bucket200": _summary(8.94, 8.92), "ddp_one_bucket": _summary(7.63, 7.54)}
     )
-    assert "ddp_bucket200: rank 0 -0.2 ms, rank 1 -0.2 ms" in text
-    assert "ddp_one_bucket: rank 0 -1.5 ms, rank 1 -1.6 ms" in text and "rank 0/rank 1" not in text
-    assert "ddp_bucket200 inside that spread" in text and "ddp_one_bucket changed by more than that spread" in text
+    assert "ddp_bucket200: the median step changed by -0.2 ms on rank 0 and -0.2 ms on rank 1, within that spread, so these runs cannot say." in text  # fmt: skip
+    assert "ddp_one_bucket: the median step changed by -1.5 ms on rank 0 and -1.6 ms on rank 1, more than that spread on every rank: a hint, not a result." in text  # fmt: skip
+    # one sentence for the spread and one per run, not one sentence judging them all
+    assert text.startswith("Against the first run, the middle half of one rank's timed steps spans up to ")
+    assert "; " not in text and text.count(". ") == 4
     # the spread inside one launch is no bar between two: never "beyond the noise"
     assert "one launch" in text and "beyond" not in text and "launch each run again" in text
 
@@ -32,7 +34,16 @@ def test_a_slow_first_launch_is_judged_per_rank_and_called_a_hint():
     change = nb09.rank_changes(base, _summary(8.89, 8.91))
     assert change["change_ms"] == pytest.approx([-20.74, -20.14]) and not change["within_noise"]
     text = nb09.launches_sentence("the first run", base, {"ddp_bucket200": _summary(8.89, 8.91)})
-    assert "rank 0 -20.7 ms, rank 1 -20.1 ms" in text and "hint, not a result" in text and "cannot say" not in text
+    assert "-20.7 ms on rank 0 and -20.1 ms on rank 1" in text and "hint, not a result" in text
+    assert "cannot say" not in text
+
+
+def test_a_run_inside_the_spread_on_some_ranks_or_with_ranks_apart_cannot_say():
+    base = _summary(10.0, 10.0, 10.0)
+    text = nb09.launches_sentence("base", base, {"a": _summary(9.9, 8.0, 7.9), "b": _summary(11.0, 9.0, 10.5)})
+    assert "a: the median step changed by -0.1 ms on rank 0, -2.0 ms on rank 1 and -2.1 ms on rank 2, within that spread on rank 0, so" in text  # fmt: skip
+    assert "b: the median step changed by +1.0 ms on rank 0, -1.0 ms on rank 1 and +0.5 ms on rank 2, its ranks moved in opposite directions" in text  # fmt: skip
+    assert "launch each run again" not in text  # no run called a hint: no caveat about hints
 
 
 def test_ranks_that_disagree_are_inside_the_noise():

@@ -96,3 +96,13 @@ def test_the_path_sentence_follows_the_device_share():
     busy = pd.DataFrame({"kind": ["kernel", "cpu"], "pct": [60.0, 40.0]})
     assert "passes between the host and the device" in nb10.path_sentence(busy, on_gpu=True)
     assert "Python thread" in nb10.path_sentence(busy, on_gpu=False)
+
+
+def test_the_noisy_held_sentence_agrees_with_its_number():
+    assert nb10.noisy_held_text([]) == ""
+    one = nb10.noisy_held_text(["item"])
+    assert one.startswith("Of these, item held only because its rounds spread widely: too noisy") and "their" not in one
+    two = nb10.noisy_held_text(["item", "copies", "fp32"])
+    assert two.startswith("Of these, item, copies and fp32 held only because their rounds spread widely")
+    with pytest.raises(TypeError, match="list of fix names"):
+        nb10.noisy_held_text("item")
