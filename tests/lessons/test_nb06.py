@@ -225,3 +225,19 @@ def test_training_sentence_ties_and_says_single_run():
     assert "one run without its spread" in a
     b = nb06.training_sentence(training(1142.4, 638.4, 1018.7))
     assert "0.89x eager's step time (faster)" in b
+
+
+def test_the_book_names_and_orders_the_exercises_as_the_notebook_asks_them():
+    # reveal and hint take the key, and the learner types the variable the screen shows them; summary lists the
+    # book in its order, so the order has to be the notebook's
+    import json
+    import re
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks/06_writing_fused_kernels.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    asked = re.findall(r'nb06\.check\(\s*"(\w+)"|nb06\.check_geglu_kernel\((\w+)\)', code)
+    keys = [k or ("my_geglu_kernel" if launcher_name == "my_geglu" else launcher_name) for k, launcher_name in asked]
+    assert keys == list(nb06.EXERCISES.book)
+    for key in keys:
+        assert re.search(rf"(?m)^(def {key}\(|{key} = )", code), f"no variable {key} in the notebook"
