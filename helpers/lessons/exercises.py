@@ -310,7 +310,7 @@ class Exercises:
         With several objects all but the last are displayed here and the last is returned for the cell to show."""
         keys = (key,) if isinstance(key, str) else tuple(key)
         if not shown or not keys:
-            raise TypeError(f"evidence({key!r}, ...) needs the key(s) and the object(s) the cell shows after the check")
+            raise TypeError(f"evidence({key!r}, ...) needs the object(s) the cell shows after the check, and a key")
         missing = [k for k in keys if not self.answered(k)]
         if missing:
             return _Hidden(tuple(f"nb{self.lesson}.reveal({k!r})" for k in missing))
