@@ -79,6 +79,11 @@ def _is_missing(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
 
 
+def _sentence(text: str) -> str:
+    """Text that follows a full stop, starting with a capital as a sentence does."""
+    return text[:1].upper() + text[1:]
+
+
 def _normal_text(value: str) -> str:
     return " ".join(value.strip().lower().replace("_", " ").replace("-", " ").split())
 
@@ -172,19 +177,19 @@ def _same(answer: Any, expected: Any, rel_tol: float) -> tuple[bool, str]:
 class _Hidden:
     """Stands where a check cell's evidence would be until the learner's answer is right or revealed."""
 
-    reveal_call: str
+    reveal_calls: tuple[str, ...]
+
+    def _text(self, code: str) -> str:
+        # every answer still missing is named, so one reveal per name is enough to see the cell
+        answers = "your answer is" if len(self.reveal_calls) == 1 else "your answers are"
+        calls = " and ".join(f"{code}{c}{code}" for c in self.reveal_calls)
+        return f"The measurement behind this check shows here once {answers} right, or after {calls}; then run this cell again."
 
     def __repr__(self) -> str:
-        return (
-            f"(The measurement behind this check shows here once your answer is right, or after "
-            f"{self.reveal_call}; then run this cell again.)"
-        )
+        return f"({self._text('')})"
 
     def _repr_markdown_(self) -> str:
-        return (
-            f"*The measurement behind this check shows here once your answer is right, or after "
-            f"`{self.reveal_call}`; then run this cell again.*"
-        )
+        return f"*{self._text('`')}*"
 
 
 @dataclass
@@ -237,14 +242,14 @@ class Exercises:
             )
         elif isinstance(expected, Tie):
             if isinstance(answer, expected.kind):
-                fb = Feedback(ex.title, TIE, f"{expected.message()}. {explain}".strip())
+                fb = Feedback(ex.title, TIE, f"{expected.message()}. {_sentence(explain)}".strip())
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:
             equal, reason = (bool(accept(answer)), "") if accept is not None else _same(answer, expected, tol)
             if equal:
                 shown = (ex.show or _show)(expected)
-                fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {shown}. {explain}".strip())
+                fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {shown}. {_sentence(explain)}".strip())
             else:
                 within = f" (within {tol:.0%})" if tol else ""
                 why = f" ({reason})" if reason else ""
@@ -298,14 +303,17 @@ class Exercises:
         fb = self.results.get(key)
         return key in self.revealed or (fb is not None and fb.ok)
 
-    def evidence(self, key: str, *shown: Any) -> Any:
+    def evidence(self, key: str | tuple[str, ...], *shown: Any) -> Any:
         """What a check cell shows under its verdict (the measurement, a table, a figure): shown once
         :meth:`answered` is True, else one line saying how to see it, so a wrong try is not followed by the answer.
+        A tuple of keys gates on all of them, its line naming each one not answered yet.
         With several objects all but the last are displayed here and the last is returned for the cell to show."""
-        if not shown:
-            raise TypeError(f"evidence({key!r}, ...) needs the object(s) the cell shows after the check")
-        if not self.answered(key):
-            return _Hidden(f"nb{self.lesson}.reveal({key!r})")
+        keys = (key,) if isinstance(key, str) else tuple(key)
+        if not shown or not keys:
+            raise TypeError(f"evidence({key!r}, ...) needs the object(s) the cell shows after the check, and a key")
+        missing = [k for k in keys if not self.answered(k)]
+        if missing:
+            return _Hidden(tuple(f"nb{self.lesson}.reveal({k!r})" for k in missing))
         if len(shown) > 1:
             from IPython.display import display
 
@@ -357,8 +365,10 @@ def check(
     rel_tol: float = 0.0,
     hint: str = "",
     source: str = "measured",
+    subject: str = "",
 ) -> Feedback:
-    """A check whose texts stand with the caller (the learner-kernel checker), not in a lesson's book."""
+    """A check whose texts stand with the caller (the learner-kernel checker), not in a lesson's book. With a
+    ``subject`` (``"your kernel"``) a wrong ``answer`` is that subject's result, stated as such rather than quoted."""
     if not isinstance(name, str) or not name:
         raise TypeError("check() needs a short exercise name as its first argument")
     if source not in SOURCES:
@@ -374,10 +384,15 @@ def check(
     else:
         equal, reason = _same(answer, expected, rel_tol)
         if equal:
-            fb = Feedback(name, RIGHT, f"{agrees}: {expected!r}. {explain}".strip(), answer, expected)
+            fb = Feedback(name, RIGHT, f"{agrees}: {expected!r}. {_sentence(explain)}".strip(), answer, expected)
+        elif subject:
+            msg = f"{_sentence(subject)}: {answer}. {_sentence(explain)}".strip()
+            fb = Feedback(name, WRONG, msg, answer, expected)
         else:
             tol = f" (within {rel_tol:.0%})" if rel_tol else ""
             why = f"{reason}. " if reason else ""
-            msg = f"you said {answer!r}; that does not match {SOURCES[source][1]}{tol}. {why}{explain}".strip()
+            msg = (
+                f"you said {answer!r}; that does not match {SOURCES[source][1]}{tol}. {why}{_sentence(explain)}".strip()
+            )
             fb = Feedback(name, WRONG, msg, answer, expected)
     return fb

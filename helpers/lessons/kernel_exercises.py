@@ -93,31 +93,34 @@ def check_geglu_kernel(
             msg = str(err).strip().splitlines()[-1][:300] if str(err).strip() else ""
             return check(
                 name,
-                f"your kernel raised {type(err).__name__}: {msg}",
+                f"raised {type(err).__name__} on {where}" + (f": {msg.rstrip('.')}" if msg else ""),
                 EXPECTED,
                 source="reference",
-                explain=f"on {where}. Read the error, fix the kernel cell, run it and this cell again.",
+                subject="your kernel",
+                explain="read the error, fix the kernel cell, run it and this cell again.",
             )
         overrun = [n for n, g in (("out", out_guard), ("gate", gate_guard), ("up", up_guard)) if not _intact(g, n)]
         if overrun:
             return check(
                 name,
-                f"your kernel writes past the end of {' and '.join(overrun)}",
+                f"writes past the end of {' and '.join(overrun)} on {where}",
                 EXPECTED,
                 source="reference",
-                explain=f"on {where}: the last block runs past the end; mask the store (tl.store(..., mask=mask)).",
+                subject="your kernel",
+                explain="the last block runs past the end; mask the store (tl.store(..., mask=mask)).",
             )
         written = ~torch.isnan(out)
         if not bool(written.any()):
-            return check(name, None, EXPECTED, hint=f"your kernel wrote nothing yet. {hint}", source="reference")
+            return check(name, None, EXPECTED, hint=f"Your kernel wrote nothing yet. {hint}", source="reference")
         if not bool(written.all()):
             missing = int((~written).sum())
             return check(
                 name,
-                f"{missing} of {out.numel()} elements left unwritten",
+                f"leaves {missing} of {out.numel()} elements unwritten on {where}",
                 EXPECTED,
                 source="reference",
-                explain=f"on {where}: every element must be stored; check the offsets, the mask and the grid.",
+                subject="your kernel",
+                explain="every element must be stored; check the offsets, the mask and the grid.",
             )
         changed = [
             n for n, before, after in (("gate", gate, given[0]), ("up", up, given[1])) if not torch.equal(before, after)
@@ -125,21 +128,23 @@ def check_geglu_kernel(
         if changed:
             return check(
                 name,
-                f"your kernel changed its input {' and '.join(changed)}",
+                f"changed its input {' and '.join(changed)} on {where}",
                 EXPECTED,
                 source="reference",
-                explain=f"on {where}: a GeGLU kernel only reads gate and up and stores into out.",
+                subject="your kernel",
+                explain="a GeGLU kernel only reads gate and up and stores into out.",
             )
         err = relative_error(out, ref)
         worst = max(worst, err)
         if not err <= tol:  # also catches NaN
             return check(
                 name,
-                f"relative error {err:.1e} on {where}",
+                f"relative error {err:.1e} against the reference on {where}, above the limit of {tol:.0e}",
                 EXPECTED,
                 source="reference",
-                explain=f"the limit is {tol:.0e}. Check the formula: gelu_tanh(g) = g * sigmoid(2z), "
-                f"2z = 1.5957691216057308 * (g + 0.044715 * g**3), then multiply by u.",
+                subject="your kernel",
+                explain="check the formula: gelu_tanh(g) = g * sigmoid(2z), "
+                "2z = 1.5957691216057308 * (g + 0.044715 * g**3), then multiply by u.",
             )
     return check(
         name,

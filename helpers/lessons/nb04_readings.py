@@ -99,9 +99,11 @@ def end_to_end_why(
     readings: Mapping[str, Reading | str],
     host_us: Mapping[str, float] | None = None,
     compiled_faster: bool | Tie | None = None,
+    recorded: bool = False,
 ) -> str:
     """The explanation of the end-to-end check from ``{"eager": reading, "compiled": reading}``
-    (:func:`read_bound`), the host's work per call under the profiler and the check's result."""
+    (:func:`read_bound`), the host's work per call under the profiler and the check's result; ``recorded``: the
+    readings come from a recording of another machine, not from this run."""
     if set(readings) != {"eager", "compiled"}:
         raise ValueError(f"readings must map 'eager' and 'compiled' to a reading, got {dict(readings)!r}")
     bound = {k: bound_of(v) for k, v in readings.items()}
@@ -115,10 +117,16 @@ def end_to_end_why(
         )
     if isinstance(compiled_faster, Tie):
         # a tie argues no side: what set the pace is said, not which variant it favours
-        paces = ", ".join(f"{k} {'by the GPU' if bound[k] == 'GPU' else 'by the CPU'}" for k in ("eager", "compiled"))
+        eager, compiled = bound["eager"], bound["compiled"]
+        paces = (
+            f"the {eager} set the pace of both"
+            if eager == compiled
+            else f"the {eager} set the pace of eager, the {compiled} that of compiled"
+        )
+        rounds = "the recording keeps one number per variant, so it" if recorded else "these rounds"
         return (
-            f"Back to back, the pace was set here: {paces}. As the check says, this run cannot tell which of the "
-            "two is faster back to back."
+            f"{'In the recording' if recorded else 'Back to back'}, {paces}; {rounds} cannot tell which of the two "
+            "is faster back to back."
         )
     if set(bound.values()) == {"GPU"}:
         return (

@@ -13,9 +13,13 @@ GPU = {"eager": "GPU", "compiled": "GPU"}
 def test_a_tied_end_to_end_check_argues_no_side():
     tie = nb04.end_to_end_why(GPU, {"eager": 178.0, "compiled": 220.0}, Tie("too close to call"))
     assert "cannot tell which of the two is faster" in tie and "saves device time" not in tie
-    assert "eager by the GPU, compiled by the GPU" in tie
+    assert "the GPU set the pace of both" in tie and "As the check says" not in tie
     mixed = nb04.end_to_end_why({"eager": "GPU", "compiled": "CPU"}, None, Tie("too close to call"))
-    assert "compiled by the CPU" in mixed and "waited" not in mixed
+    assert "the CPU that of compiled" in mixed and "waited" not in mixed
+    # a recording is not this run: it is named as such, and why it cannot decide is said
+    recorded = nb04.end_to_end_why(GPU, None, Tie("too close to call"), recorded=True)
+    assert recorded.startswith("In the recording, the GPU set the pace of both") and " here" not in recorded
+    assert "one number per variant" in recorded
     # a decided check keeps its explanation
     assert "saves device time" in nb04.end_to_end_why(GPU, None, True)
 
