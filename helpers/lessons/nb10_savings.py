@@ -95,10 +95,17 @@ def scaling_verdict(fixes: pd.DataFrame) -> str:
         return head + "On this run scaling changed no verdict: compare `scaled_us` and `predicted_us` with `measured_us` in the table to see which came closer." + skipped  # fmt: skip
     parts = []
     if won:
-        parts.append(f"scaling turned {_names(won)} from missed to held (the removed time was inflated like the step)")
+        parts.append(f"would have turned {_predictions(won)} from missed to held (the removed time was inflated like the step)")  # fmt: skip
     if lost:
-        parts.append(f"it turned {_names(lost)} from held to missed (the removed time was inflated less than the step)")
-    return head + "On this run " + "; ".join(parts) + ". Whether one ratio fits depends on the fix and the machine." + skipped  # fmt: skip
+        parts.append(f"would have turned {_predictions(lost)} from held to missed (the removed time was inflated less than the step)")  # fmt: skip
+    return head + "On this run scaling " + "; and it ".join(parts) + ". Whether one ratio fits depends on the fix and the machine." + skipped  # fmt: skip
+
+
+def _predictions(names: Sequence[str]) -> str:
+    # names read as a phrase in a sentence, not as a bare comma list
+    names = [f"`{n}`" for n in names]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"the {listed} prediction{'s' if len(names) > 1 else ''}"
 
 
 def missed_reasons(fixes: pd.DataFrame, launch_bound: Mapping[str, bool] | None = None) -> str:
@@ -218,7 +225,9 @@ def right_method_message(predicted_us: float, saving: Mapping[str, float]) -> st
     then whether the bound held against the measurement, and by how much it missed if not."""
     p = float(predicted_us)
     if prediction_held(p, saving):
-        return f"you predicted {p:,.0f} us, the bound as the trace shows it, and the bound held against the measurement."
+        return (
+            f"you predicted {p:,.0f} us, the bound as the trace shows it, and the bound held against the measurement."
+        )
     return (
         f"you predicted {p:,.0f} us, the bound as the trace shows it. This time the bound missed the "
         f"measurement by {abs(p - saving['median']):,.0f} us; the measurement says how far the bound landed."
