@@ -67,9 +67,11 @@ EXERCISES = Exercises(
     ),
     one_bucket_change_ms=Exercise(
         "step-time change with one bucket (ms), accounted for from the two traces",
-        explain="the one all-reduce after the backward ({allreduce_ms:.1f} ms), minus the tail the 25 MB buckets "
-        "left ({tail_ms:.2f} ms), minus the compute the backward gets back when no all-reduce runs beside it "
-        "({compute_ms:.1f} ms): {total:+.1f} ms, each read on the rank that waited least in its run.",
+        # the figure before this text is the measured change: the traces' account is named apart from it
+        explain="The traces account for {total:+.1f} ms: the one all-reduce after the backward "
+        "({allreduce_ms:.1f} ms), minus the tail the 25 MB buckets left ({tail_ms:.2f} ms), minus the compute the "
+        "backward gets back when no all-reduce runs beside it ({compute_ms:.1f} ms), each read on the rank that "
+        "waited least in its run.",
         hint="three effects, each on the rank that waited least: the new all-reduce's time, the tail that goes away "
         "(last all-reduce end - backward end), and how much faster the compute runs with no NCCL kernel beside it",
         rel_tol=0.25,

@@ -95,10 +95,17 @@ def scaling_verdict(fixes: pd.DataFrame) -> str:
         return head + "On this run scaling changed no verdict: compare `scaled_us` and `predicted_us` with `measured_us` in the table to see which came closer." + skipped  # fmt: skip
     parts = []
     if won:
-        parts.append(f"scaling turned {_names(won)} from missed to held (the removed time was inflated like the step)")
+        parts.append(f"would have turned {_predictions(won)} from missed to held (the removed time was inflated like the step)")  # fmt: skip
     if lost:
-        parts.append(f"it turned {_names(lost)} from held to missed (the removed time was inflated less than the step)")
-    return head + "On this run " + "; ".join(parts) + ". Whether one ratio fits depends on the fix and the machine." + skipped  # fmt: skip
+        parts.append(f"would have turned {_predictions(lost)} from held to missed (the removed time was inflated less than the step)")  # fmt: skip
+    return head + "On this run scaling " + "; and it ".join(parts) + ". Whether one ratio fits depends on the fix and the machine." + skipped  # fmt: skip
+
+
+def _predictions(names: Sequence[str]) -> str:
+    # names read as a phrase in a sentence, not as a bare comma list
+    names = [f"`{n}`" for n in names]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"the {listed} prediction{'s' if len(names) > 1 else ''}"
 
 
 def missed_reasons(fixes: pd.DataFrame, launch_bound: Mapping[str, bool] | None = None) -> str:
@@ -198,6 +205,12 @@ def ratio_text(unprofiled: Sequence[float], profiled: Sequence[float]) -> str:
     ratio = v.a_median / v.b_median
     lo, hi = v.a_range[0] / v.b_range[1], v.a_range[1] / v.b_range[0]
     text = f"the ratio **unprofiled_ratio = {ratio:.2f}** (from the rounds' middle halves, {lo:.2f} to {hi:.2f})."
+    if hi > 1:
+        # the profiler never makes a step faster: a range reaching above 1 is other work slowing unprofiled rounds
+        text += (
+            " A ratio above 1 would mean the profiler made the step faster, which it never does: there, other work "
+            "on this machine slowed some unprofiled rounds."
+        )
     spread = v.b_range[1] / v.b_range[0]
     if spread > 2:
         text += (
@@ -208,12 +221,14 @@ def ratio_text(unprofiled: Sequence[float], profiled: Sequence[float]) -> str:
 
 
 def right_method_message(predicted_us: float, saving: Mapping[str, float]) -> str:
-    """The first words of a right answer to a saving exercise (its title says the method is what is graded):
-    whether the prediction held against the measurement, and by how much it missed when it did not."""
+    """The first words of a right answer to a saving exercise (its status and title give the method's verdict first):
+    then whether the bound held against the measurement, and by how much it missed if not."""
     p = float(predicted_us)
     if prediction_held(p, saving):
-        return f"the prediction held: you predicted {p:,.0f} us, the bound as the trace shows it."
+        return (
+            f"you predicted {p:,.0f} us, the bound as the trace shows it, and the bound held against the measurement."
+        )
     return (
-        f"the prediction missed by {abs(p - saving['median']):,.0f} us: you predicted {p:,.0f} us, the bound as the "
-        "trace shows it, which is the method this exercise grades; the measurement says how far the bound landed."
+        f"you predicted {p:,.0f} us, the bound as the trace shows it. This time the bound missed the "
+        f"measurement by {abs(p - saving['median']):,.0f} us; the measurement says how far the bound landed."
     )

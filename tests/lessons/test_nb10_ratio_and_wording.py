@@ -31,8 +31,14 @@ def test_a_right_method_whose_bound_missed_says_so_in_its_message():
     before = [11642.0, 10848.0, 16172.0, 10393.0, 11000.0, 11500.0, 12000.0]
     after = [b - 3404.0 for b in before]  # the saving measured: 3,404 us, outside 25% of 5,506
     fb = nb10.check_saving("first_saving", 5506.0, before, after, findings, problem="optimizer")
-    assert fb.ok and "prediction missed" in str(fb)
+    assert fb.ok and "bound missed the measurement" in str(fb)
     after = [b - 5400.0 for b in before]
     held = nb10.check_saving("first_saving", 5506.0, before, after, findings, problem="optimizer")
-    assert held.ok and "prediction missed" not in str(held)
+    assert held.ok and "bound missed" not in str(held)
     nb10.reset()
+
+
+def test_a_ratio_range_reaching_above_one_is_explained_as_noise_not_a_faster_profiled_step():
+    wide = nb10.ratio_text([3000, 2800, 5200, 3100, 6000], [5000, 4100, 5300, 4900, 5100])
+    assert "above 1" in wide and "never does" in wide
+    assert "above 1" not in nb10.ratio_text([19000, 19200, 18900, 19100, 19050], [26000, 26200, 25900, 26100, 26050])

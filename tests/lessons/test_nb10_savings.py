@@ -45,15 +45,22 @@ def test_scaling_that_turned_a_verdict_says_so():
     assert RUN_A["scaled_held"].sum() == 1 and RUN_A["held"].sum() == 0
     a = nb10.scaling_verdict(RUN_A)
     assert "1 of the 4" in a and "against 0 unscaled" in a
-    assert "changed no verdict" not in a and "turned optimizer from missed to held" in a
+    assert "changed no verdict" not in a and "would have turned the `optimizer` prediction from missed to held" in a
     b = nb10.scaling_verdict(RUN_B)
-    assert "2 of the 4" in b and "against 1 unscaled" in b and "turned optimizer from missed to held" in b
+    assert (
+        "2 of the 4" in b
+        and "against 1 unscaled" in b
+        and "would have turned the `optimizer` prediction from missed to held" in b
+    )
     assert "changed no verdict" not in b
 
 
 def test_scaling_that_lost_a_verdict_and_one_that_changed_none():
     lost = RUN_A.assign(held=[True] + [False] * 4, scaled_held=[False] * 5)
-    assert "turned optimizer from held to missed" in nb10.scaling_verdict(lost)
+    assert "would have turned the `optimizer` prediction from held to missed" in nb10.scaling_verdict(lost)
+    two = RUN_A.assign(held=[True, True] + [False] * 3, scaled_held=[False] * 5)
+    names = " and ".join(f"`{f}`" for f in two["fix"].iloc[:2])
+    assert f"would have turned the {names} predictions from held to missed" in nb10.scaling_verdict(two)
     same = RUN_A.assign(scaled_held=RUN_A["held"])
     assert "changed no verdict" in nb10.scaling_verdict(same)
     assert nb10.scaling_verdict(RUN_A.assign(predicted_us=0.0)) == ""
