@@ -93,7 +93,7 @@ def check_geglu_kernel(
             msg = str(err).strip().splitlines()[-1][:300] if str(err).strip() else ""
             return check(
                 name,
-                f"raised {type(err).__name__} on {where}" + (f": {msg.rstrip('.')}" if msg else ""),
+                f"raised {type(err).__name__}" + (f": {msg.rstrip('.')}" if msg else "") + f" on {where}",
                 EXPECTED,
                 source="reference",
                 subject="your kernel",
