@@ -73,6 +73,8 @@ def read_entry(
         return None, f"the cached ceilings in {path} are unreadable ({err}); measuring again"
     if ceilings.get("torch_version") != torch_version:
         return None, ""
+    if (taken.tzinfo is None) != (now.tzinfo is None):  # a hand-edited time with a zone: compare as local times
+        taken, now = taken.replace(tzinfo=None), now.replace(tzinfo=None)
     age_s = (now - taken).total_seconds()
     if not 0 <= age_s < max_age_s:
         return None, ""

@@ -172,3 +172,13 @@ def test_the_lessons_point_the_cache_at_the_local_traces_folder():
     from helpers.paths import local_traces_dir
 
     assert os.environ[ceilings_cache.CACHE_ENV] == str(local_traces_dir() / ceilings_cache.CACHE_FILE_NAME)
+
+
+def test_a_recorded_time_with_a_zone_is_read_not_a_crash(tmp_path):
+    path = tmp_path / ceilings_cache.CACHE_FILE_NAME
+    stored = _fake(5e11, recorded="2026-12-07T10:00:00+00:00").as_dict()
+    path.write_text(json.dumps({stored["device"]: {"ceilings": stored}}))
+    fresh, note = ceilings_cache.read_entry(path, stored["device"], torch.__version__, dt.datetime(2026, 12, 7, 11))
+    assert fresh is not None and note == ""
+    stale, _ = ceilings_cache.read_entry(path, stored["device"], torch.__version__, dt.datetime(2026, 12, 7, 20))
+    assert stale is None
