@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from .dtypes import lookup
-from .files import read_document
+from .files import FileStamp, read_document
 from .kernel_names import decode_kernels
 from .model import Trace, check_trace
 from .overlap import device_work, intersection_length, length, union
@@ -124,6 +125,20 @@ def _host_bytes(dims: object, types: object, collective: str, world: int) -> flo
     return n * itemsize * (world if collective == "all_gather" else 1)
 
 
+@lru_cache(maxsize=64)
+def _nccl_kernel_args(path: str, stamp: FileStamp) -> tuple[tuple[object, ...], ...]:
+    """(correlation, in nelems, out nelems, dtype) of each NCCL kernel in one file. Cached by the file's stamp:
+    the loaded trace keeps no kernel arguments, and parsing a rank's whole file again costs seconds per call."""
+    rows = []
+    for e in read_document(path).get("traceEvents") or []:
+        args = e.get("args") if isinstance(e, dict) else None
+        if e.get("cat") == "kernel" and isinstance(args, dict) and "In msg nelems" in args:
+            rows.append(
+                (args.get("correlation"), args.get("In msg nelems"), args.get("Out msg nelems"), args.get("dtype"))
+            )
+    return tuple(rows)
+
+
 def _nccl_args(trace: Trace) -> pd.DataFrame:
     """The communication arguments of NCCL kernels, read from each rank's file: rank, correlation, nelems, dtype."""
     traces = trace.rank_traces if isinstance(trace, MultiRankTrace) else [trace]
@@ -133,18 +148,8 @@ def _nccl_args(trace: Trace) -> pd.DataFrame:
             continue
         info_rank = t.distributed_info.get("rank") if isinstance(t.distributed_info, dict) else None
         rank = info_rank if isinstance(info_rank, int) and not isinstance(info_rank, bool) else i
-        for e in read_document(t.info.path).get("traceEvents") or []:
-            args = e.get("args") if isinstance(e, dict) else None
-            if e.get("cat") == "kernel" and isinstance(args, dict) and "In msg nelems" in args:
-                rows.append(
-                    {
-                        "rank": rank,
-                        "correlation": args.get("correlation"),
-                        "in_nelems": args.get("In msg nelems"),
-                        "out_nelems": args.get("Out msg nelems"),
-                        "dtype_arg": args.get("dtype"),
-                    }
-                )
+        path = str(t.info.path)
+        rows.extend((rank, *args) for args in _nccl_kernel_args(path, FileStamp.of(path)))
     return pd.DataFrame(rows, columns=["rank", "correlation", "in_nelems", "out_nelems", "dtype_arg"])
 
 

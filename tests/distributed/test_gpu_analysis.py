@@ -42,6 +42,16 @@ def test_collectives_read_bytes_from_the_kernels_and_steps_from_the_launch(run):
     assert list(first["overlapped_us"]) == pytest.approx([syn.allreduce_us(syn.MIB), 120.0, 0.0])
 
 
+def test_message_sizes_are_read_again_when_a_rank_file_is_rewritten(tmp_path):
+    # the sizes are cached per file version: a run recorded again into the same folder must not show the old ones
+    files = syn.write_run(tmp_path)
+    assert sorted(set(collectives(load_traces(files))["bytes"])) == [syn.MIB, 25 * syn.MIB]
+    for f in files:
+        text = gzip.decompress(f.read_bytes()).decode()
+        f.write_bytes(gzip.compress(text.replace('"dtype": "BFloat16"', '"dtype": "Float"').encode()))
+    assert sorted(set(collectives(load_traces(files))["bytes"])) == [2 * syn.MIB, 50 * syn.MIB]
+
+
 def test_exposed_communication_per_step(run):
     table = communication_per_step(run)
     assert len(table) == 4 and set(table["on"]) == {"GPU"}
@@ -218,7 +228,9 @@ def test_the_collectives_engine_needs_only_the_trace_layer():
     absolute |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert all(n.level <= 1 for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)), "imports outside helpers/trace"
     assert relative <= {"dtypes", "files", "kernel_names", "model", "overlap", "ranks", "columns", "tables"}
-    assert absolute <= {"__future__", "ast", "numpy", "pandas"}, absolute
+    assert absolute <= {"__future__", "ast", "functools", "numpy", "pandas"}, (
+        absolute
+    )  # the standard library and the two tables
 
 
 @pytest.mark.skipif("ddp_bucket25" not in RECORDED, reason="the 2-GPU 25 MB run is not recorded yet")
