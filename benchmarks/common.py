@@ -209,13 +209,7 @@ def time_graphed(fn: Callable, *inputs: Any, iters: int = 20, calls_per_graph: i
         graph.replay()
         torch.cuda.synchronize()
         diff = float((static_out.float() - direct.float()).abs().max()) if static_out.numel() else 0.0
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        per_call_us = start.elapsed_time(end) * 1e3 / (iters * calls_per_graph)
+        per_call_us = _replay_us(graph, iters) / calls_per_graph
         del graph, static_out, direct
     return {"graphed_us": per_call_us, "max_abs_diff": diff}
 
@@ -241,10 +235,17 @@ def time_calls_graphed(calls: list[Callable[[], Any]], device: Any, replays: int
         for fn in calls:
             fn()
     graph.replay()
+    return _replay_us(graph, replays) / len(calls)
+
+
+def _replay_us(graph: Any, replays: int) -> float:
+    """Microseconds per replay of a captured CUDA graph, `replays` back to back between two events."""
+    import torch
+
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(replays):
         graph.replay()
     end.record()
     torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / (replays * len(calls))
+    return start.elapsed_time(end) * 1e3 / replays
