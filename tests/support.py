@@ -19,6 +19,11 @@ DATA = Path(__file__).parent / "data"  # third-party traces (SOURCES.tsv says wh
 H200_REFERENCE = helpers.lessons.results.reference_ceilings()
 requires_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(),
+    reason="needs a CUDA GPU: this machine has none (CI never has one); `make test-gpu` runs it on a GPU",
+)
+# The profiler's CUDA path: what it reads is also checked, without a GPU, on the shipped GPU traces.
+requires_cuda_profile = pytest.mark.skipif(
+    not torch.cuda.is_available(),
     reason="needs a CUDA GPU: this machine has none (CI never has one); the CUDA parsing path is tested on "
     "the committed H200 reference traces in traces/ instead",
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from support import requires_cuda
+from support import requires_cuda_profile as requires_cuda
 
 import helpers
 
