@@ -47,15 +47,21 @@ def kernel_race_note(
             "once (kernel time, as section 3 does) before naming a cause."
         )
     ky, kc = float(kernel_us[yours]), float(kernel_us[course])
-    kernels = f"{ky:.0f} against {kc:.0f} us in one profile of each"
+    # each time named by its kernel, so the order of the two numbers cannot be misread
+    kernels = f"the course's {kc:.0f} us against your {ky:.0f} us in one profile of each"
     if kc > ky * (1 + KERNEL_RACE_MARGIN):
         return head + (
-            f" In kernel time too ({kernels}, {kc / ky:.2f}x), so the kernels differ, not only their launchers. One "
-            "candidate: the course's launcher tries first the tiles a sweep found fastest on an H200 (the table "
-            "below), and what is fastest on one GPU need not be on another. Tile sizes, warps and stages are tuned "
-            "per GPU and per length: time them on the GPU you run on."
+            f" In kernel time too ({kernels}: your kernel is {kc / ky:.2f}x faster), so the kernels differ, not only "
+            "their launchers. One candidate: the course's launcher tries first the tiles a sweep found fastest on an "
+            "H200 (the table below), and what is fastest on one GPU need not be on another. Tile sizes, warps and "
+            "stages are tuned per GPU and per length: time them on the GPU you run on."
         )
+    lead = (
+        f"the course's is the faster ({kernels}: the course's kernel is {ky / kc:.2f}x faster)"
+        if ky > kc * (1 + KERNEL_RACE_MARGIN)
+        else f"the two are about equal ({kernels})"
+    )
     return head + (
-        f" In kernel time the course's is not slower ({kernels}), so the difference on the clock is the launchers' "
-        "host work, not the kernels or their tiles."
+        f" In kernel time {lead}, so the difference on the clock is the launchers' host work, not the kernels or "
+        "their tiles."
     )

@@ -18,20 +18,32 @@ from ..measure.ceilings import Ceilings, measure_ceilings, reference_ceilings_fo
 from ..paths import REPO_ROOT
 from ..programs import line_shown, run_program
 from .nb07_race import kernel_race_note
+from .nb07_wall import (
+    backend_times_sentence,
+    causal_sentence,
+    causal_timing_row,
+    kernel_us_per_call,
+    sweep_growth_sentence,
+    wall_rounds_disturbed,
+)
 from .results import reference_ceilings
 from .rounds import compare_rounds, rounds_frame
 
 __all__ = [
+    "backend_times_sentence",
     "causal_sentence",
+    "causal_timing_row",
     "ceilings_args",
     "flex_tiles_sentence",
     "kernel_race_note",
+    "kernel_us_per_call",
     "memory_roof_shares",
     "ranking_sentence",
     "rope_share_sentence",
     "rounds_frame",
     "run_quietly",
     "small_kernels_sentence",
+    "sweep_growth_sentence",
     "wall_kernel_sentence",
     "wall_rounds_disturbed",
     "wall_table_sentence",
@@ -91,30 +103,6 @@ def rope_share_sentence(share: float | None, device: str, live: bool, best_pct_o
     )
     tail = ": a share of one run, on a GPU other work may share." if live else "."
     return f"{where} RoPE's small kernels{roof} took {share:.0%} of the block's kernel time{tail}"
-
-
-def causal_sentence(table: pd.DataFrame) -> str:
-    """Causal masking's time against its FLOPs, per sequence length, from rows with ``seq``, ``time_ratio`` and
-    ``flops_ratio``: a GPU kernel skips whole tiles above the diagonal, computes the diagonal's tiles in full and
-    keeps its fixed costs, so the time ratio sits above the FLOP ratio, less so as the tiles grow in number."""
-    missing = [c for c in ("seq", "time_ratio", "flops_ratio") if c not in getattr(table, "columns", ())]
-    if missing:
-        raise ValueError(f"the table lacks the column(s) {', '.join(missing)}")
-    each = "; ".join(
-        f"at seq {int(r.seq)} causal takes {r.time_ratio:.2f} of the full attention's time for {r.flops_ratio:.2f} of "
-        "its FLOPs"
-        for r in table.itertuples()
-    )
-    above = table[table["time_ratio"] > table["flops_ratio"] + 0.05]
-    why = (
-        " The tiles above the diagonal are skipped, but those on it are computed in full and masked, and each query "
-        "block still loads its queries and writes its output: at "
-        + ", ".join(str(int(s)) for s in above["seq"])
-        + " that leaves the time ratio above the FLOP ratio (the longer the sequence, the smaller the diagonal's share)."
-        if len(above)
-        else " Nearly all the skipped work is saved: the diagonal's tiles are a small share at these lengths."
-    )
-    return f"On the GPU's key tiles of 64 to 128, {each}.{why}"
 
 
 def flex_tiles_sentence(us: Mapping[str, float], tiles: Mapping[str, tuple[int, int]]) -> str:
@@ -211,26 +199,6 @@ def wall_kernel_sentence(times: pd.DataFrame, tolerance: float = 0.05) -> str:
     return text
 
 
-def wall_rounds_disturbed(
-    rounds_us: Sequence[float], earlier_us: float | None, kernel_us: float | None, factor: float = 1.5
-) -> bool:
-    """Whether a call's synchronised rounds were slowed by other work: their median more than `factor` times both
-    the same call timed earlier and its profiled kernel time (those known; False when neither is). A launch adds
-    microseconds to a call of hundreds, so a gap that large is the GPU's other work, not the host."""
-    values = [float(x) for x in rounds_us]
-    if not values or not all(math.isfinite(x) and x > 0 for x in values):
-        raise ValueError(f"rounds_us must be positive finite times, got {list(rounds_us)!r}")
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 1:
-        raise ValueError(f"factor must be a number above 1, got {factor!r}")
-    known = [r for r in (earlier_us, kernel_us) if r is not None]
-    if any(isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0 for r in known):
-        raise ValueError(
-            f"earlier_us and kernel_us must be positive numbers or None, got {earlier_us!r}, {kernel_us!r}"
-        )
-    median = statistics.median(values)
-    return bool(known) and all(median > factor * r for r in known)
-
-
 def wall_table_sentence(
     rounds_us: Mapping[str, Sequence[float]],
     same_call: str,
@@ -242,7 +210,8 @@ def wall_table_sentence(
     """What the wall-time table of the kernels timed side by side (`rounds_us`, microseconds) can say: `same_call`
     (a variant timed earlier in the lesson at `earlier_us`, its kernel `kernel_us`) checks the rounds. Disturbed
     (:func:`wall_rounds_disturbed`): other work slowed them and at most the ranking is read, with care; else the
-    ranking, and `race` (what the learner's kernel beating the course's means)."""
+    ranking, and `race` (what the learner's kernel beating the course's means); an earlier timing more than
+    `factor` times these rounds is said to have been the disturbed one."""
     if same_call not in rounds_us:
         raise ValueError(f"no rounds for {same_call!r}; have {', '.join(rounds_us)}")
     median = statistics.median(float(x) for x in rounds_us[same_call])
@@ -260,7 +229,18 @@ def wall_table_sentence(
             "these rounds. Their times, and the TFLOP/s they would give, say nothing of the kernels' speed; the "
             f"rounds were taken in turns, so at most the order can be read, with care. {ranking}"
         )
-    return f"{against}: these rounds agree with it within {factor:g}x. {ranking}" + (f" {race}" if race else "")
+    close = [
+        (v, what) for v, what in ((earlier_us, "section 3's timing"), (kernel_us, "its kernel time")) if v is not None
+    ]
+    agree = [what for v, what in close if max(v, median) <= factor * min(v, median)]
+    text = against + (f": these rounds agree with {' and with '.join(agree)} within {factor:g}x." if agree else ".")
+    if earlier_us is not None and earlier_us > factor * median:  # other work only adds time: the faster set is nearer
+        text += (
+            f" Section 3's rounds of the same call took {earlier_us / median:.1f}x these"
+            + (f" and {earlier_us / kernel_us:.1f}x its kernel" if kernel_us is not None else "")
+            + ": other work on this shared GPU slowed those rounds, so section 3's times per call overstate this call's time."
+        )
+    return f"{text} {ranking}" + (f" {race}" if race else "")
 
 
 def _shapes(text: object) -> list:
