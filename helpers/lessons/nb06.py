@@ -19,7 +19,7 @@ from ..triton_env import triton_mode
 from .exercises import Exercise, Exercises, Feedback
 from .kernel_exercises import check_geglu_kernel as _check_geglu_kernel
 from .kernel_exercises import kernel_device, time_geglu_kernel
-from .mlp_results import mlp_ceilings, mlp_roofline, run_mlp_benchmark, sweep_figure
+from .mlp_results import LIVE_LEFT_OUT, mlp_ceilings, mlp_roofline, run_mlp_benchmark, sweep_figure
 from .nb06_readings import TIE_SHARE, _tie, available_rows, race_sentence, speedup_phrase, training_view
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
     "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
     "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
     "clocks_disagree", "disturbed_times", "sync_disturbed", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence", "speedup_phrase",
-    "available_rows", "training_view",
+    "available_rows", "training_view", "LIVE_LEFT_OUT",
 ]  # fmt: skip
 
 EXERCISES = Exercises(

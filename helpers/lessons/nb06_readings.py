@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -65,28 +66,36 @@ def _why_missing(status: object, reason: object) -> str:
     return f"did not run here ({status})" if isinstance(status, str) and status else "did not run here"
 
 
-def available_rows(table: pd.DataFrame, recorded: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str]:
+def available_rows(
+    table: pd.DataFrame, recorded: pd.DataFrame | None = None, left_out: Mapping[str, str] | None = None
+) -> tuple[pd.DataFrame, str]:
     """The rows of a results table whose variant ran (``status`` ok, or no ``status`` column), and one sentence for
-    the variants left out (empty when none), naming ``recorded``'s run when that has them: a learner reads why a
-    variant is missing, not an exception's text or a row of NaN."""
+    the variants left out (empty when none): those that did not run, and those of ``recorded`` this table lacks
+    (with their reason from ``left_out``, variant: why), naming ``recorded``'s run when that has them: a learner
+    reads why a variant is missing, not an exception's text, a row of NaN or nothing at all."""
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a DataFrame, got {type(table).__name__}")
     if table.empty:
         return table, ""
     if "variant" not in table.columns:
         raise ValueError("table needs a variant column")
-    if "status" not in table.columns:
-        return table, ""
-    ok = table["status"] == "ok"
+    ok = table["status"] == "ok" if "status" in table.columns else pd.Series(True, index=table.index)
     left = table[~ok]
-    if left.empty:
-        return table, ""
     reasons = left["reason"] if "reason" in left.columns else pd.Series([None] * len(left), index=left.index)
-    parts = [f"{v} {_why_missing(s, r)}" for v, s, r in zip(left["variant"], left["status"], reasons)]
+    parts = [f"{v} {_why_missing(s, r)}" for v, s, r in zip(left["variant"], left.get("status", reasons), reasons)]
+    missing = [str(v) for v in left["variant"]]
+    if recorded is not None and "variant" in recorded.columns:
+        here = set(table["variant"].astype(str))
+        for v in dict.fromkeys(str(v) for v in recorded["variant"] if str(v) not in here):
+            why = (left_out or {}).get(v)
+            parts.append(f"{v} was not run here" + (f" ({why})" if why else ""))
+            missing.append(v)
+    if not parts:
+        return table, ""
     text = f"*Not in this table:* {'; '.join(parts)}."
     if recorded is not None and {"variant", "status"} <= set(recorded.columns):
         there = set(recorded.loc[recorded["status"] == "ok", "variant"].astype(str))
-        have = [str(v) for v in left["variant"] if str(v) in there]
+        have = [v for v in missing if v in there]
         if have:
             text += f" The recorded run has {', '.join(have)}."
     return table[ok], text

@@ -39,6 +39,10 @@ def rank_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
     return {"change_ms": change, "noise_ms": noise, "within_noise": mixed or any(too_close(a[r], b[r]) for r in a)}
 
 
+def _signed_ms(x: float) -> str:
+    return "0.0 ms" if x == 0 else f"{x:+.1f} ms"
+
+
 def _and(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
@@ -55,10 +59,12 @@ def launches_sentence(base_name: str, base: Mapping[str, Any], news: Mapping[str
     out = [f"Against {base_name}, the middle half of one rank's timed steps spans up to {noise:.1f} ms."]
     hints = False
     for n, c in changes.items():
-        moved = _and([f"{x:+.1f} ms on rank {r}" for r, x in zip(ranks, c["change_ms"], strict=True)])
+        # read at the precision shown: a change that prints as 0.0 ms moved in no direction
+        shown = [round(x, 1) + 0.0 for x in c["change_ms"]]
+        moved = _and([f"{_signed_ms(x)} on rank {r}" for r, x in zip(ranks, shown, strict=True)])
         # every run judged against the one noise printed above (the largest middle-half spread)
-        within = [str(r) for r, x in zip(ranks, c["change_ms"], strict=True) if abs(x) <= noise]
-        if min(c["change_ms"]) < 0 < max(c["change_ms"]):
+        within = [str(r) for r, x, s in zip(ranks, c["change_ms"], shown, strict=True) if abs(x) <= noise or s == 0]
+        if min(shown) < 0 < max(shown):
             verdict = "its ranks moved in opposite directions, so these runs cannot say"
         elif within:
             where = "" if len(within) == len(ranks) else f" on rank{'s' if len(within) > 1 else ''} {_and(within)}"

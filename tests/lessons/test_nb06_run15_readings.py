@@ -139,3 +139,40 @@ def test_an_empty_table_passes_through():
     empty = pd.DataFrame()
     shown, note = nb06.available_rows(empty)
     assert shown.empty and note == ""
+
+
+def test_a_variant_the_live_run_never_ran_is_named_with_its_reason():
+    # H100 run J: the live table holds six variants (liger not installed), the H200 recording all seven
+    live = pd.DataFrame(
+        {
+            "variant": ["eager", "compile", "liger", "course-geglu", "course-geglu-cat", "course-fused"],
+            "status": ["ok", "ok", "unavailable", "ok", "ok", "ok"],
+            "kernel_us": [255.68, 233.01, float("nan"), 220.68, 215.58, 178.72],
+            "reason": [None, None, "liger-kernel is not importable (ModuleNotFoundError)", None, None, None],
+        }
+    )
+    recorded = pd.DataFrame(
+        {
+            "variant": ["eager", "compile", "compile-max-autotune", "liger", "course-geglu", "course-geglu-cat",
+                        "course-fused"],
+            "status": ["ok"] * 7,
+        }
+    )  # fmt: skip
+    shown, note = nb06.available_rows(live, recorded, left_out=nb06.LIVE_LEFT_OUT)
+    assert list(shown["variant"]) == ["eager", "compile", "course-geglu", "course-geglu-cat", "course-fused"]
+    assert note == (
+        "*Not in this table:* liger is not installed here; compile-max-autotune was not run here (its compile takes "
+        "minutes). The recorded run has liger, compile-max-autotune."
+    )
+    # without a reason the variant is still named; a table that has every recorded variant says nothing
+    assert "compile-max-autotune was not run here." in nb06.available_rows(live, recorded)[1]
+    assert nb06.available_rows(recorded, recorded)[1] == ""
+    assert nb06.available_rows(live.drop(columns="status"), recorded)[1] == (
+        "*Not in this table:* compile-max-autotune was not run here. The recorded run has compile-max-autotune."
+    )
+    # the live run leaves out exactly the variants it gives a reason for
+    from helpers.lessons.mlp_results import LIVE_BENCHMARK
+    from helpers.mlp.variants import VARIANT_NAMES
+
+    ran = LIVE_BENCHMARK[LIVE_BENCHMARK.index("--variants") + 1].split(",")
+    assert set(ran) == set(VARIANT_NAMES) - set(nb06.LIVE_LEFT_OUT) and "compile-max-autotune" not in ran

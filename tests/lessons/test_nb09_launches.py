@@ -88,3 +88,14 @@ def test_a_bucket_prediction_against_two_launches_is_never_more_than_a_hint():
         nb09.bucket_prediction_text(0.5, {"change_ms": 1.0}, 46.0)
     with pytest.raises(ValueError):
         nb09.bucket_prediction_text(0.5, beyond, 0.0)
+
+
+def test_a_change_that_prints_as_zero_moved_in_no_direction():
+    # H100 run J: ddp_bucket25 at 5.72/5.73 ms per rank, ddp_bucket200 at 5.72/5.78 ms
+    base = _summary(5.724, 5.728, wobble=0.2)
+    text = nb09.launches_sentence("the first run", base, {"ddp_bucket200": _summary(5.716, 5.780, wobble=0.2)})
+    assert "ddp_bucket200: the median step changed by 0.0 ms on rank 0 and +0.1 ms on rank 1, within that spread, so these runs cannot say." in text  # fmt: skip
+    assert "-0.0" not in text and "opposite" not in text
+    # a change that prints as zero on every rank is inside any spread, even one that rounds to nothing
+    flat = nb09.launches_sentence("base", _summary(5.0, 5.0, wobble=0.0), {"x": _summary(5.01, 4.99, wobble=0.0)})
+    assert "changed by 0.0 ms on rank 0 and 0.0 ms on rank 1, within that spread" in flat
