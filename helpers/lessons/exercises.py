@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from .rounds import TOO_CLOSE, Tie, Verdict, compare_rounds, too_close  # noqa: F401  (lessons import them from here too)
+from .wording import sentence_start as _sentence
 
 RIGHT, WRONG, MISSING, TIE = "right", "wrong", "not answered yet", "too close to call"
 _COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", TIE: "#d1ecf1"}
@@ -77,11 +78,6 @@ SOURCES = {
 
 def _is_missing(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
-
-
-def _sentence(text: str) -> str:
-    """Text that follows a full stop, starting with a capital as a sentence does."""
-    return text[:1].upper() + text[1:]
 
 
 def _normal_text(value: str) -> str:
