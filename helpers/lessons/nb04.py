@@ -17,7 +17,7 @@ from ..measure.compile_counts import SweepResult, shape_sweep, sweep_summary
 from ..measure.timing import time_end_to_end
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
-from .exercises import Exercise, Exercises, Tie, compare_rounds
+from .exercises import UNDECIDED, Exercise, Exercises, Tie, compare_rounds
 from .nb04_readings import (
     Reading,
     about,
@@ -134,7 +134,8 @@ def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> 
     if min(len(ra), len(rb)) < 3:
         return Tie(
             f"{a} {_list(ra, unit)} against {b} {_list(rb, unit)}: this source kept one number per variant, not "
-            "the spread of repeated rounds, so it cannot tell a difference from noise"
+            "the spread of repeated rounds, so it cannot tell a difference from noise",
+            status=UNDECIDED,
         )
     verdict = compare_rounds(ra, rb)
     if verdict.tie:

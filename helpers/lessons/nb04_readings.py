@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
 
-from .exercises import Tie
+from .exercises import BUSY, Tie
 
 # A call is GPU bound when back to back it stays within this factor of its kernel time: the section 6b markdown
 # and the summary state the same rule.
@@ -149,13 +149,15 @@ def end_to_end_why(
 
 
 def end_to_end_expected(verdict: bool | Tie, readings: Mapping[str, Reading | str]) -> bool | Tie:
-    """The check's expected answer: the rounds' verdict, or a Tie when a variant's rounds could not be read."""
+    """The check's expected answer: the rounds' verdict (a spread tie stays one), or a :data:`BUSY` Tie when rounds
+    told apart by the spread rule could not be read (other work slowed them): "too close to call" is that rule's word."""
     unclear = [k for k, r in readings.items() if bound_of(r) == "unclear"]
     if isinstance(verdict, Tie) or not unclear:
         return verdict
     return Tie(
         f"The back-to-back rounds of {' and '.join(unclear)} were slowed by other work on the machine (see the "
-        "notes below), so they measure the machine, not compile: too close to call here"
+        "notes below), so they measure the machine, not compile",
+        status=BUSY,
     )
 
 
