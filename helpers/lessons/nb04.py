@@ -22,6 +22,7 @@ from .nb04_readings import (
     Reading,
     about,
     bytes_sentence,
+    compile_seconds_text,
     end_to_end_expected,
     end_to_end_why,
     profiler_sentence,
@@ -32,7 +33,7 @@ from .nb04_readings import (
 from .rounds import call_rounds, named_functions, one_thread, rounds_frame, spread_of, take_turns
 
 __all__ = [
-    "Reading", "about", "bytes_sentence", "end_to_end_expected", "end_to_end_why", "profiler_sentence", "read_bound",
+    "Reading", "about", "bytes_sentence", "compile_seconds_text", "end_to_end_expected", "end_to_end_why", "profiler_sentence", "read_bound",
     "sync_host_clause", "synchronised_sentence", "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
 ]  # fmt: skip
 

@@ -226,6 +226,20 @@ def about(x: float, digits: int = 2) -> str:
     return f"{rounded:,.0f}" if abs(rounded) >= 10 ** (digits - 1) else f"{rounded:.{digits}g}"
 
 
+def compile_seconds_text(seconds: Sequence[float]) -> str:
+    """How long the sweep's Inductor compiles took, each time to two significant figures (:func:`about`), so a
+    compile of 0.06 s is not printed as 0.1 s."""
+    times = [float(s) for s in seconds] if isinstance(seconds, Sequence) and not isinstance(seconds, str) else []
+    if not times or not all(math.isfinite(t) and t >= 0 for t in times):
+        raise ValueError(f"seconds must be a non-empty list of compile times >= 0, got {seconds!r}")
+    low, high = about(min(times)), about(max(times))
+    if len(times) == 1:
+        return f"The Inductor compile here took {low} s."
+    if low == high:
+        return f"Each Inductor compile here took about {low} s."
+    return f"Each Inductor compile here took {low} to {high} s."
+
+
 def bytes_sentence(device: str, eager: Mapping[str, float], fused: Mapping[str, float]) -> str:
     """Section 5's reading: the bytes and the time of the eager pair against the fused kernel, and whether both
     run near the memory roof (then the saving is the bytes) or the time falls by less than the bytes."""

@@ -1,13 +1,17 @@
 """Lesson 04 fed the numbers of the H100 run J (four lessons sharing one GPU): rounds told apart by the spread
-rule yet slowed by other work read "too busy to tell", never "too close to call"."""
+rule yet slowed by other work read "too busy to tell", never "too close to call"; compile times print as measured."""
 
 from __future__ import annotations
+
+import ast
+import json
 
 import pandas as pd
 import pytest
 
 from helpers import nb04
 from helpers.lessons.exercises import ACCEPTED, BUSY, TIE, UNDECIDED, Exercise, Exercises, Tie
+from helpers.paths import NOTEBOOKS_DIR
 
 # run J, section 6b: back-to-back rounds (compiled median 355 us, middle half 351-359; eager 397 us, 394-406),
 # synchronised rounds, kernel time and the host's work under the profiler per call
@@ -58,3 +62,26 @@ def test_every_accepting_status_counts_as_right_and_an_unknown_one_is_refused():
     assert list(book.assert_all_correct()["status"]) == [TIE, BUSY, UNDECIDED]
     with pytest.raises(ValueError, match="status"):
         Tie("why", status="maybe")
+
+
+def test_compile_seconds_keep_two_significant_figures():
+    # run J's sweep: the two compiling calls took 0.06 and 0.31 s
+    text = nb04.compile_seconds_text([0.06, 0.31])
+    assert text == "Each Inductor compile here took 0.06 to 0.31 s." and "0.1 to" not in text
+    assert nb04.compile_seconds_text([0.85]) == "The Inductor compile here took 0.85 s."
+    assert nb04.compile_seconds_text([2.31, 2.34]) == "Each Inductor compile here took about 2.3 s."
+    assert nb04.compile_seconds_text((1.26, 12.4)) == "Each Inductor compile here took 1.3 to 12 s."
+    for bad in ([], [float("nan")], [-1.0], "0.3"):
+        with pytest.raises(ValueError):
+            nb04.compile_seconds_text(bad)
+
+
+def test_the_line_before_the_sweep_claims_no_compile_time():
+    # printed before the sweep runs, so it cannot follow its numbers: run J's compiles took 0.06 and 0.31 s
+    nb = json.loads((NOTEBOOKS_DIR / "04_torch_compile.ipynb").read_text())
+    (cell,) = [c for c in nb["cells"] if "default_sweep = nb04.shape_sweep(" in "".join(c["source"])]
+    tree = ast.parse("".join(cell["source"]))
+    printed = " ".join(
+        ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "print"
+    )
+    assert "a compile takes seconds" not in printed and "fraction of a second" in printed
