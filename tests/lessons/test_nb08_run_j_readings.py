@@ -1,11 +1,17 @@
 """Lesson 08 fed the numbers of the H100 run J (four lessons sharing one GPU): each sentence says what its numbers
-allow."""
+allow, and on the GPU path the decode breakdown waits for the guess it answers."""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 
+import nbformat
+import pytest
+
 from helpers import nb08
+from helpers.paths import NOTEBOOKS_DIR
 
 live, readings = nb08.live, nb08.readings
 
@@ -74,3 +80,53 @@ def test_optimizer_rounds_are_taken_in_turns():
     calls = []
     rounds = live.take_turns({k: (lambda k=k: calls.append(k) or 1.0) for k in ("for-loop", "foreach", "fused")}, 5)
     assert calls == ["for-loop", "foreach", "fused"] * 5 and all(len(v) == 5 for v in rounds.values())
+
+
+def _cells(path):
+    return [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+
+
+def _shown_on_a_gpu(source: str) -> list[str]:
+    """The breakdown tables and figures a cell puts on screen on the GPU path: inside a ``display(...)`` or as the
+    cell's last expression, not under the ``else`` of ``if ON_GPU:`` and not through ``nb08.evidence``."""
+    tree = ast.parse(source)
+    cpu_only = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "ON_GPU":
+            cpu_only |= {id(n) for child in node.orelse for n in ast.walk(child)}
+    shown = [n.args for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "display"]
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        shown.append([tree.body[-1].value])
+    out = []
+    for args in shown:
+        for arg in args:
+            if isinstance(arg, ast.Call) and ast.unparse(arg.func) == "nb08.evidence":
+                continue  # gated: hidden until the answer is right or revealed
+            for n in ast.walk(arg):
+                if isinstance(n, ast.Call) and ast.unparse(n.func) in ("nb08.percent_shares", "nb08.breakdown_figure"):
+                    if id(n) not in cpu_only:
+                        out.append(ast.unparse(n))
+    return out
+
+
+@pytest.mark.parametrize("which", ["full", "learner"])
+def test_the_decode_breakdown_waits_for_the_gpu_busy_guess_on_a_gpu(which, learner_copies):
+    path = NOTEBOOKS_DIR / "08_whole_model.ipynb" if which == "full" else learner_copies / "08_whole_model.ipynb"
+    cells = _cells(path)
+    guess = next(i for i, c in enumerate(cells) if "gpu_busy_more_than_half =" in c.source)
+    check = next(i for i, c in enumerate(cells) if '"gpu_busy",' in c.source and "nb08.check(" in c.source)
+    assert guess < check
+    for cell in cells[guess + 1 : check + 1]:
+        assert _shown_on_a_gpu(cell.source) == [], "a decode breakdown is on screen before the gpu_busy check"
+    # the check cell shows it behind its gate on the GPU path
+    assert "busy_views = [nb08.percent_shares(gpu_decode_parts)] if ON_GPU" in cells[check].source
+    assert 'display(nb08.evidence("gpu_busy", *busy_views))' in cells[check].source
+
+
+def test_the_benchmark_speedup_reads_every_eager_round_and_the_intro_names_the_recordings():
+    nb = json.loads((NOTEBOOKS_DIR / "08_whole_model.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    (bench,) = [s for s in sources if "live = nb08.run_benchmark()" in s]
+    call = bench.split("speedup = nb08.live.speedup_text(", 1)[1].split("\n", 1)[0]
+    assert "eager_readings" in call and 'eager_readings = [r["step_us"] for r in decode_rounds]' in bench
+    assert "everything runs live" not in sources[0] and "recorded benchmark runs" in sources[0]
