@@ -12,10 +12,12 @@ from typing import Any
 
 import pandas as pd
 
-from .rounds import TOO_CLOSE, Tie, Verdict, compare_rounds, too_close  # noqa: F401  (lessons import them from here too)
+from .rounds import BUSY, TIE, TOO_CLOSE, UNDECIDED, Tie, Verdict, compare_rounds, too_close  # noqa: F401  (lessons import them from here too)
+from .wording import sentence_start as _sentence
 
-RIGHT, WRONG, MISSING, TIE = "right", "wrong", "not answered yet", "too close to call"
-_COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", TIE: "#d1ecf1"}
+RIGHT, WRONG, MISSING = "right", "wrong", "not answered yet"
+ACCEPTED = (RIGHT, TIE, BUSY, UNDECIDED)  # the statuses that count an answer as right
+_COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", **dict.fromkeys((TIE, BUSY, UNDECIDED), "#d1ecf1")}
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class Feedback:
     @property
     def ok(self) -> bool:
         """True when the answer counts as right (a tie accepts every answer)."""
-        return self.status in (RIGHT, TIE)
+        return self.status in ACCEPTED
 
     def __repr__(self) -> str:
         return f"[{self.status}] {self.name}: {self.message}"
@@ -77,11 +79,6 @@ SOURCES = {
 
 def _is_missing(answer: Any) -> bool:
     return answer is None or answer is Ellipsis
-
-
-def _sentence(text: str) -> str:
-    """Text that follows a full stop, starting with a capital as a sentence does."""
-    return text[:1].upper() + text[1:]
 
 
 def _normal_text(value: str) -> str:
@@ -242,7 +239,7 @@ class Exercises:
             )
         elif isinstance(expected, Tie):
             if isinstance(answer, expected.kind):
-                fb = Feedback(ex.title, TIE, f"{expected.message()}. {_sentence(explain)}".strip())
+                fb = Feedback(ex.title, expected.status, f"{expected.message()}. {_sentence(explain)}".strip())
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:
@@ -297,7 +294,7 @@ class Exercises:
         return Feedback(ex.title, fb.status, f"the answer: {_show(fb.expected)}.", fb.answer, fb.expected)
 
     def answered(self, key: str) -> bool:
-        """Whether the answer of `key` may be shown: the learner's last check was right (or too close to call), or
+        """Whether the answer of `key` may be shown: the learner's last check was right (or accepted as a tie), or
         they asked for it with :meth:`reveal`. Until then a wrong try gets hints only."""
         self._exercise(key)
         fb = self.results.get(key)
@@ -340,9 +337,7 @@ class Exercises:
         (:class:`Exercise` ``guess=True``) only has to be answered."""
         table = self.summary()
         guesses = [self.book[k].title for k in self.book if self.book[k].guess]
-        bad = table[
-            ~table["status"].isin([RIGHT, TIE]) & ~(table["exercise"].isin(guesses) & (table["status"] == WRONG))
-        ]
+        bad = table[~table["status"].isin(ACCEPTED) & ~(table["exercise"].isin(guesses) & (table["status"] == WRONG))]
         if not bad.empty:
             raise AssertionError("exercises not right:\n" + bad.to_string(index=False))
         return table

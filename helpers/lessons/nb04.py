@@ -17,11 +17,12 @@ from ..measure.compile_counts import SweepResult, shape_sweep, sweep_summary
 from ..measure.timing import time_end_to_end
 from ..mlp.fusion import kernels_by_role
 from ..mlp.plans import infer_plan
-from .exercises import Exercise, Exercises, Tie, compare_rounds
+from .exercises import UNDECIDED, Exercise, Exercises, Tie, compare_rounds
 from .nb04_readings import (
     Reading,
     about,
     bytes_sentence,
+    compile_seconds_text,
     end_to_end_expected,
     end_to_end_why,
     profiler_sentence,
@@ -32,7 +33,7 @@ from .nb04_readings import (
 from .rounds import call_rounds, named_functions, one_thread, rounds_frame, spread_of, take_turns
 
 __all__ = [
-    "Reading", "about", "bytes_sentence", "end_to_end_expected", "end_to_end_why", "profiler_sentence", "read_bound",
+    "Reading", "about", "bytes_sentence", "compile_seconds_text", "end_to_end_expected", "end_to_end_why", "profiler_sentence", "read_bound",
     "sync_host_clause", "synchronised_sentence", "call_rounds", "compile_wrapper_rows", "infer_plan", "kernels_by_role", "one_thread", "rounds_frame", "shape_sweep", "sweep_summary", "time_first_call",
 ]  # fmt: skip
 
@@ -134,7 +135,8 @@ def first_is_faster(rounds: Mapping[str, Sequence[float]], unit: str = "us") -> 
     if min(len(ra), len(rb)) < 3:
         return Tie(
             f"{a} {_list(ra, unit)} against {b} {_list(rb, unit)}: this source kept one number per variant, not "
-            "the spread of repeated rounds, so it cannot tell a difference from noise"
+            "the spread of repeated rounds, so it cannot tell a difference from noise",
+            status=UNDECIDED,
         )
     verdict = compare_rounds(ra, rb)
     if verdict.tie:

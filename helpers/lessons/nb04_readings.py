@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
 
-from .exercises import Tie
+from .exercises import BUSY, Tie
 
 # A call is GPU bound when back to back it stays within this factor of its kernel time: the section 6b markdown
 # and the summary state the same rule.
@@ -149,13 +149,15 @@ def end_to_end_why(
 
 
 def end_to_end_expected(verdict: bool | Tie, readings: Mapping[str, Reading | str]) -> bool | Tie:
-    """The check's expected answer: the rounds' verdict, or a Tie when a variant's rounds could not be read."""
+    """The check's expected answer: the rounds' verdict (a spread tie stays one), or a :data:`BUSY` Tie when rounds
+    told apart by the spread rule could not be read (other work slowed them): "too close to call" is that rule's word."""
     unclear = [k for k, r in readings.items() if bound_of(r) == "unclear"]
     if isinstance(verdict, Tie) or not unclear:
         return verdict
     return Tie(
         f"The back-to-back rounds of {' and '.join(unclear)} were slowed by other work on the machine (see the "
-        "notes below), so they measure the machine, not compile: too close to call here"
+        "notes below), so they measure the machine, not compile",
+        status=BUSY,
     )
 
 
@@ -222,6 +224,20 @@ def about(x: float, digits: int = 2) -> str:
         raise ValueError(f"x must be a finite number, got {x!r}")
     rounded = float(f"{float(x):.{digits}g}")
     return f"{rounded:,.0f}" if abs(rounded) >= 10 ** (digits - 1) else f"{rounded:.{digits}g}"
+
+
+def compile_seconds_text(seconds: Sequence[float]) -> str:
+    """How long the sweep's Inductor compiles took, each time to two significant figures (:func:`about`), so a
+    compile of 0.06 s is not printed as 0.1 s."""
+    times = [float(s) for s in seconds] if isinstance(seconds, Sequence) and not isinstance(seconds, str) else []
+    if not times or not all(math.isfinite(t) and t >= 0 for t in times):
+        raise ValueError(f"seconds must be a non-empty list of compile times >= 0, got {seconds!r}")
+    low, high = about(min(times)), about(max(times))
+    if len(times) == 1:
+        return f"The Inductor compile here took {low} s."
+    if low == high:
+        return f"Each Inductor compile here took about {low} s."
+    return f"Each Inductor compile here took {low} to {high} s."
 
 
 def bytes_sentence(device: str, eager: Mapping[str, float], fused: Mapping[str, float]) -> str:

@@ -39,7 +39,7 @@ from . import nb08_live as live  # the sentences over live numbers: nb08.live.ra
 from . import nb08_readings as readings  # two readings of one step, one verdict: nb08.readings.profiler_gap_cause
 from . import nb08_variant as variant  # the transfer exercise: a fix and its speedup graded together
 from .display import reference_trace
-from .exercises import Exercise, Exercises, Feedback, Tie
+from .exercises import UNDECIDED, Exercise, Exercises, Feedback, Tie
 from .results import Results, load_results
 
 __all__ = [  # the model's names this lesson uses, beside its own
@@ -338,6 +338,7 @@ def largest_at_peak(timeline: pd.DataFrame) -> str | Tie:
         f"the profiler left {cats.loc[top, 'at_peak_mb']:,.0f} MB of the peak unlabelled ('unknown') in "
         f"{tries} profile{'s' if tries != 1 else ''} of this step, so this run cannot say which category is largest",
         kind=str,
+        status=UNDECIDED,
     )
 
 

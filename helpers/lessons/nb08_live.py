@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from ..programs import line_shown
-from .rounds import noise_why, spread_of, too_close, two_readings_note  # noqa: F401 (nb08.live's name)
+from .rounds import noise_why, spread_of, take_turns, too_close, two_readings_note  # noqa: F401 (nb08.live's name)
+from .wording import sentence_start
 
 # Lines of the decoder benchmark's log that answer a question the lesson asks later (the transfer variant's
 # speedup) or judge the project's targets (not a learner's business): left out of what the notebook prints.
@@ -110,7 +111,7 @@ def ranked_with_ties(
             else:
                 verdicts.append(f"{fast} is faster than {slow} ({noise_why(sa, sb, unit)})")
     said = "; ".join(verdicts)
-    return f"{shown}. {said[0].upper()}{said[1:]}."
+    return f"{shown}. {sentence_start(said)}."
 
 
 def profiler_cost_text(profiled: float | Sequence[float], rounds: Sequence[float], unit: str = "ms") -> str:
@@ -136,15 +137,20 @@ def replay_window_text(profiled_us: Sequence[float], unprofiled_us: Sequence[flo
     off = max(abs(p / u - 1) for p, u in pairs)
     if off < PROFILER_SHOWS:
         return (
-            f"The profiled windows are within {off:.0%} of the unprofiled steps: a replayed step leaves the CPU "
+            f"The profiled windows are within {_percent_up(off)} of the unprofiled steps: a replayed step leaves the CPU "
             "no work per kernel, so the profiler has little to slow down (unlike the eager step)."
         )
     return (
-        f"The profiled windows and the unprofiled steps differ by up to {off:.0%}. A replayed step leaves the CPU "
+        f"The profiled windows and the unprofiled steps differ by up to {_percent_up(off)}. A replayed step leaves the CPU "
         "no work per kernel for the profiler to slow down, so a gap that large is not the profiler's: the GPU was "
         "shared with other work while one of the two was measured (compare the kernel time with the unprofiled "
         "step). Rerun both on an idle GPU before reading a difference here."
     )
+
+
+def _percent_up(share: float) -> str:
+    """`share` as a percentage rounded up to one decimal, so "within" it is true of the share itself."""
+    return f"{math.ceil(round(share * 1000, 6)) / 10:.1f}%"
 
 
 def two_figures(x: float) -> float:
@@ -187,7 +193,7 @@ def above_bound_note(what: str, bound_us: float, measured_us: float, where: str)
     if measured <= bound:
         return ""
     return (
-        f" {what[0].upper()}{what[1:]} measured {where}, {measured:,.0f} us, is above its predicted upper bound "
+        f" {sentence_start(what)} measured {where}, {measured:,.0f} us, is above its predicted upper bound "
         f"({bound:,.0f} us): the step's own kernels and gaps cannot put it there, so another process shared the GPU "
         "while it was timed. Take the lower reading."
     )
@@ -215,10 +221,17 @@ def disturbed_options(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str
 
 
 def live_vs_recorded_text(
-    live: Mapping[str, Mapping[str, float]], recorded: Mapping[str, Mapping[str, float]], tolerance: float = 0.2
+    live: Mapping[str, Mapping[str, float]],
+    recorded: Mapping[str, Mapping[str, float]],
+    tolerance: float = 0.2,
+    *,
+    gpus: tuple[str, str] | None = None,
+    pct_of_floor: tuple[Mapping[str, float], Mapping[str, float]] | None = None,
 ) -> str:
-    """Each live row against the recording as a ratio to eager in its own run (so two GPUs compare), per column
-    ``{column: {configuration: value}}``: the rows off by more than `tolerance` are named as a shared GPU's."""
+    """Each live row against the recording as a ratio to eager in its own run, per column
+    ``{column: {configuration: value}}``. Rows off by more than `tolerance` are named as a shared GPU's only when
+    both runs used the same GPU (`gpus`: live, recorded; unknown when None); on two GPUs they are named as such,
+    with each run's decode against its own weight-read floor (`pct_of_floor`: live, recorded) beside them."""
     off = []
     for column, rows in live.items():
         base, ref = rows.get("eager"), recorded.get(column, {})
@@ -230,13 +243,36 @@ def live_vs_recorded_text(
             here, there = _number(name, value) / _number("eager", base), ref[name] / _number("eager", ref["eager"])
             if max(here, there) / min(here, there) - 1 > tolerance:
                 off.append(f"{name} {column} {here:.2f}x eager here against {there:.2f}x in the recording")
+    two_gpus = gpus is not None and gpus[0] != gpus[1]
     if not off:
-        return f"Live against recorded: every live row is within {tolerance:.0%} of the recording, as a ratio to eager."
-    return (
-        f"Live against recorded, as a ratio to eager in each run: {'; '.join(off)} (more than {tolerance:.0%} apart). "
-        "The same code on a GPU shared with other work: the live rows were slowed, so the reading below is of the "
-        "recording."
+        on = f", although they ran on two GPUs ({gpus[0]} here, {gpus[1]} recorded)" if two_gpus else ""
+        return f"Live against recorded: every live row is within {tolerance:.0%} of the recording, as a ratio to eager{on}."
+    head = (
+        f"Live against recorded, as a ratio to eager in each run: {'; '.join(off)} (more than {tolerance:.0%} apart)."
     )
+    if not two_gpus:
+        return head + (
+            " The same code on a GPU shared with other work: the live rows were slowed, so the reading below is of "
+            "the recording."
+        )
+    return (
+        f"{head} The live run is on an {gpus[0]}, the recording on an {gpus[1]}: two GPUs on two hosts, so these "
+        "ratios need not agree (an eager decode step waits on its host's CPU, a graphed one on its GPU), and "
+        "they do not say the live rows were slowed." + _floor_clause(pct_of_floor) + " The reading below is of the "
+        "recording, whose bounds come from traces of the same GPU."
+    )
+
+
+def _floor_clause(pct_of_floor: tuple[Mapping[str, float], Mapping[str, float]] | None) -> str:
+    """Each configuration's decode as a percentage of its own GPU's weight-read floor, live against recorded."""
+    if pct_of_floor is None:
+        return ""
+    here, there = pct_of_floor
+    both = [k for k in here if k in there and all(map(math.isfinite, (_number(k, here[k]), _number(k, there[k]))))]
+    if not both:
+        return ""
+    each = "; ".join(f"{k} {here[k]:.0f}% here against {there[k]:.0f}% in the recording" for k in both)
+    return f" Against each GPU's own weight-read floor, decode reached: {each}."
 
 
 def disturbance_factor(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str, float]) -> float:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..decoder.breakdown import IDLE_ROWS
 from ..paths import REPO_ROOT
-from .nb08_live import CPU_BOUND_SHARE, PROFILER_SHOWS
+from .nb08_live import CPU_BOUND_SHARE, PROFILER_SHOWS, two_figures
 
 
 def _number(name: str, value: object) -> float:
@@ -39,28 +39,30 @@ def cpu_bound_share(parts: pd.DataFrame) -> float:
 
 
 def _gap(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> tuple[str, float, float, float]:
-    """``(where, gap, waited, share)``: where a profiled prefill's extra time went ("none", "cpu" or "kernels")."""
+    """``(where, gap, waited, share)``: where a profiled prefill's extra time went: "none", "cpu", "kernels", or
+    "either" when the CPU waits could hold it (half the gap or more) yet stayed under ``CPU_BOUND_SHARE``."""
     profiled, unprofiled = _positive("profiled_us", profiled_us), _positive("unprofiled_us", unprofiled_us)
     share = _number("cpu_bound", cpu_bound)
     if not 0 <= share <= 1:
         raise ValueError(f"cpu_bound must be a fraction of the step between 0 and 1, got {cpu_bound!r}")
     gap, waited = profiled - unprofiled, share * profiled
-    where = "none" if gap <= 0 else "cpu" if share >= CPU_BOUND_SHARE and waited >= gap / 2 else "kernels"
+    where = "none" if gap <= 0 else "kernels" if waited < gap / 2 else "cpu" if share >= CPU_BOUND_SHARE else "either"
     return where, gap, waited, share
 
 
 def kernels_slowed(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> bool:
     """Whether :func:`profiler_gap_cause` puts the profiled prefill's extra time inside the kernels (other work on
-    the GPU, or the profiler's cost per kernel) and that time is beyond ``PROFILER_SHOWS`` of the unprofiled step:
-    then this profile's kernel times are inflated. Below it the lesson calls the difference noise."""
+    the GPU, or the profiler's cost per kernel), or cannot rule that out, and that time is beyond ``PROFILER_SHOWS``
+    of the unprofiled step: then this profile's kernel times may be inflated. Below it the lesson calls it noise."""
     where, gap = _gap(profiled_us, unprofiled_us, cpu_bound)[:2]
-    return where == "kernels" and gap > PROFILER_SHOWS * _positive("unprofiled_us", unprofiled_us)
+    return where in ("kernels", "either") and gap > PROFILER_SHOWS * _positive("unprofiled_us", unprofiled_us)
 
 
 def profiler_gap_cause(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> str:
     """Where a profiled prefill's extra time went, against the same prefill unprofiled: CPU-bound idle (the
     profiler's cost per operator call making the CPU late) only when the step's *idle: CPU-bound* time (`cpu_bound`,
-    a fraction of the profiled step) is at least ``CPU_BOUND_SHARE`` and half the gap; otherwise inside the kernels."""
+    a fraction of the profiled step) is at least ``CPU_BOUND_SHARE`` and half the gap; inside the kernels when it is
+    under half the gap; either of the two, undecided, when it holds half the gap or more under ``CPU_BOUND_SHARE``."""
     where, gap, waited, share = _gap(profiled_us, unprofiled_us, cpu_bound)
     if where == "none":
         return (
@@ -72,6 +74,15 @@ def profiler_gap_cause(profiled_us: float, unprofiled_us: float, cpu_bound: floa
             f"the profiled prefill is CPU bound: {waited / 1e3:.2f} ms of it waited for the CPU (*idle: CPU-bound*, "
             f"{share:.1%} of the step), enough to hold most of the {gap / 1e3:.2f} ms the profiler added: its cost at "
             "every operator call made the CPU late."
+        )
+    if where == "either":  # the CPU waits are large enough to hold the gap: never call them "only"
+        size = "at least that gap" if waited >= gap else "more than half of that gap"
+        return (
+            f"the {gap / 1e3:.2f} ms between the profiled and the unprofiled prefill could come from the CPU: "
+            f"{waited / 1e3:.2f} ms of the profiled step waited for it (*idle: CPU-bound*, {share:.1%} of the step), "
+            f"{size}, although at under {CPU_BOUND_SHARE:.0%} of the step the CPU stayed ahead of the GPU most of the "
+            "time. It could as well be inside the kernels (other work on a shared GPU, or the profiler's own cost per "
+            "kernel): this run cannot tell which."
         )
     ahead = "so the CPU stayed ahead of the GPU" if share < CPU_BOUND_SHARE else "less than half of the difference"
     return (
@@ -92,7 +103,7 @@ def prefill_profiler_text(
     cause = profiler_gap_cause(profiled, unprofiled, cpu_bound)
     if per_kernel <= 0.1 * latency:
         return f": the profiler added almost nothing per kernel here; {cause}"
-    times = f", {per_kernel / latency:.0f}x the queue latency" if latency > 0 else ""
+    times = f", {two_figures(per_kernel / latency):g}x the queue latency" if latency > 0 else ""
     if per_kernel <= 3 * latency:
         latency_note = (
             "That cost is of the size of the queue latency itself, so part of the latency read from a profiled "
@@ -129,7 +140,7 @@ def compile_bound_text(
             "unprofiled step at best."
         )
     return (
-        f"From this profile's kernel times, which this run inflated (see below), compile would leave at least "
+        f"From this profile's kernel times, which this run may have inflated (see below), compile would leave at least "
         f"{kept / 1e3:.1f} ms, {unprofiled / kept:.2f}x the unprofiled step: not a hard bound, since on an idle GPU "
         "without the profiler those kernels can be shorter. The final table below takes the bound from the H200 "
         "reference trace."

@@ -11,7 +11,7 @@ from numbers import Number
 
 import numpy as np
 
-from .exercises import MISSING, RIGHT, TIE, WRONG, Exercises, Feedback, Tie
+from .exercises import ACCEPTED, MISSING, RIGHT, UNDECIDED, WRONG, Exercises, Feedback, Tie
 
 VARIANT_FIX = "last logits"
 
@@ -45,7 +45,9 @@ def check_variant(
     No expected value is named after a wrong answer."""
     accept = None
     if measured_speedup is None:
-        expected: object = Tie("the fix was not measured here, so no speedup can be checked", kind=Number)
+        expected: object = Tie(
+            "the fix was not measured here, so no speedup can be checked", kind=Number, status=UNDECIDED
+        )
     else:
         rounds = speedup_rounds(measured_speedup)
         expected = round(statistics.median(rounds), 2)
@@ -67,7 +69,7 @@ def check_variant(
             verdict = "held" if low <= model_speedup <= high else "missed: the profiled step shared its time otherwise"
             held = f"; the trace's model gives {model_speedup:.2f}, and it {verdict}"
         speedup_fb = replace(speedup_fb, message=f"{speedup_fb.message} (accepted here: {low:.2f} to {high:.2f}{held})")
-    fix_ok, speedup_ok = fix_fb.status == RIGHT, speedup_fb.status in (RIGHT, TIE)
+    fix_ok, speedup_ok = fix_fb.status == RIGHT, speedup_fb.status in ACCEPTED
     if MISSING in (fix_fb.status, speedup_fb.status) or fix_ok == speedup_ok:
         return [part_fb, fix_fb, book.record("variant_speedup", speedup_fb)]
     if fix_ok:  # the right fix with a wrong speedup: the pair is wrong, and the speedup is the half to redo

@@ -21,19 +21,28 @@ Measure = Callable[[], float | Mapping[str, float]]
 
 
 # The one wording every lesson gives a learner when two timings cannot be told apart; the feedback's status
-# already says "too close to call", so the message does not repeat it.
+# already says why ("too close to call", ...), so the message does not repeat it.
 TOO_CLOSE = "both answers are accepted, and this is why"
+# A settled-by-nobody answer's status: TIE only for the spread rule (:func:`too_close`); BUSY when other work slowed
+# the readings; UNDECIDED when the run holds nothing to decide with (one number, an unlabelled peak, no measurement).
+TIE, BUSY, UNDECIDED = "too close to call", "too busy to tell", "cannot tell here"
 
 
 @dataclass(frozen=True)
 class Tie:
-    """An expected value the measurement cannot settle: any answer of the right type is accepted, ``why`` shows the noise."""
+    """An expected value the measurement cannot settle: any answer of the right type is accepted, ``why`` shows the
+    noise; ``status`` names the reason in the feedback (:data:`TIE`, :data:`BUSY` or :data:`UNDECIDED`)."""
 
     why: str
     kind: type = bool
+    status: str = TIE
+
+    def __post_init__(self) -> None:
+        if self.status not in (TIE, BUSY, UNDECIDED):
+            raise ValueError(f"a Tie's status is one of {TIE!r}, {BUSY!r}, {UNDECIDED!r}; got {self.status!r}")
 
     def message(self) -> str:
-        """What the learner reads under the "too close to call" status: :data:`TOO_CLOSE` (for a number or a text,
+        """What the learner reads under the tie's status: :data:`TOO_CLOSE` (for a number or a text,
         any answer of that kind), then why (the medians and the spread that decided)."""
         what = {str: "text", int: "whole number", float: "number", Number: "number"}.get(self.kind, self.kind.__name__)
         accepted = TOO_CLOSE if self.kind is bool else f"any {what} is accepted, and this is why"

@@ -60,7 +60,7 @@ def test_pass_b_profiled_cpu_below_unprofiled_gives_no_verdict_and_no_negative_c
         assert any("kernels one after the other" in n for n in r[k].notes)
     text = nb04.profiler_sentence(r["compiled"], 233.3, 251.6, 375.0)
     assert "no profiler cost" in text and "-" not in text.split(":")[1]
-    # the rounds are apart, yet they measure the machine: a tie, and the why says so
+    # the rounds are apart, yet they measure the machine: accepted either way, as too busy to tell (not a spread tie)
     apart = nb04.first_is_faster({"compiled": B["compiled"]["b2b"], "eager": B["eager"]["b2b"]})
     assert apart is True
     expected = nb04.end_to_end_expected(apart, r)
@@ -68,7 +68,7 @@ def test_pass_b_profiled_cpu_below_unprofiled_gives_no_verdict_and_no_negative_c
     for answer in (True, False):
         assert (
             nb04.check("compiled_faster_end_to_end", answer, expected, details={"why": "x"}).status
-            == "too close to call"
+            == "too busy to tell"
         )
     # no pay-back from synchronised rounds that other work slowed
     from helpers.measure.compile_costs import FirstCall

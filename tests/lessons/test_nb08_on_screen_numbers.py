@@ -47,7 +47,7 @@ def test_the_compile_bound_from_inflated_kernels_is_labelled_not_a_hard_bound():
     assert readings.kernels_slowed(**H100)
     assert "inside the kernels" in readings.profiler_gap_cause(**H100)  # the verdict the label follows
     text = readings.compile_bound_text(15989.15, 2407.31, **H100)
-    assert "cannot" not in text and "this run inflated" in text and "not a hard bound" in text
+    assert "cannot" not in text and "this run may have inflated" in text and "not a hard bound" in text
     assert "18.4 ms" in text and "1.41x" in text and "H200 reference trace" in text
 
 
@@ -58,10 +58,12 @@ def test_the_compile_bound_is_hard_when_the_kernels_were_not_slowed():
     assert text.startswith("So compile cannot make this prefill faster than **18.4 ms**, 1.42x")
     # no profiler cost at all: the kernels' own times stand
     assert "cannot" in readings.compile_bound_text(15989.15, 2407.31, 25000.0, 25914.93, 0.02)
-    # the H200 reference trace: 24,381 us profiled against 24,026 us, 2.7 % CPU-bound idle; the 1.5 % gap is
-    # put inside the kernels, but under the 10 % the lesson calls noise: the kernel times stand
+    # the H200 reference trace: 24,381 us profiled against 24,026 us, 2.7 % CPU-bound idle (0.66 ms, more than the
+    # 0.36 ms gap): either cause could hold the gap, and under the 10 % the lesson calls noise the kernel times stand
     reference = {"profiled_us": 24380.74, "unprofiled_us": 24025.67, "cpu_bound": 0.027}
-    assert "inside the kernels" in readings.profiler_gap_cause(**reference) and not readings.kernels_slowed(**reference)
+    assert "could come from the CPU" in readings.profiler_gap_cause(**reference) and not readings.kernels_slowed(
+        **reference
+    )
     assert "cannot make this prefill faster than **12.3 ms**, 1.95x" in readings.compile_bound_text(
         11515.53, 780.24, **reference
     )
