@@ -27,6 +27,21 @@ SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
 @triton.jit
+def _x_tile(x_ptr, norm_ptr, kk, k_ok, K, rstd, dt, PROLOGUE: tl.constexpr):
+    """The K-slice `kk` of the GEMV's input in fp32, after the prologue, rounded where the eager ops round."""
+    if PROLOGUE == 2:  # gelu_tanh(gate) * up in fp32, rounded once as the GeGLU kernel's output is
+        g = tl.load(x_ptr + kk, mask=k_ok, other=0.0).to(tl.float32)
+        u = tl.load(x_ptr + K + kk, mask=k_ok, other=0.0).to(tl.float32)
+        xv = (_gelu_tanh_f32(g) * u).to(dt).to(tl.float32)
+    else:
+        xv = tl.load(x_ptr + kk, mask=k_ok, other=0.0).to(tl.float32)
+        if PROLOGUE == 1:  # RMSNorm rounds the normalised x, then multiplies by its weight in the dtype
+            nw = tl.load(norm_ptr + kk, mask=k_ok, other=0.0).to(tl.float32)
+            xv = ((xv * rstd).to(dt).to(tl.float32) * nw).to(dt).to(tl.float32)
+    return xv
+
+
+@triton.jit
 def _gemv_body(
     x_ptr, w_ptr, out_ptr, res_ptr, norm_ptr, N, K, stride_w, eps,
     PROLOGUE: tl.constexpr, RESIDUAL: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -39,31 +54,29 @@ def _gemv_body(
     # rows past N read row N-1 again instead of a mask: the weight loads stay unmasked along K
     w_rows = w_ptr + tl.minimum(rows, N - 1).to(tl.int64)[:, None] * stride_w
     cols = tl.arange(0, BLOCK_K)
+    # the first weight tile is asked for before x and the prologue: the weight stream, the whole cost at one row,
+    # is then in flight while the RMSNorm's reduction and the first x slice are read
+    if EVEN_K:
+        w = tl.load(w_rows + cols[None, :])
+    else:
+        w = tl.load(w_rows + cols[None, :], mask=cols[None, :] < K, other=0.0)
+    rstd = 1.0
     if PROLOGUE == 1:  # each program recomputes the row's rms: x is K elements, read from L2
         sq = tl.zeros([BLOCK_K], dtype=tl.float32)
         for k0 in range(0, K, BLOCK_K):
             xs = tl.load(x_ptr + k0 + cols, mask=k0 + cols < K, other=0.0).to(tl.float32)
             sq += xs * xs
         rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=0) / K + eps)
-    acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    acc = w.to(tl.float32) * _x_tile(x_ptr, norm_ptr, cols, cols < K, K, rstd, dt, PROLOGUE)[None, :]
+    for k0 in range(BLOCK_K, K, BLOCK_K):
         kk = k0 + cols
         k_ok = kk < K
-        if PROLOGUE == 2:  # gelu_tanh(gate) * up in fp32, rounded once as the GeGLU kernel's output is
-            g = tl.load(x_ptr + kk, mask=k_ok, other=0.0).to(tl.float32)
-            u = tl.load(x_ptr + K + kk, mask=k_ok, other=0.0).to(tl.float32)
-            xv = (_gelu_tanh_f32(g) * u).to(dt).to(tl.float32)
-        else:
-            xv = tl.load(x_ptr + kk, mask=k_ok, other=0.0).to(tl.float32)
-            if PROLOGUE == 1:  # RMSNorm rounds the normalised x, then multiplies by its weight in the dtype
-                nw = tl.load(norm_ptr + kk, mask=k_ok, other=0.0).to(tl.float32)
-                xv = ((xv * rstd).to(dt).to(tl.float32) * nw).to(dt).to(tl.float32)
         if EVEN_K:
             w = tl.load(w_rows + kk[None, :])
         else:
             w = tl.load(w_rows + kk[None, :], mask=k_ok[None, :], other=0.0)
-        acc += w.to(tl.float32) * xv[None, :]  # one reduction at the end, not one per step
-    y = tl.sum(acc, axis=1)
+        acc += w.to(tl.float32) * _x_tile(x_ptr, norm_ptr, kk, k_ok, K, rstd, dt, PROLOGUE)[None, :]
+    y = tl.sum(acc, axis=1)  # one reduction at the end, not one per step
     if RESIDUAL:
         y = y.to(dt).to(tl.float32) + tl.load(res_ptr + rows, mask=rows < N, other=0.0).to(tl.float32)
     tl.store(out_ptr + rows, y.to(dt), mask=rows < N)
