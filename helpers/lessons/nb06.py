@@ -21,13 +21,14 @@ from .kernel_exercises import check_geglu_kernel as _check_geglu_kernel
 from .kernel_exercises import kernel_device, time_geglu_kernel
 from .mlp_results import LIVE_LEFT_OUT, mlp_ceilings, mlp_roofline, run_mlp_benchmark, sweep_figure
 from .nb06_readings import TIE_SHARE, _tie, available_rows, race_sentence, speedup_phrase, training_view
+from .nb06_times import disturbed_times, hiding_sentence
 
 __all__ = [
     "PLANS", "FusedGeGLUMLP", "SimpleGeGLUMLP", "build_variant", "config_table", "geglu", "geglu_reference",
     "kernel_device", "plan_bytes", "plan_floor_us", "plan_kernels", "plans_frame", "plans_table",
     "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
     "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
-    "clocks_disagree", "disturbed_times", "sync_disturbed", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence", "speedup_phrase",
+    "clocks_disagree", "disturbed_times", "hiding_sentence", "sync_disturbed", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence", "speedup_phrase",
     "available_rows", "training_view", "LIVE_LEFT_OUT",
 ]  # fmt: skip
 
@@ -179,96 +180,6 @@ def sync_disturbed(times: pd.DataFrame) -> list[str]:
     return t.loc[slow, "variant"].astype(str).tolist()
 
 
-def disturbed_times(times: pd.DataFrame) -> dict[str, list[str]]:
-    """Variants whose times contradict each other beyond the tie share, with what contradicts: issuing a call
-    longer than a synchronised call (which includes issuing it), back to back slower than synchronised (calls that
-    do not wait cannot be slower than calls that do), a graph replay slower than back to back (a replay removes the
-    host's work), a synchronised call longer than issuing it plus its kernels (all a synchronised call waits for).
-    Only other work on a shared GPU or host makes them so."""
-    if not {"variant", "e2e_sync_us", "e2e_nosync_us"} <= set(times.columns):
-        raise ValueError("times needs the columns variant, e2e_sync_us and e2e_nosync_us")
-    out: dict[str, list[str]] = {}
-    for r in times.itertuples():
-        sync, b2b = float(r.e2e_sync_us), float(r.e2e_nosync_us)
-        enq, graphed = (float(getattr(r, c, float("nan"))) for c in ("enqueue_us", "graphed_us"))
-        why = []
-        if enq > (1 + TIE_SHARE) * sync:
-            why.append(f"{enq:.0f} us to issue a call against {sync:.0f} us synchronised")
-        if b2b > (1 + TIE_SHARE) * sync:
-            why.append(f"{b2b:.0f} us back to back against {sync:.0f} us synchronised")
-        if graphed > (1 + TIE_SHARE) * b2b:
-            why.append(f"{graphed:.0f} us replayed from a graph against {b2b:.0f} us back to back")
-        kernels = float(getattr(r, "kernel_us", float("nan")))
-        if sync > (1 + TIE_SHARE) * (enq + kernels):
-            why.append(
-                f"{sync:.0f} us synchronised against {enq:.0f} us to issue a call plus {kernels:.0f} us of kernels"
-            )
-        if why:
-            out[str(r.variant)] = why
-    return out
-
-
-def hiding_sentence(times: pd.DataFrame) -> str:
-    """Which variants' host work hid behind the GPU's back to back (within the tie share of the kernel time), which
-    the host's pace explains, and which were disturbed by other work (:func:`disturbed_times`): those get no cause."""
-    if not {"variant", "kernel_us", "e2e_nosync_us"} <= set(times.columns):
-        raise ValueError("times needs the columns variant, kernel_us and e2e_nosync_us")
-    t = times.dropna(subset=["kernel_us", "e2e_nosync_us"])
-    if t.empty:
-        raise ValueError("no variant has both a kernel time and a back-to-back time")
-    disturbed = disturbed_times(t) if "e2e_sync_us" in t.columns else {}
-    t = t[~t["variant"].astype(str).isin(disturbed)]
-    hidden = t[t["e2e_nosync_us"] <= (1 + TIE_SHARE) * t["kernel_us"]]["variant"].tolist()
-    exposed = t[t["e2e_nosync_us"] > (1 + TIE_SHARE) * t["kernel_us"]]
-    parts = []
-    slow_issue = t["enqueue_us"] > t["kernel_us"] if "enqueue_us" in t.columns else None
-
-    def its(n: int) -> str:
-        return "its" if n == 1 else "their"
-
-    if hidden:
-        parts.append(
-            f"Back to back in this run, the host's work hid behind the GPU's for {', '.join(map(str, hidden))} "
-            f"(within {TIE_SHARE:.0%} of {its(len(hidden))} kernel time): there the kernel time decides."
-        )
-    explained = exposed if slow_issue is None else exposed[slow_issue[exposed.index]]
-    unexplained = exposed.drop(index=explained.index) if slow_issue is not None else exposed.iloc[0:0]
-
-    def shown(rows: pd.DataFrame, enqueue: bool) -> str:
-        return ", ".join(
-            f"{r.variant} ({r.e2e_nosync_us:.0f} us against {r.kernel_us:.0f} us of kernels"
-            + (f", {r.enqueue_us:.0f} us to issue a call)" if enqueue else ")")
-            for r in rows.itertuples()
-        )
-
-    if not explained.empty:
-        n = len(explained)
-        cause = (
-            f"{its(n)} host took longer to issue a call than the GPU took to run it, so the host set the pace even "
-            "without waiting."
-            if slow_issue is not None
-            else f"back to back, {its(n)} calls took longer than {its(n)} kernels."
-        )
-        parts.append(f"It did not for {shown(explained, slow_issue is not None)}: {cause}")
-    if not unexplained.empty:
-        parts.append(
-            f"Back to back, {shown(unexplained, True)} took longer than {its(len(unexplained))} kernels although the "
-            "host issued a "
-            "call faster than the GPU ran it: the host's work does not explain the excess, which other work on a "
-            "shared GPU or host (or this run's noise) does."
-        )
-    if disturbed:
-        shown_d = "; ".join(f"{v} ({', '.join(why)})" for v, why in disturbed.items())
-        parts.append(
-            f"The times of {shown_d} contradict each other: a synchronised call includes issuing it and waits for "
-            "nothing but that and its kernels, calls that do not wait cannot be slower than calls that do, and a "
-            "graph replay removes the host's work. Other work on "
-            "a shared GPU or host disturbed them (too busy to tell, as lesson 04 says): they name no host cause and "
-            "rank nothing."
-        )
-    return " ".join(parts)
-
-
 def graph_disturbed(times: pd.DataFrame) -> list[str]:
     """Variants whose CUDA-graph replay took longer than their calls back to back, beyond the tie share: a replay
     removes the host's work, so only other work on the GPU makes it slower."""
@@ -333,13 +244,19 @@ def clocks_disagree(training: pd.DataFrame, share: float = CLOCKS_SHARE) -> list
 
 
 def training_sentence(
-    training: pd.DataFrame, modes: Sequence[str] = ("course-fused-save", "course-fused-recompute")
+    training: pd.DataFrame,
+    modes: Sequence[str] = ("course-fused-save", "course-fused-recompute"),
+    live: bool = True,
 ) -> str:
     """What the training steps say: what each time column is, the fastest variant and each fused mode against
     eager (a tie within the tie share), time and memory, with the caveat of a single run. When the two clocks of a
-    step disagree (:func:`clocks_disagree`), no variant is ranked on either: only the peak memory is compared."""
+    step disagree (:func:`clocks_disagree`), no variant is ranked on either: only the peak memory is compared.
+    `live` says whether this machine ran the steps ("here") or a recording holds them ("in the recording")."""
+    if not isinstance(live, bool):
+        raise TypeError(f"live must be True or False, got {live!r}")
     if not {"variant", "step_us", "peak_mb"} <= set(training.columns) or training.empty:
         raise ValueError("training must be a non-empty table with the columns variant, step_us and peak_mb")
+    where = "here" if live else "in the recording"
     split = clocks_disagree(training)
     t = training.dropna(subset=["step_us"]).set_index("variant")
     parts = []
@@ -361,11 +278,11 @@ def training_sentence(
         if level:
             shown = ", ".join(f"{v} ({t.loc[v, 'step_us']:.0f} us)" for v in level)
             parts.append(
-                f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us), level within "
+                f"Fastest step {where}: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us), level within "
                 f"{TIE_SHARE:.0%} with {shown}: too close to call from one run."
             )
         else:
-            parts.append(f"Fastest step here: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us).")
+            parts.append(f"Fastest step {where}: **{fastest}** ({t.loc[fastest, 'step_us']:.0f} us).")
     if "eager" in t.index:
         e = t.loc["eager"]
         for mode in (m for m in modes if m in t.index):
