@@ -50,7 +50,7 @@ class FirstCall:
         cache = ", ".join(f"{k} {v}" for k, v in self.fx_cache.items())
         rows = [
             ("first call (compiles)", self.first_s, f"Inductor FX graph cache: {cache}"),
-            ("later call (median)", self.later_s, ""),
+            ("later call (median)", self.later_s, "synchronised, after untimed warm-up calls"),
             ("compile time", self.compile_s, "first minus later"),
         ]
         return pd.DataFrame(
@@ -62,9 +62,10 @@ class FirstCall:
         return self.as_frame().drop(columns="seconds").to_html(index=False, border=0)
 
 
-def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool = True) -> FirstCall:
-    """Time the first call of freshly compiled `fn` (it compiles now) and the next `later` calls, with Inductor's
-    FX graph cache hits during the first call: a fast "compile" may be a cache hit."""
+def time_first_call(fn: Callable, *inputs: Any, later: int = 5, warmup: int = 5, progress: bool = True) -> FirstCall:
+    """Time the first call of freshly compiled `fn` (it compiles now), then, after `warmup` untimed calls, the
+    median of `later` calls synchronised one by one, with Inductor's FX graph cache hits during the first call: a
+    fast "compile" may be a cache hit."""
     check_callable(fn)
     device = wait_device(fn, inputs)
     before = _inductor_cache_counts()
@@ -76,10 +77,11 @@ def time_first_call(fn: Callable, *inputs: Any, later: int = 5, progress: bool =
         synchronize(device)
         first = time.perf_counter() - start
     after = _inductor_cache_counts()
-    later_s = time_per_call(fn, *inputs, repeats=later, warmup=0)
+    # the first calls after a compile still pay one-time set-up, which is not what a normal call costs
+    later_s = time_per_call(fn, *inputs, repeats=later, warmup=warmup)
     result = FirstCall(first, later_s, {k: after[k] - before[k] for k in after})
     if progress:
-        print(f"first call took {first:.2f} s, later calls {later_s * 1e3:.2f} ms", flush=True)
+        print(f"first call took {first:.2f} s, later calls {later_s * 1e3:.2f} ms (after warm-up)", flush=True)
     return result
 
 
