@@ -3,40 +3,49 @@ one-time set-up (on an H100 they read 0.69 ms where section 6b's synchronised ca
 
 from __future__ import annotations
 
-import time
+import types
 
+import pytest
 import torch
 
 from helpers.measure import compile_costs as cc
+from helpers.measure import timing
+
+FIRST_S, SETTLING_S, SETTLED_S = 2.2, 0.00069, 0.000293
 
 
-def _settling_call(first_s: float, settling_s: float, settled_s: float, settling_calls: int):
-    calls = []
+@pytest.fixture
+def settling_call(monkeypatch):
+    """A call whose cost a fake clock advances: the compile, three settling calls, then settled calls."""
+    clock = {"now": 0.0, "calls": 0}
+    fake = types.SimpleNamespace(perf_counter=lambda: clock["now"])
+    monkeypatch.setattr(timing, "time", fake)
+    monkeypatch.setattr(cc, "time", fake)
 
     def fn(x: torch.Tensor) -> torch.Tensor:
-        calls.append(None)
-        n = len(calls)
-        time.sleep(first_s if n == 1 else settling_s if n <= 1 + settling_calls else settled_s)
+        clock["calls"] += 1
+        n = clock["calls"]
+        clock["now"] += FIRST_S if n == 1 else SETTLING_S if n <= 4 else SETTLED_S
         return x
 
-    return fn, calls
+    return fn, clock
 
 
-def test_later_calls_are_timed_after_warm_up():
-    # the on-screen ratio, scaled tenfold so a sleep can time it: 0.69 ms settling, 0.293 ms settled
-    fn, calls = _settling_call(0.05, 0.0069, 0.00293, settling_calls=3)
+def test_later_calls_are_timed_after_warm_up(settling_call):
+    fn, clock = settling_call
     first = cc.time_first_call(fn, torch.zeros(2), later=5, progress=False)
-    assert first.later_s < 0.005
-    assert len(calls) == 1 + 5 + 5  # the first call, the warm-up, the timed calls
+    assert first.later_s == pytest.approx(SETTLED_S)
+    assert clock["calls"] == 1 + 5 + 5  # the first call, the warm-up, the timed calls
 
 
-def test_no_warm_up_times_the_settling_calls():
-    fn, _ = _settling_call(0.05, 0.0069, 0.00293, settling_calls=3)
-    assert cc.time_first_call(fn, torch.zeros(2), later=5, warmup=0, progress=False).later_s > 0.005
+def test_no_warm_up_times_the_settling_calls(settling_call):
+    fn, _ = settling_call
+    assert cc.time_first_call(fn, torch.zeros(2), later=5, warmup=0, progress=False).later_s == pytest.approx(
+        SETTLING_S
+    )
 
 
 def test_the_frame_says_how_the_later_call_was_timed():
-    note = (
-        cc.FirstCall(first_s=2.2, later_s=0.000293, fx_cache={}).as_frame().set_index("what").loc["later call (median)"]
-    )
-    assert "warm-up" in note["note"] and "synchronised" in note["note"]
+    frame = cc.FirstCall(first_s=FIRST_S, later_s=SETTLED_S, fx_cache={}).as_frame().set_index("what")
+    note = frame.loc["later call (median)", "note"]
+    assert "warm-up" in note and "synchronised" in note
