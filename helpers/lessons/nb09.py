@@ -34,7 +34,7 @@ from .nb09_launches import (
     rank_changes,
     runs_folder,
 )
-from .nb09_steps import job_step_note, job_steps
+from .nb09_steps import exposed_per_rank_text, job_step_note, job_steps, profiler_cost_text
 from .results import Results, load_results
 from .rounds import Spread, spread_of, too_close
 
@@ -47,7 +47,7 @@ __all__ = [
     "runs_table", "script_source", "timed_steps", "Tie", "allreduce_model", "one_bucket_terms",
     "check_one_bucket", "check_straggler_cost", "param_comms", "check_hidden", "hidden_by_step",
     "bucket_prediction_text", "cores_phrase", "launches_sentence", "no_faster_text", "rank_changes", "prefetch_answer",
-    "job_step_note", "job_steps",
+    "job_step_note", "job_steps", "exposed_per_rank_text", "profiler_cost_text",
 ]  # fmt: skip
 
 EXERCISES = Exercises(

@@ -8,6 +8,8 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+import pandas as pd
+
 
 def job_steps(summary: Mapping[str, Any]) -> list[float]:
     """The job's time (ms) at each timed step without the profiler: the slowest rank's time at that step, since every
@@ -41,3 +43,34 @@ def job_step_note(name: str, summary: Mapping[str, Any], rank_column: str = "ste
         return text + ": here the job's step is longer than every rank's median, because the ranks were slow at " \
             "different steps."  # fmt: skip
     return text + ": here they agree."
+
+
+def exposed_per_rank_text(per_step: pd.DataFrame) -> str:
+    """Each rank's median exposed communication against its median step (rows of ``communication_per_step``),
+    rank by rank: a rank that reaches a collective early waits inside it, so one number over the ranks would
+    describe none of them."""
+    missing = [c for c in ("rank", "step_us", "exposed_communication_us") if c not in getattr(per_step, "columns", ())]
+    if missing or per_step.empty:
+        raise ValueError(f"expected communication_per_step's rows; missing or empty: {missing or 'no rows'}")
+    med = per_step.groupby("rank")[["exposed_communication_us", "step_us"]].median() / 1e3
+    each = [f"{e:.1f} ms out of {s:.1f} ms on rank {r}" for r, e, s in med.itertuples()]
+    each[0] = each[0].replace(" out of", " per step is exposed, out of", 1)
+    return ", ".join(each) + (" (each rank's median step)" if len(each) > 1 else " (the median step)")
+
+
+def profiler_cost_text(ranks: pd.DataFrame) -> str:
+    """The profiler's cost read on the rank that waited least (rows of ``per_rank``, a GPU run): its profiled step
+    against the same step without the profiler, and its GPU's wait for its CPU, all that one rank's numbers."""
+    least = ranks[ranks["waited_least"].astype(bool)]
+    if least.empty:
+        raise ValueError("expected per_rank's rows of a GPU run, one of them marked waited_least")
+    row = least.iloc[0]
+    prof, plain, rank = float(row["profiled_step_ms"]), float(row["unprofiled_step_ms"]), int(row["rank"])
+    return (
+        f"On rank {rank}, the rank that waited least, a profiled step took **{prof:.0f} ms**, the same step without "
+        f"the profiler **{plain:.0f} ms** ({prof / plain:.2f}x). The profiler records every operator (with its shapes) "
+        f"on the CPU, so the host falls behind the GPU: on that rank the GPU sat idle waiting for its CPU "
+        f"{float(row['gpu_waits_for_cpu_ms']):.0f} ms per profiled step. The GPU kernels themselves are timed by the "
+        "GPU and barely change; the step times, the waits and everything that depends on which rank is late do. Read "
+        "kernel times from the trace, and step times from the run without the profiler."
+    )
