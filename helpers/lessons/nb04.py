@@ -54,7 +54,7 @@ EXERCISES = Exercises(
         "operator left of aten::linear's chain",
         explain="The generated code calls aten::mm (the GEMM) itself: no aten::linear, aten::t, aten::matmul, "
         "aten::reshape or aten::view on the way.",
-        hint="Which operator of the chain does the arithmetic of a Linear?",
+        hint="Which operator of the chain does the arithmetic of a Linear? Name it as the trace does: `aten::...`.",
     ),
     saved_mb=Exercise(
         "MB saved per forward by fusion",

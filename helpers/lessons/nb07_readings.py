@@ -24,6 +24,7 @@ from .nb07_wall import (
     causal_timing_row,
     host_us_per_call,
     kernel_us_per_call,
+    overlapping_rounds_sentence,
     sweep_growth_sentence,
     wall_rounds_disturbed,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "kernel_race_note",
     "kernel_us_per_call",
     "memory_roof_shares",
+    "overlapping_rounds_sentence",
     "ranking_sentence",
     "rope_share_sentence",
     "rounds_frame",

@@ -18,6 +18,7 @@ __all__ = [
     "causal_timing_row",
     "host_us_per_call",
     "kernel_us_per_call",
+    "overlapping_rounds_sentence",
     "sweep_growth_sentence",
     "wall_rounds_disturbed",
 ]
@@ -189,8 +190,26 @@ def causal_timing_row(
             wall_rounds_disturbed([1e3 * float(x) for x in rounds_ms[n]], None, k, factor)
             for n, k in (("causal", kc), ("full", kf))
         )
+    row["rounds_overlap"] = max(min(rounds_ms["causal"]), min(rounds_ms["full"])) <= min(
+        max(rounds_ms["causal"]), max(rounds_ms["full"])
+    )
     row["flops_ratio"] = flops_ratio
     return row
+
+
+def overlapping_rounds_sentence(table: pd.DataFrame) -> str:
+    """A sentence naming each length whose causal and full rounds overlap (this run cannot order the two there,
+    whatever the ratio of their fastest rounds says); empty when every length's rounds are apart."""
+    if "rounds_overlap" not in table:
+        raise ValueError("give the table of causal_timing_row rows (it has no rounds_overlap column)")
+    rows = table[table["rounds_overlap"].astype(bool)]
+    if rows.empty:
+        return ""
+    parts = [f"seq {int(r.seq)} (causal {r.causal_range} ms, full {r.non_causal_range} ms)" for r in rows.itertuples()]
+    return (
+        f"**This run's rounds overlap at {' and '.join(parts)}:** other work on this machine moved them more than "
+        "masking did, so this run cannot tell the two apart there, whatever their time_ratio says. "
+    )
 
 
 def causal_sentence(table: pd.DataFrame) -> str:
