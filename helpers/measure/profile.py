@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import inspect
 import os
 import re
 import sys
@@ -181,7 +180,7 @@ def profile(
 
             def on_ready(prof: torch.profiler.profile) -> None:
                 prof.export_chrome_trace(str(trace_file))
-                captured["table"] = key_averages_frame(prof)
+                captured["profiler"] = prof
 
             options = dict(
                 activities=activities,
@@ -191,8 +190,6 @@ def profile(
                 with_stack=with_stack,
                 profile_memory=bool(profile_memory),
             )
-            if "acc_events" in inspect.signature(torch.profiler.profile.__init__).parameters:
-                options["acc_events"] = True  # keep every active step in key_averages() (torch >= 2.4)
             with profiler_notices_dropped(), torch.profiler.profile(**options) as prof:
                 for i in range(steps + 1):  # one profiler warm-up step, then the active steps
                     with record_function(label):
@@ -200,7 +197,7 @@ def profile(
                     with record_function(RECORDER_WAIT):
                         synchronize(device)
                     prof.step()
-            if "table" not in captured:  # pragma: no cover - torch calls on_trace_ready at the cycle's end
+            if "profiler" not in captured:  # pragma: no cover - torch calls on_trace_ready at the cycle's end
                 raise RuntimeError("the profiler finished without producing a trace")
             document = tracefile.read_document(trace_file)
 
@@ -213,4 +210,7 @@ def profile(
         extra={"steps": steps, "warmup": warmup},
     )
     document.pop("traceName", None)  # a temporary path that no longer exists
-    return Trace(document, info, profiler_table=captured["table"])
+    # key_averages() is built on demand: torch's own parsing of the events takes longer than the rest of a
+    # profile together, and few readers ask for it
+    prof = captured["profiler"]
+    return Trace(document, info, profiler_table=lambda: key_averages_frame(prof))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ class Trace:
         self,
         document: dict[str, Any],
         info: TraceInfo,
-        profiler_table: pd.DataFrame | None = None,
+        profiler_table: pd.DataFrame | Callable[[], pd.DataFrame] | None = None,
         keep_document: bool = True,
         tables: TraceTables | None = None,
     ) -> None:
@@ -203,7 +203,9 @@ class Trace:
         return chain_table(self, op, max_depth)
 
     def profiler_table(self) -> pd.DataFrame:
-        """The profiler's own `key_averages()` table, kept when the profile was recorded live."""
+        """The profiler's own `key_averages()` table, kept when the profile was recorded live (built on first use)."""
+        if callable(self._profiler_table):
+            self._profiler_table = self._profiler_table()  # and the profiler it read is let go
         if self._profiler_table is None:
             raise ValueError(
                 f"{self.info.describe()} was loaded from a file: the profiler's key_averages() table is only "

@@ -52,6 +52,24 @@ def test_ops_agree_with_profiler_table(linear_trace):
         assert ours[name] == theirs[name]
 
 
+def test_the_profiler_table_is_built_once_and_only_when_asked(monkeypatch):
+    built = []
+    real = helpers.measure.profile.key_averages_frame
+    monkeypatch.setattr(helpers.measure.profile, "key_averages_frame", lambda prof: built.append(1) or real(prof))
+    lin = torch.nn.Linear(16, 8)
+    trace = helpers.profile(lin, torch.randn(4, 16), steps=4)
+    assert built == []  # torch's parsing of its events is most of a profile's cost: skipped unless asked
+    first, again = trace.profiler_table(), trace.profiler_table()
+    assert built == [1]
+    # every active step is in it, as in ops()
+    assert (
+        first.set_index("name").loc["aten::linear", "calls"]
+        == 4
+        == trace.ops().set_index("name").loc["aten::linear", "calls"]
+    )
+    assert again.equals(first)
+
+
 def test_steps_each_hold_one_call(linear_trace):
     assert linear_trace.steps == [1, 2, 3]
     ev = linear_trace.events
