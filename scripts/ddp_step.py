@@ -35,14 +35,12 @@ import helpers  # noqa: E402, F401  (sets Triton's mode: its interpreter on a CP
 from helpers.decoder.config import get_config  # noqa: E402
 from helpers.decoder.model import build_model  # noqa: E402
 from helpers.decoder.training import TrainingStep  # noqa: E402
-from helpers.distributed.options import RunOptions, parse_argv  # noqa: E402
-from helpers.distributed.runs import SUMMARY  # noqa: E402
+from helpers.distributed.options import SUMMARY, RunOptions, parse_argv  # noqa: E402
 from helpers.measure.device import device_name, provenance, synchronize  # noqa: E402
 from helpers.paths import LOCAL_TRACES_DIR  # noqa: E402
 from helpers.trace.files import read_document  # noqa: E402
 from helpers.trace.json_text import dump_document  # noqa: E402
-from helpers.trace.model import PROVENANCE_KEY  # noqa: E402
-from helpers.trace.saving import write_gzip_atomic  # noqa: E402
+from helpers.trace.saving import PROVENANCE_KEY, write_gzip_atomic  # noqa: E402
 
 TRACE_ARGS_TRIMMED = ("Input Strides", "Concrete Inputs")
 

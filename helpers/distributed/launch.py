@@ -14,8 +14,7 @@ from pathlib import Path
 
 from .. import programs
 from ..paths import LOCAL_TRACES_DIR, REPO_ROOT, file_sha256, is_reference_location
-from .options import RunOptions, check_run_name
-from .runs import SUMMARY
+from .options import SUMMARY, RunOptions, check_run_name
 
 SCRIPT = REPO_ROOT / "scripts" / "ddp_step.py"
 LOG = "launch.log"

@@ -18,6 +18,7 @@ PREFETCH = ("default", "none", "explicit")
 STRAGGLER_KINDS = ("sleep", "work")
 DEVICES = ("auto", "cpu", "cuda")
 OPTIMIZERS = ("for-loop", "foreach", "fused")
+SUMMARY = "summary.json"  # a run's folder: written by rank 0 last, after every rank's trace
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 
 

@@ -12,8 +12,8 @@ import pandas as pd
 
 from ..trace.json_text import JSON_ERRORS, loads, too_deep
 from ..trace.ranks import MultiRankTrace, load_traces
+from .options import SUMMARY
 
-SUMMARY = "summary.json"  # written by rank 0 last, after every rank's trace
 _RANK_FILE = re.compile(r"^rank(\d+)\.json(\.gz)?$")
 # A summary is a few kilobytes of numbers per rank; a bigger file is not one launch_run wrote.
 MAX_SUMMARY_BYTES = 16 << 20

@@ -19,12 +19,9 @@ from . import json_text
 from .categories import CPU_GENERATED_KERNEL, NOT_WORK, work_kinds
 from .correlation import graph_launched
 from .events import MAX_EVENTS, check_count, events_from_document, events_from_file
-from .saving import SAVING, write_gzip_atomic
+from .saving import PROVENANCE_KEY, SAVING, write_gzip_atomic
 from .tables import TraceTables
 from .trees import chain_table, op_table
-
-# The key of a saved file that holds where its trace came from.
-PROVENANCE_KEY = "course_provenance"
 
 
 class NoKernelsError(ValueError):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from .files import as_path
 
+# The key of a saved file that holds where its trace came from.
+PROVENANCE_KEY = "course_provenance"
 _TEMP = re.compile(r"^\.(?P<name>.+)\.incomplete-(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
 # A temporary file of a process that is gone is removed once it is this old (seconds); the age
 # check spares a save running on another machine that shares the folder.

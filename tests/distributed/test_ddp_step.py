@@ -9,6 +9,8 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -143,3 +145,18 @@ def test_the_lesson_shows_the_scripts_own_code():
     assert nb09.script_source("profile_steps").startswith("def profile_steps(")
     with pytest.raises(KeyError, match="no function 'main_loop'"):
         nb09.script_source("main_loop")
+
+
+def test_a_rank_starts_without_pandas():
+    # every rank of every launch imports the script: a lesson launches several jobs, and on a small CPU the
+    # ranks' start-up is most of each one
+    code = (
+        "import contextlib, io, runpy, sys\n"
+        "sys.argv = ['ddp_step.py', '--help']\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n"
+        "print(sorted(m for m in ('pandas', 'plotly', 'triton') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
