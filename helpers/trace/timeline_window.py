@@ -39,6 +39,35 @@ def steps_drawn(steps: list[int]) -> str:
     return f"steps {steps[0]}-{steps[-1]}"
 
 
+def _loose_within(ev: pd.DataFrame, in_steps: np.ndarray) -> np.ndarray:
+    """Events outside every step (a backend's own threads, such as gloo's collectives) that start while one of
+    the chosen steps runs on the host: rank by rank when the events hold several ranks."""
+    ts = ev["ts"].to_numpy()
+    end = ts + ev["dur"].to_numpy()
+    host_in = in_steps & ~ev["on_device"].to_numpy()
+    loose = ev["step"].to_numpy() < 0
+    out = np.zeros(len(ev), dtype=bool)
+    groups = ev["rank"].to_numpy() if "rank" in ev.columns else np.zeros(len(ev), dtype=np.int64)
+    steps = ev["step"].to_numpy()
+    for g in np.unique(groups[host_in]):
+        mine = groups == g
+        # each chosen step's host window on this rank; a rank's steps follow one another
+        h = host_in & mine
+        spans = (
+            pd.DataFrame({"step": steps[h], "lo": ts[h], "hi": end[h]})
+            .groupby("step")
+            .agg(lo=("lo", "min"), hi=("hi", "max"))
+        )
+        spans = spans.sort_values("lo")
+        lo, hi = spans["lo"].to_numpy(), spans["hi"].to_numpy()
+        cand = np.flatnonzero(mine & loose)
+        at = np.searchsorted(lo, ts[cand], side="right") - 1
+        ok = at >= 0
+        ok[ok] = ts[cand[ok]] < hi[at[ok]]
+        out[cand[ok]] = True
+    return out
+
+
 def select_events(
     trace, steps, max_events: int, max_depth: int, time_range_us: tuple[float, float] | None
 ) -> tuple[pd.DataFrame, list[int], str]:
@@ -64,7 +93,8 @@ def select_events(
         chosen = sorted(int(s) for s in ev["step"].unique() if s >= 0)
     elif steps is not None:
         chosen = as_steps(steps, all_steps)
-        ev = ev[ev["step"].isin(chosen)]
+        in_steps = ev["step"].isin(chosen).to_numpy()
+        ev = ev[in_steps | _loose_within(ev, in_steps)]
         notes.append(step_span(chosen))
     elif len(ev) > max_events and all_steps:
         # Whole steps from the first, as many as fit (events outside any step count when they fall

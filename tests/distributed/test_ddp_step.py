@@ -119,6 +119,20 @@ def test_the_straggler_is_found_from_the_traces_alone(runs):
     assert int(table.loc[table["compute_us"].idxmax(), "rank"]) == slow  # its extra matmuls are compute
 
 
+def test_a_steps_timeline_draws_the_collectives_on_gloos_own_threads(runs):
+    run = load_run(runs["ddp"])
+    last = run.steps[-1]
+    ev = run.events
+    gloo = ev[ev["name"].str.startswith("gloo:")]
+    assert len(gloo) and (gloo["step"] < 0).all()  # its worker threads are outside every profiler step
+    fig = run.timeline(steps=last, max_depth=1)
+    drawn = json.dumps(fig.to_plotly_json(), default=str)
+    assert "gloo:all_reduce" in drawn
+    # only those of the chosen step: no more than the step's own all-reduces, on both ranks
+    per_step = collectives(run).query("collective == 'all_reduce' and step == @last")
+    assert 0 < drawn.count("gloo:all_reduce") <= 2 * len(per_step) + 2
+
+
 def test_the_lesson_reads_gloo_runs_as_not_on_gpus(runs):
     assert nb09.gpu_run("no_such_run_recorded", live=runs["ddp"]) is None
     assert nb09.gpu_results(runs["ddp"].parent).name == nb09.REFERENCE_RESULTS  # the H200 recording instead
