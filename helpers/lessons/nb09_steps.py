@@ -42,7 +42,11 @@ def job_step_note(name: str, summary: Mapping[str, Any], rank_column: str = "ste
     if round(job, 1) > round(max(own.values()), 1):
         return text + ": here the job's step is longer than every rank's median, because the ranks were slow at " \
             "different steps."  # fmt: skip
-    return text + ": here they agree."
+    slowest = max(own, key=own.get)
+    return (
+        text + f": here the job's step is the slowest rank's own median (rank {slowest}). In another run the job's "
+        "step can sit above every rank's median, when the ranks were slow at different steps."
+    )
 
 
 def exposed_per_rank_text(per_step: pd.DataFrame) -> str:
