@@ -12,6 +12,7 @@ from .exercises import TIE, WRONG, Exercise, Exercises, Feedback
 
 BEST, BESIDE = "course-concat+compile+graph", "eager+graph"
 GROUPS = ("gemv", "attention", "idle", "small kernels")
+WHOLE_STEP = "the whole step"  # the last row of causes_table
 TIE_WITHIN = 0.10  # two causes this close are one measurement's noise apart: either answer stands
 # what each cause points to; the best configuration already runs one GEMV for q, k, v and one for gate+up
 FIXES = {
@@ -103,14 +104,16 @@ def check_cause(answer: Any, causes: pd.DataFrame, book: Exercises) -> Feedback:
 
 
 def causes_table(causes: pd.DataFrame, configurations: tuple[str, ...] = (BEST, BESIDE)) -> pd.DataFrame:
-    """The causes of each configuration side by side (us and % of its step), rows in the first one's order, a
-    cause a configuration lacks left blank, and the whole unprofiled step as the last row."""
+    """The causes of each configuration side by side (us and % of its step), rows in the first one's order (then
+    any cause only a later one has), a cause a configuration lacks left blank, the whole unprofiled step last."""
     frames = []
     for conf in configurations:
         rows = _rows(causes, conf).set_index("cause")
-        whole = pd.DataFrame({"us": [step_us(causes, conf)], "pct_of_step": [100.0]}, index=["the whole step"])
+        whole = pd.DataFrame({"us": [step_us(causes, conf)], "pct_of_step": [100.0]}, index=[WHOLE_STEP])
         frames.append(pd.concat([rows[["us", "pct_of_step"]], whole]).add_prefix(f"{conf}: "))
     table = pd.concat(frames, axis=1)
+    # a cause only a later configuration has would land after the first one's total: the total stays last
+    table = table.reindex([*table.index.drop(WHOLE_STEP), WHOLE_STEP])
     groups = pd.concat([_rows(causes, c).set_index("cause")["group"] for c in configurations])
     table.insert(0, "group", groups[~groups.index.duplicated()].reindex(table.index).fillna(""))
     table.index.name = "cause"
@@ -153,13 +156,29 @@ KERNELS, KERNELS_FROM = "course-gemv-attn+compile+graph", "course-concat+compile
 
 
 def kernels_text(causes: pd.DataFrame, new: str = KERNELS, old: str = KERNELS_FROM) -> str:
-    """What the course's batch-1 kernels changed, cause group by group: the step, the floor's share of it, and
-    each group that moved by more than 10 % (one measurement's noise, as :data:`TIE_WITHIN`)."""
+    """What the course's batch-1 kernels changed, cause group by group: the step, the floor's share of it, every
+    group's time before and after (the rest too: copies, reductions, the step beyond the profiled kernels), and
+    which groups moved by more than 10 % (one measurement's noise, as :data:`TIE_WITHIN`)."""
     a, b = cause_groups(causes, old), cause_groups(causes, new)
     step_a, step_b = step_us(causes, old), step_us(causes, new)
-    moved = [g for g in GROUPS if abs(b[g] - a[g]) > TIE_WITHIN * max(a[g], b[g], 1.0)]
-    parts = ", ".join(f"{g} {a[g]:,.0f} -> {b[g]:,.0f} us" for g in moved) or "no group by more than 10 %"
+    moved = [g for g in GROUPS if abs(b[g] - a[g]) > TIE_WITHIN * max(abs(a[g]), abs(b[g]), 1.0)]
+    still = [g for g in GROUPS if g not in moved]
+    parts = ", ".join(f"{g} {a[g]:,.0f} -> {b[g]:,.0f} us" for g in GROUPS)
+    rest = (
+        f"the rest (copies, reductions, the step beyond the profiled kernels) {a['other']:,.0f} -> {b['other']:,.0f} us"
+    )
+    verdict = (
+        f"{_names(moved) or 'No group'} changed by more than 10 %"
+        + (f"; {_names(still)} by less" if still else "")
+        + "."
+    )
     return (
         f"From {old} to {new} the step went from {step_a:,.0f} to {step_b:,.0f} us, and the floor from "
-        f"{a['floor'] / step_a:.0%} to {b['floor'] / step_b:.0%} of it. By cause: {parts}."
+        f"{a['floor'] / step_a:.0%} to {b['floor'] / step_b:.0%} of it. By cause: {parts}; {rest}. "
+        + verdict[0].upper()
+        + verdict[1:]
     )
+
+
+def _names(groups: list[str]) -> str:
+    return " and ".join([", ".join(groups[:-1]), groups[-1]] if len(groups) > 1 else groups)

@@ -167,7 +167,7 @@ def profiler_cost_restated(profiled: float, earlier: float, later: float, unit: 
     return (
         f" So section 5's verdict on the profiler's cost cannot stand: the profiled step ({p:,.0f} {unit}) is "
         f"{p / e:.2f}x section 5's unprofiled median and {p / late:.2f}x this one. The profiler's cost cannot be told "
-        "from a machine shared with other work; measure both again, in turns, on an idle one."
+        "from a machine whose load changes between readings; measure both again, in turns, on an idle one."
     )
 
 

@@ -14,6 +14,15 @@ import numpy as np
 from .exercises import ACCEPTED, MISSING, RIGHT, UNDECIDED, WRONG, Exercises, Feedback, Tie
 
 VARIANT_FIX = "last logits"
+# the status lines of a pair graded wrong for one half only: each says which half is right
+RIGHT_FIX_WRONG_SPEEDUP = "variant X: the right fix, with a wrong speedup"
+WRONG_FIX_RIGHT_SPEEDUP = "variant X: a speedup in the measured range, for a wrong fix"
+
+
+def accepted_ends(low: float, high: float) -> tuple[float, float]:
+    """The accepted range's ends rounded inward to two decimals, so that both printed ends are accepted."""
+    # a hair of slack: 1.1 x 1.46 is 1.6060000000000003, and its end must stay 1.60, not fall to 1.59
+    return math.ceil(round(low * 100, 9)) / 100, math.floor(round(high * 100, 9)) / 100
 
 
 def speedup_rounds(measured_speedup: float | Sequence[float]) -> list[float]:
@@ -68,18 +77,28 @@ def check_variant(
         if model_speedup is not None:
             verdict = "held" if low <= model_speedup <= high else "missed: the profiled step shared its time otherwise"
             held = f"; the trace's model gives {model_speedup:.2f}, and it {verdict}"
-        speedup_fb = replace(speedup_fb, message=f"{speedup_fb.message} (accepted here: {low:.2f} to {high:.2f}{held})")
+        shown_low, shown_high = accepted_ends(low, high)
+        speedup_fb = replace(
+            speedup_fb, message=f"{speedup_fb.message} (accepted here: {shown_low:.2f} to {shown_high:.2f}{held})"
+        )
     fix_ok, speedup_ok = fix_fb.status == RIGHT, speedup_fb.status in ACCEPTED
     if MISSING in (fix_fb.status, speedup_fb.status) or fix_ok == speedup_ok:
         return [part_fb, fix_fb, book.record("variant_speedup", speedup_fb)]
     if fix_ok:  # the right fix with a wrong speedup: the pair is wrong, and the speedup is the half to redo
         half = "the speedup half is wrong: the fix is the right one, the speedup you predicted for it is not."
-        fix_fb = replace(fix_fb, status=WRONG, message=f"Your fix and its speedup are one answer, and {half}")
+        # the status line names the pair, so that "wrong" beside it does not read as a verdict on the fix alone
+        fix_fb = replace(
+            fix_fb,
+            name=RIGHT_FIX_WRONG_SPEEDUP,
+            status=WRONG,
+            message=f"Your fix and its speedup are one answer, and {half}",
+        )
         speedup_fb = replace(speedup_fb, message=f"{speedup_fb.message} ({half})")
     else:  # a speedup in the measured range, for a fix that is not the one measured
         half = "the fix half is wrong: a speedup is right only with the fix it belongs to, and yours is not that fix."
         speedup_fb = replace(
             speedup_fb,
+            name=WRONG_FIX_RIGHT_SPEEDUP,
             status=WRONG,
             message=f"Your fix and its speedup are one answer, and {half} Hint: {book.book['variant_fix'].hint}",
         )

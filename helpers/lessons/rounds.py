@@ -264,7 +264,7 @@ def two_readings_note(
     what: str, a: float, a_where: str, b: float, b_where: str, tolerance: float = 0.2, unit: str = "us"
 ) -> str:
     """A note when two readings of one quantity in the notebook differ by more than `tolerance` (empty when they
-    agree): the machine was shared, read them as a range. Notebooks 08 and 10 use it."""
+    agree): the machine's load changed between them, read them as a range. Notebooks 08 and 10 use it."""
     a, b = _reading("a", a), _reading("b", b)
     if a <= 0 or b <= 0:
         raise ValueError(f"readings must be positive, got {a} and {b}")
@@ -272,8 +272,9 @@ def two_readings_note(
         return ""
     return (
         f" Two readings of {what} in this notebook disagree: {a:,.0f} {unit} {a_where} against {b:,.0f} {unit} {b_where} "
-        f"({max(a, b) / min(a, b):.1f}x). The same step, unprofiled both times: the machine (GPU or CPU) was shared "
-        "with other work while one was taken. Read the two as a range, not either as the step's time."
+        f"({max(a, b) / min(a, b):.1f}x). The same step, unprofiled both times: the machine's load (GPU or CPU) "
+        "changed between the two readings, a cause this notebook cannot check. Read the two as a range, not either "
+        "as the step's time."
     )
 
 

@@ -115,3 +115,11 @@ def test_two_readings_of_one_step_are_flagged_past_a_fifth_apart():
 def test_a_ratio_is_shown_to_two_significant_figures():
     assert live.two_figures(2179.4) == 2200.0 and live.two_figures(10.46) == 10.0 and live.two_figures(0.0) == 0.0
     assert f"{live.two_figures(2619.0):,.0f}" == "2,600"
+
+
+def test_two_readings_note_names_a_load_change_not_a_sharing_it_cannot_see():
+    """From a learner probe: two unprofiled readings that disagree said "the machine was shared with other work",
+    a cause the lesson never checks; the note says the machine's load changed between them."""
+    note = live.two_readings_note("an eager training step", 26.0, "in section 5", 42.2, "here", unit="ms")
+    assert "the machine's load (GPU or CPU) changed between the two readings" in note
+    assert "shared with other work" not in note

@@ -1,0 +1,52 @@
+"""Lesson 08's transfer exercise, from a learner probe: with the right fix and a wrong speedup the status line read
+"variant X: the fix: wrong" above a message saying the fix is right; and the accepted range printed "1.32 to 1.61"
+while 1.61 itself (above 1.1 x 1.46 = 1.606) was graded wrong."""
+
+from __future__ import annotations
+
+import re
+
+from helpers.lessons import nb08_variant as variant
+from helpers.lessons.exercises import RIGHT, WRONG
+from helpers.lessons.nb08 import EXERCISES
+
+ROUNDS = [1.46, 1.40, 1.44, 1.42, 1.45]  # max 1.46: 1.1 x 1.46 = 1.606
+
+
+def grade(speedup: float, fix: str = "last logits"):
+    EXERCISES.reset()
+    return variant.check_variant(EXERCISES, "lm_head", 0.3, "lm_head", fix, speedup, ROUNDS, None)
+
+
+def status_line(fb) -> str:
+    return re.search(r"<b>(.*?)</b>", fb._repr_html_()).group(1)
+
+
+def test_right_fix_wrong_speedup_status_line_says_the_fix_is_right():
+    fix, speedup = grade(1.20)[1:]
+    assert (fix.status, speedup.status) == (WRONG, WRONG)  # the pair is still one wrong answer
+    line = status_line(fix)
+    assert line != "variant X: the fix: wrong"
+    assert "right fix" in line and "wrong speedup" in line
+    assert "the fix is the right one" in fix.message
+    # the lesson's summary keeps the exercise's own title, and records the pair as wrong
+    row = EXERCISES.summary().set_index("exercise").loc["variant X: the fix"]
+    assert row["status"] == WRONG
+
+
+def test_wrong_fix_right_speedup_status_line_says_the_fix_is_wrong():
+    speedup = grade(1.45, fix="compile")[2]
+    assert speedup.status == WRONG and "wrong fix" in status_line(speedup)
+
+
+def test_both_printed_ends_of_the_accepted_range_are_accepted():
+    speedup = grade(1.45)[2]
+    assert speedup.status == RIGHT
+    low, high = map(float, re.search(r"accepted here: ([\d.]+) to ([\d.]+)", speedup.message).groups())
+    assert (low, high) == (1.26, 1.60)  # 0.9 x 1.40 = 1.26 exactly stays; 1.606 rounds in to 1.60
+    assert grade(low)[2].status == RIGHT and grade(high)[2].status == RIGHT
+
+
+def test_accepted_ends_round_inward():
+    assert variant.accepted_ends(1.2601, 1.6060000000000003) == (1.27, 1.60)
+    assert variant.accepted_ends(0.9 * 1.4, 1.1 * 1.5) == (1.26, 1.65)
