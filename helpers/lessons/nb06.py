@@ -21,7 +21,8 @@ from .kernel_exercises import check_geglu_kernel as _check_geglu_kernel
 from .kernel_exercises import kernel_device, time_geglu_kernel
 from .mlp_results import LIVE_LEFT_OUT, mlp_ceilings, mlp_roofline, run_mlp_benchmark, sweep_figure
 from .nb06_readings import TIE_SHARE, _tie, available_rows, race_sentence, speedup_phrase, training_view
-from .nb06_times import disturbed_times, hiding_sentence
+from .nb06_sweep import mark_disturbed, sweep_disturbed, sweep_winners_read
+from .nb06_times import disturbed_times, hiding_sentence, replay_under_kernels_sentence
 
 __all__ = [
     "PLANS", "FusedGeGLUMLP", "SimpleGeGLUMLP", "build_variant", "config_table", "geglu", "geglu_reference",
@@ -29,7 +30,7 @@ __all__ = [
     "reference_forward", "saved_bytes", "time_geglu_kernel", "variant_table", "pack_gate_up", "geglu_bytes",
     "geglu_mlp_flops", "mlp_ceilings", "mlp_roofline", "run_mlp_benchmark", "sweep_figure", "triton_mode",
     "clocks_disagree", "disturbed_times", "hiding_sentence", "sync_disturbed", "floor_bound_sentence", "graph_disturbed", "graphed_sentence", "race_sentence", "speedup_phrase",
-    "available_rows", "training_view", "LIVE_LEFT_OUT",
+    "available_rows", "training_view", "LIVE_LEFT_OUT", "mark_disturbed", "sweep_disturbed", "sweep_winners_read", "replay_under_kernels_sentence",
 ]  # fmt: skip
 
 EXERCISES = Exercises(
@@ -49,7 +50,8 @@ EXERCISES = Exercises(
         "bytes kernel 2 does not move",
         explain="gate and up ([tokens, hidden] each) are written by the GEMMs and read by the GeGLU: four passes of "
         "{tensor_mb:.0f} MB; and one GEMM reads x once where two GEMMs read it twice.",
-        hint="Which [tokens, hidden] tensors can stay in registers? Each of them was written once and read once.",
+        hint="Which [tokens, hidden] tensors can stay in registers? Each of them was written once and read once. "
+        "And how many times is x read by two GEMMs, against one?",
         rel_tol=0.01,
         source="computed",
         show=lambda b: f"{b / 1e6:.0f} MB",
@@ -296,8 +298,45 @@ def training_sentence(
             else:
                 speed = "slower" if r["step_us"] > e["step_us"] else "faster"
             parts.append(f"`{mode}`: {r['step_us'] / e['step_us']:.2f}x eager's step time ({speed}), {memory}")
+        others = [v for v in t.index if v not in (*modes, "eager")]
+        slower = [v for v in others if t.loc[v, "step_us"] > (1 + TIE_SHARE) * e["step_us"]]
+        if ranked and slower:
+            shown = ", ".join(f"{v} ({t.loc[v, 'step_us'] / e['step_us']:.2f}x)" for v in slower)
+            parts.append(
+                f"Slower than eager's step {where}, beyond {TIE_SHARE:.0%}: {shown}. A forward that leads on kernel "
+                "time does not make the training step faster: the step adds the backward's kernels, which these "
+                "variants launch differently from eager."
+            )
     parts.append(
         "Each step time is one run without its spread: on a shared GPU a step can move between runs by more than "
         "these differences, so read the times as this run's, and the peak memory (which does not move) as the firm result."
     )
+    return " ".join(parts)
+
+
+def config_caption(table: pd.DataFrame) -> str:
+    """What the columns of :func:`config_table` mean, for the columns and kinds this table has."""
+    from ..kernels.gate_up_tuning import KINDS
+
+    parts = [
+        "*How to read it:* `kind` is which kernel the row tunes: "
+        + "; ".join(f"`{k}`, {KINDS[k]}" for k in KINDS if "kind" in table and k in set(table["kind"]))
+        + "."
+    ]
+    if "us" in table.columns:
+        parts.append(
+            "`us` is the chosen `config`'s kernel time at that problem (`dim`, `hidden`, `m` tokens), replayed from a "
+            "CUDA graph, so no host launch cost."
+        )
+    if "reference_us" in table.columns:
+        parts.append(
+            "`reference_us` is the same stage done the way `torch.compile` does it, timed the same way (forward: two "
+            "cuBLAS GEMMs and a GeGLU kernel; backward: the cuBLAS `dh` GEMM and a GeGLU-backward kernel): `us` "
+            "below it is a win for the fused kernel."
+        )
+    if "efficiency" in table.columns:
+        parts.append(
+            "`efficiency` is the tile's relative efficiency, which the default weighs against how full the last "
+            "wave of tiles keeps the multiprocessors."
+        )
     return " ".join(parts)

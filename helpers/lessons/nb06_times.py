@@ -110,3 +110,21 @@ def hiding_sentence(times: pd.DataFrame) -> str:
             "rank nothing."
         )
     return " ".join(parts)
+
+
+def replay_under_kernels_sentence(times: pd.DataFrame) -> str:
+    """How many variants replayed from a CUDA graph in less than their profiled kernel time, with the largest such
+    gap, and why that is no contradiction; empty when none did."""
+    if not {"variant", "kernel_us", "graphed_us"} <= set(times.columns):
+        raise ValueError("times needs the columns variant, kernel_us and graphed_us")
+    t = times.dropna(subset=["kernel_us", "graphed_us"])
+    under = t[t["graphed_us"] < t["kernel_us"]]
+    if under.empty:
+        return ""
+    r = under.loc[(under["kernel_us"] - under["graphed_us"]).idxmax()]
+    n = len(under)
+    return (
+        f"{n} of {len(t)} variants replayed from a graph in less than their profiled kernel time (the most: "
+        f"{r['variant']}, {r['graphed_us']:.1f} against {r['kernel_us']:.1f} us): the profiler lengthens each kernel "
+        "slightly, so a replay, timed without it, can come in under the kernel sum it reports."
+    )
