@@ -16,8 +16,16 @@ from .rounds import BUSY, TIE, TOO_CLOSE, UNDECIDED, Tie, Verdict, compare_round
 from .wording import sentence_start as _sentence
 
 RIGHT, WRONG, MISSING = "right", "wrong", "not answered yet"
+# what a hint asked for is: no verdict, so it never reads as "not answered yet" beside an answer
+HINT = "hint"
 ACCEPTED = (RIGHT, TIE, BUSY, UNDECIDED)  # the statuses that count an answer as right
-_COLORS = {RIGHT: "#d4edda", WRONG: "#f8d7da", MISSING: "#fff3cd", **dict.fromkeys((TIE, BUSY, UNDECIDED), "#d1ecf1")}
+_COLORS = {
+    RIGHT: "#d4edda",
+    WRONG: "#f8d7da",
+    MISSING: "#fff3cd",
+    HINT: "#e2e3e5",
+    **dict.fromkeys((TIE, BUSY, UNDECIDED), "#d1ecf1"),
+}
 
 
 @dataclass(frozen=True)
@@ -279,9 +287,9 @@ class Exercises:
         return self.record(key, Feedback(ex.title, status, message, answer, expected))
 
     def hint(self, key: str) -> Feedback:
-        """The hint of one exercise, on request."""
+        """The hint of one exercise, on request: a hint, not a verdict (the exercise keeps the status it earned)."""
         ex = self._exercise(key)
-        return Feedback(ex.title, MISSING, f"Hint: {ex.hint or 'none for this one: read the cells above again.'}")
+        return Feedback(ex.title, HINT, f"Hint: {ex.hint or 'none for this one: read the cells above again.'}")
 
     def reveal(self, key: str) -> Feedback:
         """The answer of one exercise, on request (after at least one check): from then on :meth:`answered` is True
@@ -319,7 +327,8 @@ class Exercises:
         return shown[-1]
 
     def summary(self) -> pd.DataFrame:
-        """Every exercise of the lesson: its status in this session and the message."""
+        """Every exercise of the lesson: its status in this session, whether its answer was asked for with
+        :meth:`reveal`, and the message."""
         rows = []
         for key, ex in self.book.items():
             fb = self.results.get(key)
@@ -327,10 +336,11 @@ class Exercises:
                 {
                     "exercise": ex.title,
                     "status": fb.status if fb else "not checked",
+                    "revealed": key in self.revealed,
                     "message": fb.message if fb else "",
                 }
             )
-        return pd.DataFrame(rows, columns=["exercise", "status", "message"])
+        return pd.DataFrame(rows, columns=["exercise", "status", "revealed", "message"])
 
     def assert_all_correct(self) -> pd.DataFrame:
         """Raise AssertionError unless every exercise of the lesson was checked and right (full lessons); a guess

@@ -142,8 +142,8 @@ def replay_window_text(profiled_us: Sequence[float], unprofiled_us: Sequence[flo
         )
     return (
         f"The profiled windows and the unprofiled steps differ by up to {_percent_up(off)}. A replayed step leaves the CPU "
-        "no work per kernel for the profiler to slow down, so a gap that large is not the profiler's: the GPU was "
-        "shared with other work while one of the two was measured (compare the kernel time with the unprofiled "
+        "no work per kernel for the profiler to slow down, so a gap that large is not the profiler's: the GPU did "
+        "not run alike for the two (other work on it, or its clocks), a cause this notebook cannot check (compare the kernel time with the unprofiled "
         "step). Rerun both on an idle GPU before reading a difference here."
     )
 
@@ -166,7 +166,7 @@ def lowest_reading(what: str, rounds: Sequence[float], unit: str = "us") -> tupl
     low, high = min(rounds), max(rounds)
     note = two_readings_note(what, high, "in the slowest round", low, "in the fastest", unit=unit) if low > 0 else ""
     if note:
-        note += " The figures below use the lowest: a machine shared with other work only ever adds time."
+        note += " The figures below use the lowest: other work on the machine only ever adds time."
     return low, note
 
 
@@ -210,7 +210,8 @@ def kernel_time_moved_note(what: str, a_us: float, a_where: str, b_us: float, b_
     return (
         f" The kernel time itself moved: {what} {a:,.0f} us {a_where} against {b:,.0f} us {b_where} "
         f"({max(a, b) / min(a, b):.2f}x). The same kernels barely change from run to run on an idle GPU, so this GPU "
-        "was shared with other work while one of the two was profiled: read neither as the step's own."
+        "did not run alike for the two profiles (other work on it, or its clocks), a cause this notebook cannot "
+        "check: read neither as the step's own."
     )
 
 
@@ -252,8 +253,8 @@ def live_vs_recorded_text(
     )
     if not two_gpus:
         return head + (
-            " The same code on a GPU shared with other work: the live rows were slowed, so the reading below is of "
-            "the recording."
+            " The same code on the same kind of GPU: the live rows did not run as the recording did (other work on "
+            "this GPU, or its clocks), so the reading below is of the recording."
         )
     return (
         f"{head} The live run is on an {gpus[0]}, the recording on an {gpus[1]}: two GPUs on two hosts, so these "
@@ -290,8 +291,8 @@ def disturbed_note(unprofiled_us: Mapping[str, float], kernel_us: Mapping[str, f
     each = "; ".join(f"{k} {unprofiled_us[k]:,.0f} us against {kernel_us[k]:,.0f} us" for k in bad)
     return (
         f" A disturbed run: without the profiler, the synchronised step took less than its own kernels in the profile "
-        f"({each}). A step cannot beat its kernels, so the GPU was shared with other work while one was measured: "
-        f"a pair with one of these options is ranked only where every round of one is more than "
+        f"({each}). A step cannot beat its kernels, so the GPU did not run alike for the two (other work on it, or its "
+        f"clocks): a pair with one of these options is ranked only where every round of one is more than "
         f"{disturbance_factor(unprofiled_us, kernel_us):.2f}x every round of the other (the most a step fell short "
         "of its kernels)."
     )

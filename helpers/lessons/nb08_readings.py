@@ -196,8 +196,8 @@ def replay_gap_text(unprofiled_us: float, replay_kernel_us: Sequence[float], oth
     if diff < 0:
         return (
             f"Without the profiler a replayed step takes {step:,.0f} us, less than its own profiled kernels "
-            f"({kernel:,.0f} us): a step cannot beat its kernels, so the GPU was shared with other work while one "
-            "was measured, and no gap can be read from the two."
+            f"({kernel:,.0f} us): a step cannot beat its kernels, so the GPU did not run alike for the two (other "
+            "work on it, or its clocks), and no gap can be read from the two."
         )
     return (
         f"Without the profiler a replayed step takes {step:,.0f} us: at most {diff / gaps:.2f} us per gap. That bound "

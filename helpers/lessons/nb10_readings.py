@@ -55,8 +55,8 @@ def two_savings_note(what: str, a: float, a_where: str, b: float, b_where: str) 
     sign = " (not even of one sign)" if a * b < 0 else ""
     return (
         f" Two measurements of {what} in this notebook disagree{sign}: {a:,.0f} us {a_where} against {b:,.0f} us "
-        f"{b_where}. The same fix, unprofiled both times: the machine was shared with other work while one was "
-        "taken. Read the two as a range, not either as the fix's saving."
+        f"{b_where}. The same fix, unprofiled both times: the machine's load changed between the two, a cause this "
+        "notebook cannot check. Read the two as a range, not either as the fix's saving."
     )
 
 
