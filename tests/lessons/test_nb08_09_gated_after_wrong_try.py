@@ -1,0 +1,58 @@
+"""What a wrong try must not be followed by, in lessons 08 and 09 (a learner probe found each one shown).
+
+Lesson 08: cells after a check that show its answer go through ``nb08.evidence(key, ...)``, which shows them
+only once the answer is right or revealed. Lesson 09: the tables the one-bucket exercise gives the learner
+leave out the hidden share, the answer of the question before it."""
+
+from __future__ import annotations
+
+import ast
+
+import nbformat
+import pytest
+
+from helpers import nb09
+from helpers.paths import NOTEBOOKS_DIR
+
+LESSON_08 = next(NOTEBOOKS_DIR.glob("08_*.ipynb"))
+LESSON_09 = next(NOTEBOOKS_DIR.glob("09_*.ipynb"))
+
+
+def _cell(path, needle: str) -> str:
+    (source,) = [c.source for c in nbformat.read(path, as_version=4).cells if needle in c.source]
+    return source
+
+
+@pytest.mark.parametrize(
+    ("needle", "key"),
+    [
+        ("gpu_prefill_parts, title=", "prefill_part"),  # the H200 prefill by part: mlp's share
+        ("nb08.floor.target_text(", "floor_cause"),  # names the largest cause
+        ("nb08.floor.kernels_text(", "floor_cause"),  # the H100 split by cause
+        ("memory_prof.key_averages().table(", "gemms"),  # its call counts: the GEMMs of a forward
+        ('display(nb08.evidence("graph_step", replay_table))', "graph_step"),  # the measured replay
+        ('"decode_tokens_per_s", "pct_of_floor"', "graph_step"),  # the benchmark's eager+graph row
+        ('"eager step, no profiler (us)"', "gpu_busy"),  # with the kernel time: the busy share
+    ],
+)
+def test_lesson_08_gates_what_answers_an_earlier_guess(needle, key):
+    source = _cell(LESSON_08, needle)
+    assert "nb08.evidence(" in source and f'"{key}"' in source, f"{needle!r} is not shown through evidence({key!r})"
+
+
+def test_lesson_08_asks_for_the_floor_share_the_right_way_round():
+    prompt = _cell(LESSON_08, "An exercise in reading that table")
+    assert "floor to be 60 % of the best" in " ".join(prompt.split()) and "step at 60 % of the floor" not in prompt
+
+
+def test_lesson_09s_one_bucket_tables_leave_out_the_hidden_share():
+    (cell,) = [
+        c for c in nbformat.read(LESSON_09, as_version=4).cells if "one_bucket_change_ms = least_one" in c.source
+    ]
+    tree = ast.parse(cell.metadata["learner_source"])
+    (read,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "READ"]
+    columns = ast.literal_eval(read)
+    shown = nb09.per_rank(*nb09.gpu_run("ddp_bucket25"))[columns]  # every column it names exists
+    assert not {"hidden_ms", "hidden_pct"} & set(shown.columns)
+    # what the solution reads is there
+    assert {"compute_ms", "communication_ms", "waited_least"} <= set(shown.columns)
