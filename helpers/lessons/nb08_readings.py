@@ -106,7 +106,7 @@ def prefill_profiler_text(
     times = f", {two_figures(per_kernel / latency):g}x the queue latency" if latency > 0 else ""
     if per_kernel <= 3 * latency:
         latency_note = (
-            "That cost is of the size of the queue latency itself, so part of the latency read from a profiled "
+            "That cost is comparable to the queue latency itself (a tenth of it to three times it), so part of the latency read from a profiled "
             "trace may be the profiler's: treat it as an upper bound."
         )
     else:

@@ -53,6 +53,9 @@ class TraceInfo:
         where = {"live": "live profile", "reference": "reference trace", "file": "trace file"}.get(
             self.source, self.source
         )
+        if all("not recorded" in v for v in (self.device, self.torch_version, self.recorded_on)):
+            # a file torch exported itself carries none of them: one clause, not three "not recorded"
+            return f"{self.label} ({where}: no device, torch version or date recorded in it)"
         return f"{self.label} ({where}: {self.device}, torch {self.torch_version}, {self.recorded_on})"
 
 

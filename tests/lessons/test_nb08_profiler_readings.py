@@ -37,7 +37,7 @@ def test_a_prefill_that_waited_on_the_cpu_is_called_cpu_bound():
     assert "not explained by CPU-bound idle" in mixed and "less than half" in mixed
     assert "noise" in readings.profiler_gap_cause(20000.0, 25700.0, 0.02)
     assert "almost nothing per kernel" in readings.prefill_profiler_text(25700.0, 25700.0, 700, 0.96, 0.02)
-    assert "of the size of the queue latency" in readings.prefill_profiler_text(26050.0, 25700.0, 700, 0.96, 0.02)
+    assert "comparable to the queue latency" in readings.prefill_profiler_text(26050.0, 25700.0, 700, 0.96, 0.02)
     with pytest.raises(ValueError, match="fraction"):
         readings.profiler_gap_cause(2.0, 1.0, 2.3)
     with pytest.raises(ValueError, match="positive"):
