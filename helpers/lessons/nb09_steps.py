@@ -77,4 +77,21 @@ def profiler_cost_text(ranks: pd.DataFrame) -> str:
         f"{float(row['gpu_waits_for_cpu_ms']):.0f} ms per profiled step. The GPU kernels themselves are timed by the "
         "GPU and barely change; the step times, the waits and everything that depends on which rank is late do. Read "
         "kernel times from the trace, and step times from the run without the profiler."
+        + _other_ranks_wait(ranks, rank)
+    )
+
+
+def _other_ranks_wait(ranks: pd.DataFrame, rank: int) -> str:
+    """The other ranks' GPU waits beside that rank's: the profiler runs on every rank, so it alone does not say why
+    one host fell further behind, and the traces name no other cause."""
+    others = ranks[ranks["rank"].astype(int) != rank]
+    if others.empty:
+        return ""
+    waits = ", ".join(
+        f"{float(w):.0f} ms on rank {int(r)}" for r, w in zip(others["rank"], others["gpu_waits_for_cpu_ms"])
+    )
+    return (
+        f" Beside it, the GPU waited for its CPU {waits}: every rank runs the same code under the same profiler, so "
+        f"why rank {rank}'s host fell further behind is not in these traces (where its process ran, or what else ran "
+        "on its cores, are causes this lesson does not test)."
     )
