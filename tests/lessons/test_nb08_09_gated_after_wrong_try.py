@@ -33,11 +33,15 @@ def _cell(path, needle: str) -> str:
         ('display(nb08.evidence("graph_step", replay_table))', "graph_step"),  # the measured replay
         ('"decode_tokens_per_s", "pct_of_floor"', "graph_step"),  # the benchmark's eager+graph row
         ('"eager step, no profiler (us)"', "gpu_busy"),  # with the kernel time: the busy share
+        ("nb08.live.replay_window_text(", "graph_step"),  # reads the hidden replay table
+        ('results.table("configurations").drop(columns="what")', "graph_step"),  # the final table's eager+graph
+        ("nb08.fix_bounds(", "recompute_mb"),  # the bounds hold the graphed step and the tensors recompute frees
     ],
 )
 def test_lesson_08_gates_what_answers_an_earlier_guess(needle, key):
     source = _cell(LESSON_08, needle)
-    assert "nb08.evidence(" in source and f'"{key}"' in source, f"{needle!r} is not shown through evidence({key!r})"
+    gated = "nb08.evidence(" in source and (f'"{key}"' in source or "ANSWERED_BEFORE" in source)
+    assert gated, f"{needle!r} is not shown through evidence({key!r})"
 
 
 def test_lesson_08_asks_for_the_floor_share_the_right_way_round():
@@ -56,3 +60,15 @@ def test_lesson_09s_one_bucket_tables_leave_out_the_hidden_share():
     assert not {"hidden_ms", "hidden_pct"} & set(shown.columns)
     # what the solution reads is there
     assert {"compute_ms", "communication_ms", "waited_least"} <= set(shown.columns)
+
+
+def test_lesson_08s_final_tables_wait_for_every_answer_they_hold():
+    cells = [c.source for c in nbformat.read(LESSON_08, as_version=4).cells]
+    (defined,) = [c for c in cells if "ANSWERED_BEFORE = (" in c]
+    keys = ast.literal_eval(defined.split("ANSWERED_BEFORE = ", 1)[1].splitlines()[0])
+    assert {"decode_per_token", "gpu_busy", "graph_step", "recompute_mb"} <= set(keys)
+
+
+def test_lesson_09s_bucket_schedule_hides_its_overlap_until_the_hidden_share_is_answered():
+    source = _cell(LESSON_09, "schedule = nb09.bucket_schedule(gpu25_run")
+    assert 'nb09.answered("more_than_a_third_hidden")' in source and 'drop(columns=["overlapped_us"])' in source
