@@ -37,6 +37,10 @@ def check_trace(trace: Any, what: str = "trace") -> Trace:
     return trace
 
 
+# What a trace file that carries no provenance of its own (one torch exported itself) is described with.
+NO_DEVICE, NO_TORCH, NO_DATE = "device not recorded", "not recorded", "date not recorded"
+
+
 @dataclass(frozen=True)
 class TraceInfo:
     """Where a trace came from. Shown in `Trace.__repr__` and in figure titles."""
@@ -53,8 +57,8 @@ class TraceInfo:
         where = {"live": "live profile", "reference": "reference trace", "file": "trace file"}.get(
             self.source, self.source
         )
-        if all("not recorded" in v for v in (self.device, self.torch_version, self.recorded_on)):
-            # a file torch exported itself carries none of them: one clause, not three "not recorded"
+        if (self.device, self.torch_version, self.recorded_on) == (NO_DEVICE, NO_TORCH, NO_DATE):
+            # one clause, not three "not recorded"
             return f"{self.label} ({where}: no device, torch version or date recorded in it)"
         return f"{self.label} ({where}: {self.device}, torch {self.torch_version}, {self.recorded_on})"
 
@@ -314,9 +318,9 @@ def load_trace(
     info = TraceInfo(
         label=label or str(prov.get("label") or name),
         source="reference" if SAVING.is_reference(p) else "file",
-        device=str(prov.get("device") or (devices[0] if devices else "device not recorded")),
-        torch_version=str(prov.get("torch", "not recorded")),
-        recorded_on=str(prov.get("recorded_on", "date not recorded")),
+        device=str(prov.get("device") or (devices[0] if devices else NO_DEVICE)),
+        torch_version=str(prov.get("torch", NO_TORCH)),
+        recorded_on=str(prov.get("recorded_on", NO_DATE)),
         path=str(p),
         extra={k: v for k, v in prov.items() if k not in {"label", "device", "torch", "recorded_on"}},
     )
