@@ -151,7 +151,7 @@ def payback(
     kernel_us: Mapping[str, float] | None = None,
 ) -> str:
     """A sentence on whether the compile pays back, from ``call_rounds({"eager": ..., "compiled": ...})`` (us); none
-    when `disturbed` names variants whose synchronised rounds other work slowed (:func:`read_bound`). With the
+    when `disturbed` names variants whose synchronised rounds something else slowed (:func:`read_bound`). With the
     same device's `kernel_us` per call, a slower compiled call says why when those numbers show it."""
     if set(rounds) != {"eager", "compiled"}:
         raise ValueError(f"rounds must have the keys 'eager' and 'compiled', got {sorted(rounds)}")

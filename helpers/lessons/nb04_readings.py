@@ -1,5 +1,5 @@
 """Lesson 04: the sentences of sections 5 and 6b, each decided by a function that says when the numbers on screen
-cannot carry a verdict (a machine shared with other work)."""
+cannot carry a verdict (something else on the machine slowed them)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ NEAR_ROOF_PCT = 85.0
 class Reading:
     """Which side set the pace of one variant: ``bound`` is ``"GPU"``, ``"CPU"`` or ``"unclear"``; ``notes`` say
     why the rounds cannot be read (only when unclear); ``sync_disturbed`` when the synchronised rounds themselves
-    were slowed by other work (then no pay-back can be computed from them)."""
+    were slowed by something else on the machine (then no pay-back can be computed from them)."""
 
     bound: str
     notes: tuple[str, ...] = ()
@@ -150,13 +150,14 @@ def end_to_end_why(
 
 def end_to_end_expected(verdict: bool | Tie, readings: Mapping[str, Reading | str]) -> bool | Tie:
     """The check's expected answer: the rounds' verdict (a spread tie stays one), or a :data:`BUSY` Tie when rounds
-    told apart by the spread rule could not be read (other work slowed them): "too close to call" is that rule's word."""
+    told apart by the spread rule could not be read (something else on the machine slowed them): "too close to
+    call" is that rule's word."""
     unclear = [k for k, r in readings.items() if bound_of(r) == "unclear"]
     if isinstance(verdict, Tie) or not unclear:
         return verdict
     return Tie(
-        f"The back-to-back rounds of {' and '.join(unclear)} were slowed by other work on the machine (see the "
-        "notes below), so they measure the machine, not compile",
+        f"The back-to-back rounds of {' and '.join(unclear)} were slowed by something else on the machine "
+        "(other work, or its clocks: see the notes below), so they measure the machine, not compile",
         status=BUSY,
     )
 
@@ -176,7 +177,7 @@ def profiler_sentence(reading: Reading | str, kernel_us: float, profiled_cpu_us:
             f"{cpu - fastest:.0f} us more than its fastest unprofiled round: with the host setting the pace, that "
             "difference is the profiler's own cost."
         )
-    return head + "no profiler cost can be read against rounds that other work slowed."
+    return head + "no profiler cost can be read against rounds that something else on the machine slowed."
 
 
 def synchronised_sentence(b2b_us: Mapping[str, float], sync_us: Mapping[str, float]) -> str:
@@ -194,7 +195,7 @@ def synchronised_sentence(b2b_us: Mapping[str, float], sync_us: Mapping[str, flo
     return (
         f"Synchronised after every call: {times}. Back to back, {' and '.join(above)} took longer than that "
         f"({', '.join(f'{b2b_us[k]:.0f} us' for k in above)}): calls that do not wait cannot be slower than calls "
-        "that do, so other work on the machine slowed those rounds."
+        "that do, so something else on the machine (other work, or its clocks) slowed those rounds."
     )
 
 

@@ -152,8 +152,8 @@ def later_calls_sentence(startup: pd.DataFrame, kernel_us: Mapping[str, float] |
                 "Each call lasts longer than its kernels: the rest is time the GPU spent on none of this call's "
                 "kernels (the host issuing the call, the gaps between launches, the synchronise)."
                 if above
-                else "A call measured shorter than its kernels means the two measurements disagree: the machine was "
-                "busy with other work during one of them."
+                else "A call measured shorter than its kernels means the two measurements disagree: the machine did "
+                "not run alike for them (other work on it, or its clocks), a cause this notebook cannot check."
             )
         )
     slowest = max(variants, key=lambda v: ms[v, first])

@@ -171,8 +171,9 @@ def host_lead_sentence(times: pd.DataFrame, a: str = "course-fused", b: str = "c
 
 def sync_disturbed(times: pd.DataFrame) -> list[str]:
     """Variants whose synchronised call took longer than issuing it plus its kernels beyond the tie share: all a
-    synchronised call waits for, so other work on a shared GPU or host made that clock, and the host overhead read
-    from it, too long. (The other contradictions of :func:`disturbed_times` leave the synchronised time readable.)"""
+    synchronised call waits for, so something else on the GPU or host (other work, or its clocks) made that clock,
+    and the host overhead read from it, too long. (The other contradictions of :func:`disturbed_times` leave the
+    synchronised time readable.)"""
     if not {"variant", "kernel_us", "e2e_sync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, kernel_us and e2e_sync_us")
     if "enqueue_us" not in times.columns:
@@ -184,7 +185,7 @@ def sync_disturbed(times: pd.DataFrame) -> list[str]:
 
 def graph_disturbed(times: pd.DataFrame) -> list[str]:
     """Variants whose CUDA-graph replay took longer than their calls back to back, beyond the tie share: a replay
-    removes the host's work, so only other work on the GPU makes it slower."""
+    removes the host's work, so only something else on the GPU (other work, or its clocks) makes it slower."""
     if not {"variant", "graphed_us", "e2e_nosync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, graphed_us and e2e_nosync_us")
     t = times.dropna(subset=["graphed_us", "e2e_nosync_us"])
@@ -271,8 +272,8 @@ def training_sentence(
     if split:
         shown = ", ".join(f"{v} ({t.loc[v, 'step_us']:.0f} against {t.loc[v, 'step_wall_us']:.0f} us)" for v in split)
         parts.append(
-            f"The two clocks differ by more than {CLOCKS_SHARE:.0%} for {shown}: other work on a shared GPU or host "
-            "moved one of them, so this run ranks no step time on either column."
+            f"The two clocks differ by more than {CLOCKS_SHARE:.0%} for {shown}: something else on the GPU or host "
+            "(other work, or its clocks) moved one of them, so this run ranks no step time on either column."
         )
     else:
         fastest = t["step_us"].idxmin()

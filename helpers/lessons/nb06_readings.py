@@ -19,7 +19,8 @@ def race_sentence(timing: pd.DataFrame) -> str:
     """Section 2's two GeGLU kernels (the learner's first row, the course's second): kernel time (level within the
     tie share, or which is faster) and, where the table has it, the time per call: a call slower than its kernel
     beyond the tie share, while the other call keeps up with its own kernel on the same GPU, is that launcher's host
-    cost; both slower is the launchers or other work on the GPU, which this table cannot tell apart."""
+    cost; both slower is the launchers or something else on the GPU (other work, or its clocks), which this table
+    cannot tell apart."""
     if not isinstance(timing, pd.DataFrame):
         raise TypeError(f"timing must be a DataFrame, got {type(timing).__name__}")
     if not {"kernel", "kernel_us"} <= set(timing.columns) or len(timing) < 2:
@@ -54,8 +55,8 @@ def race_sentence(timing: pd.DataFrame) -> str:
         )
     return text + (
         f" Per call it is {shown}: both calls take longer than their kernels. Either both launchers take longer to "
-        "launch than their kernels run, or other work on the GPU slowed the calls: this table cannot tell which, so "
-        "compare the kernels by kernel time."
+        "launch than their kernels run, or something else on the GPU (other work, or its clocks) slowed the calls: "
+        "this table cannot tell which, so compare the kernels by kernel time."
     )
 
 

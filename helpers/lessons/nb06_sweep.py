@@ -1,5 +1,5 @@
-"""Lesson 06: the sweep over M read with the same consistency rules as the main table (which readings other work
-on the machine disturbed, and which sizes therefore name no wall-time winner)."""
+"""Lesson 06: the sweep over M read with the same consistency rules as the main table (which readings something
+else on the machine disturbed, and which sizes therefore name no wall-time winner)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,20 @@ from .nb06_times import disturbed_times
 WALL_METRICS = ("e2e_nosync_us", "e2e_sync_us")
 
 
+def _measured(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The rows the benchmark measured (a sweep may also hold rows of sizes it skipped or could not run)."""
+    return sweep[sweep["status"] == "ok"] if "status" in sweep.columns else sweep
+
+
 def sweep_disturbed(sweep: pd.DataFrame, main: pd.DataFrame | None = None, main_m: int | None = None) -> pd.DataFrame:
     """The sweep's rows whose wall times are disturbed, one row per (m, variant) with why: the contradictions of
     :func:`disturbed_times` within one size; a back-to-back time beyond the tie share of its kernel time plus the
     variant's smallest back-to-back time at a smaller size (its host work per call, which no size can exceed); and,
     given the main table ``main`` measured at ``main_m``, a wall time there beyond the tie share of the main
-    table's (two readings of one call: other work only ever adds time)."""
+    table's (two readings of one call: a disturbance only ever adds time)."""
     if not {"m", "variant", "kernel_us", "e2e_nosync_us", "e2e_sync_us"} <= set(sweep.columns):
         raise ValueError("sweep needs the columns m, variant, kernel_us, e2e_nosync_us and e2e_sync_us")
-    ok = sweep[sweep["status"] == "ok"] if "status" in sweep.columns else sweep
+    ok = _measured(sweep)
     found: dict[tuple[int, str], str] = {}
     for m, g in ok.groupby("m"):
         for v, why in disturbed_times(g).items():
@@ -57,9 +62,9 @@ def sweep_winners_read(
 ) -> tuple[pd.DataFrame, str]:
     """Per M, the fastest variant by kernel time and by each wall time with its margin over the runner-up in
     percent; a wall time names no winner at a size where any reading was disturbed (:func:`sweep_disturbed`): that
-    size's readings shared a machine with other work. Also one sentence that counts what was left out."""
-    ok = sweep[sweep["status"] == "ok"] if "status" in sweep.columns else sweep
-    disturbed = sweep_disturbed(ok, main, main_m)
+    size's readings were moved by something else on the machine. Also one sentence that counts what was left out."""
+    ok = _measured(sweep)
+    disturbed = sweep_disturbed(sweep, main, main_m)
     bad_m = set(disturbed["m"])
     out = {}
     for metric in ("kernel_us", *WALL_METRICS):
@@ -80,8 +85,9 @@ def sweep_winners_read(
         f"M = {m}: {', '.join(disturbed.loc[disturbed['m'] == m, 'variant'])}" for m in sorted(set(disturbed["m"]))
     )
     text = (
-        f"{len(disturbed)} rows of the sweep have wall times disturbed by other work on the machine: they contradict "
-        f"each other or the main table, as section 5 explains ({named}; the table below says why). At "
+        f"{len(disturbed)} rows of the sweep have wall times disturbed by something else on the machine (other "
+        f"work, or its clocks): they contradict each other or the main table, as section 5 explains ({named}; the "
+        "table below says why). At "
         f"{'that size' if len(sizes) == 1 else f'those {len(sizes)} sizes'} the winners table names no wall-time "
         f"winner: {2 * len(sizes)} of {2 * ok['m'].nunique()} wall-time cells left out. The kernel times, which the "
         "profiler reads on the GPU, still rank; the figures mark the disturbed readings with a red cross."
@@ -101,8 +107,8 @@ def mark_disturbed(
     it); a kernel-time figure is returned unchanged."""
     if metric not in WALL_METRICS:
         return fig
-    ok = sweep[sweep["status"] == "ok"] if "status" in sweep.columns else sweep
-    keys = set(map(tuple, sweep_disturbed(ok, main, main_m)[["m", "variant"]].itertuples(index=False)))
+    ok = _measured(sweep)
+    keys = set(map(tuple, sweep_disturbed(sweep, main, main_m)[["m", "variant"]].itertuples(index=False)))
     if not keys:
         return fig
     pts = ok[[(int(m), v) in keys for m, v in zip(ok["m"], ok["variant"])]]
@@ -115,7 +121,7 @@ def mark_disturbed(
             x=pts["m"],
             y=y,
             mode="markers",
-            name="disturbed (other work)",
+            name="disturbed (other work or clocks)",
             text=pts["variant"],
             marker={"symbol": "x-thin-open", "size": 16, "color": "red", "line": {"width": 2}},
         )

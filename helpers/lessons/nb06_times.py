@@ -13,7 +13,7 @@ def disturbed_times(times: pd.DataFrame) -> dict[str, list[str]]:
     longer than a synchronised call (which includes issuing it), back to back slower than synchronised (calls that
     do not wait cannot be slower than calls that do), a graph replay slower than back to back (a replay removes the
     host's work), a synchronised call longer than issuing it plus its kernels (all a synchronised call waits for).
-    Only other work on a shared GPU or host makes them so."""
+    Only something else on the GPU or host (other work, or its clocks) makes them so."""
     if not {"variant", "e2e_sync_us", "e2e_nosync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, e2e_sync_us and e2e_nosync_us")
     out: dict[str, list[str]] = {}
@@ -41,7 +41,7 @@ def hiding_sentence(times: pd.DataFrame) -> str:
     """Which variants' host work hid behind the GPU's back to back: within the tie share of the kernel time while
     the host issued a call faster than the GPU ran it. A variant whose host took at least as long to issue a call
     as its kernels took is host-bound back to back, even when that issue time lands near its kernel time. Variants
-    disturbed by other work (:func:`disturbed_times`) get no cause."""
+    disturbed (:func:`disturbed_times`) get no cause."""
     if not {"variant", "kernel_us", "e2e_nosync_us"} <= set(times.columns):
         raise ValueError("times needs the columns variant, kernel_us and e2e_nosync_us")
     t = times.dropna(subset=["kernel_us", "e2e_nosync_us"])
@@ -97,8 +97,8 @@ def hiding_sentence(times: pd.DataFrame) -> str:
         parts.append(
             f"Back to back, {shown(unexplained, True)} took longer than {its(len(unexplained))} kernels although the "
             "host issued a "
-            "call faster than the GPU ran it: the host's work does not explain the excess, which other work on a "
-            "shared GPU or host (or this run's noise) does."
+            "call faster than the GPU ran it: the host's work does not explain the excess, which something else on the "
+            "GPU or host (other work, its clocks, or this run's noise) does."
         )
     if disturbed:
         shown_d = "; ".join(f"{v} ({', '.join(why)})" for v, why in disturbed.items())

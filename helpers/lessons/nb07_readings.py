@@ -167,7 +167,8 @@ def _kernels(n: float) -> str:
 
 def wall_kernel_sentence(times: pd.DataFrame, tolerance: float = 0.05) -> str:
     """The wall time per call against the kernel time (``wall_and_kernel_times``' rows): a one-kernel call far off
-    its kernel has nothing between kernels to blame, so its gap is put down to a GPU shared with other work."""
+    its kernel has nothing between kernels to blame, so its gap is put down to the GPU not running alike for the
+    two readings."""
     missing = [c for c in ("variant", "kernels_per_call", "kernel_us", "time_us") if c not in times.columns]
     if missing or times.empty:
         raise ValueError(f"give wall_and_kernel_times' rows; missing columns {missing} or no rows")
@@ -190,7 +191,8 @@ def wall_kernel_sentence(times: pd.DataFrame, tolerance: float = 0.05) -> str:
         elif round(r.kernels_per_call) == 1 and r.time_us > r.kernel_us:
             text += (
                 ": one kernel per call, so nothing runs between kernels to explain the gap. Its timed calls and its "
-                "profiled call were taken at different moments: another process on this GPU slowed one of them. "
+                "profiled call were taken at different moments, and the GPU did not run alike for them (other "
+                "work on it, or its clocks), a cause this notebook cannot check. "
                 "Read its kernel time."
             )
         elif r.time_us > r.kernel_us:
@@ -213,7 +215,7 @@ def wall_table_sentence(
 ) -> str:
     """What the wall-time table of the kernels timed side by side (`rounds_us`, microseconds) can say: `same_call`
     (a variant timed earlier in the lesson at `earlier_us`, its kernel `kernel_us`) checks the rounds. Disturbed
-    (:func:`wall_rounds_disturbed`): other work slowed them and at most the ranking is read, with care; else the
+    (:func:`wall_rounds_disturbed`): something else slowed them and at most the ranking is read, with care; else the
     ranking, and `race` (what the learner's kernel beating the course's means); an earlier timing more than
     `factor` times these rounds is said to have been the disturbed one."""
     if same_call not in rounds_us:
@@ -229,20 +231,23 @@ def wall_table_sentence(
     if disturbed:
         return (
             f"**These rounds were disturbed.** {against} ({median / max(r for r in (earlier_us, kernel_us) if r):.1f}x "
-            "or more): a launch adds microseconds, not hundreds of them, so other work on this shared GPU slowed "
-            "these rounds. Their times, and the TFLOP/s they would give, say nothing of the kernels' speed; the "
-            f"rounds were taken in turns, so at most the order can be read, with care. {ranking}"
+            "or more): a launch adds microseconds, not hundreds of them, so something else on the GPU (other work, "
+            "or its clocks) slowed these rounds. Their times, and the TFLOP/s they would give, say nothing of the "
+            f"kernels' speed; the rounds were taken in turns, so at most the order can be read, with care. {ranking}"
         )
     close = [
         (v, what) for v, what in ((earlier_us, "section 3's timing"), (kernel_us, "its kernel time")) if v is not None
     ]
     agree = [what for v, what in close if max(v, median) <= factor * min(v, median)]
     text = against + (f": these rounds agree with {' and with '.join(agree)} within {factor:g}x." if agree else ".")
-    if earlier_us is not None and earlier_us > factor * median:  # other work only adds time: the faster set is nearer
+    if (
+        earlier_us is not None and earlier_us > factor * median
+    ):  # a disturbance only adds time: the faster set is nearer
         text += (
             f" Section 3's rounds of the same call took {earlier_us / median:.1f}x these"
             + (f" and {earlier_us / kernel_us:.1f}x its kernel" if kernel_us is not None else "")
-            + ": other work on this shared GPU slowed those rounds, so section 3's times per call overstate this call's time."
+            + ": something else on the GPU (other work, or its clocks) slowed those rounds, so section 3's times per "
+            "call overstate this call's time."
         )
     return f"{text} {ranking}" + (f" {race}" if race else "")
 

@@ -35,10 +35,10 @@ def wall_rounds_disturbed(
     factor: float = 1.5,
     host_us: float | None = None,
 ) -> bool:
-    """Whether a call's synchronised rounds were slowed by other work: their median more than `factor` times both
-    the same call timed earlier and its profiled kernel time (those known; False when neither is). With `host_us`,
-    the host's CPU time per call, the median must also exceed the kernel by more than `factor` times it: a short
-    kernel's call is mostly the host's dispatch and synchronise, which is no other work."""
+    """Whether a call's synchronised rounds were slowed by something else (other work, or the clocks): their median
+    more than `factor` times both the same call timed earlier and its profiled kernel time (those known; False when
+    neither is). With `host_us`, the host's CPU time per call, the median must also exceed the kernel by more than
+    `factor` times it: a short kernel's call is mostly the host's dispatch and synchronise, which is no other work."""
     values = [float(x) for x in rounds_us]
     if not values or not all(math.isfinite(x) and x > 0 for x in values):
         raise ValueError(f"rounds_us must be positive finite times, got {list(rounds_us)!r}")
@@ -154,10 +154,11 @@ def backend_times_sentence(
         else ""
     )
     return (
-        f"**Rounds slowed by other work on this shared GPU:** {'; '.join(why(n) for n in slowed)}. The host's "
-        "dispatch, a launch and a synchronise cost every backend about the same per call; time far beyond that, "
-        "or rounds that disagree, is other programs' work inside these rounds, so `ms_per_call` is not these "
-        f"backends' speed. Compare them by `kernel_us`.{rest}"
+        "**Rounds slowed by something else on this GPU (other work, or its clocks):** "
+        f"{'; '.join(why(n) for n in slowed)}. The host's dispatch, a launch and a synchronise cost every backend "
+        "about the same per call; time far beyond that, or rounds that disagree, comes from outside these calls "
+        f"(other programs' work, or the clocks), so `ms_per_call` is not these backends' speed. Compare them by "
+        f"`kernel_us`.{rest}"
     )
 
 
@@ -207,7 +208,8 @@ def overlapping_rounds_sentence(table: pd.DataFrame) -> str:
         return ""
     parts = [f"seq {int(r.seq)} (causal {r.causal_range} ms, full {r.non_causal_range} ms)" for r in rows.itertuples()]
     return (
-        f"**This run's rounds overlap at {' and '.join(parts)}:** other work on this machine moved them more than "
+        f"**This run's rounds overlap at {' and '.join(parts)}:** something else on this machine (other work, or its "
+        "clocks) moved them more than "
         "masking did, so this run cannot tell the two apart there, whatever their time_ratio says. "
     )
 

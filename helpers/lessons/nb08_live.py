@@ -166,7 +166,7 @@ def lowest_reading(what: str, rounds: Sequence[float], unit: str = "us") -> tupl
     low, high = min(rounds), max(rounds)
     note = two_readings_note(what, high, "in the slowest round", low, "in the fastest", unit=unit) if low > 0 else ""
     if note:
-        note += " The figures below use the lowest: other work on the machine only ever adds time."
+        note += " The figures below use the lowest: a disturbance (other work, or a slower clock) only ever adds time."
     return low, note
 
 
@@ -194,8 +194,8 @@ def above_bound_note(what: str, bound_us: float, measured_us: float, where: str)
         return ""
     return (
         f" {sentence_start(what)} measured {where}, {measured:,.0f} us, is above its predicted upper bound "
-        f"({bound:,.0f} us): the step's own kernels and gaps cannot put it there, so another process shared the GPU "
-        "while it was timed. Take the lower reading."
+        f"({bound:,.0f} us): the step's own kernels and gaps cannot put it there, so the GPU did not run alike "
+        "while it was timed (other work on it, or its clocks). Take the lower reading."
     )
 
 

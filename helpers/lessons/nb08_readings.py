@@ -81,14 +81,14 @@ def profiler_gap_cause(profiled_us: float, unprofiled_us: float, cpu_bound: floa
             f"the {gap / 1e3:.2f} ms between the profiled and the unprofiled prefill could come from the CPU: "
             f"{waited / 1e3:.2f} ms of the profiled step waited for it (*idle: CPU-bound*, {share:.1%} of the step), "
             f"{size}, although at under {CPU_BOUND_SHARE:.0%} of the step the CPU stayed ahead of the GPU most of the "
-            "time. It could as well be inside the kernels (other work on a shared GPU, or the profiler's own cost per "
-            "kernel): this run cannot tell which."
+            "time. It could as well be inside the kernels (other work on a shared GPU, its clocks, or the profiler's "
+            "own cost per kernel): this run cannot tell which."
         )
     ahead = "so the CPU stayed ahead of the GPU" if share < CPU_BOUND_SHARE else "less than half of the difference"
     return (
         f"the {gap / 1e3:.2f} ms between the profiled and the unprofiled prefill is not explained by CPU-bound idle: "
         f"only {waited / 1e3:.2f} ms of the profiled step waited for the CPU ({share:.1%}), {ahead}. The rest is "
-        "inside the kernels: slowed by other work on a shared GPU, or by the profiler's own cost per kernel."
+        "inside the kernels: slowed by other work on a shared GPU, its clocks, or the profiler's own cost per kernel."
     )
 
 

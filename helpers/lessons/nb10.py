@@ -68,7 +68,8 @@ EXERCISES = Exercises(
         "the profiler slows the step",
         explain="Every operator the profiler records costs it a few microseconds of bookkeeping, and this step runs "
         "{ops:,.0f} of them. Unprofiled over profiled here: {ratio:.2f}. The profiler never makes a step faster: a "
-        "ratio above 1 means other work on the machine slowed the unprofiled rounds more.",
+        "ratio above 1 means something else on the machine (other work, or its clocks) slowed the unprofiled "
+        "rounds more.",
         hint="What does the profiler do at the start and end of every operator?",
     ),
     first_saving=Exercise(
@@ -201,7 +202,10 @@ def profiled_is_slower(unprofiled: Sequence[float], profiled: Sequence[float]) -
     if verdict.tie:
         return Tie(f"unprofiled against profiled: {verdict.describe()}; {verdict.why()}")  # fmt: skip
     if verdict.a_median > verdict.b_median:
-        return Tie(f"unprofiled against profiled: {verdict.describe()}; the profiled rounds came out faster, which only other work on the machine can do, so this run cannot tell")  # fmt: skip
+        return Tie(
+            f"unprofiled against profiled: {verdict.describe()}; the profiled rounds came out faster, which only "
+            "something else on the machine (other work, or its clocks) can do, so this run cannot tell"
+        )
     return True
 
 

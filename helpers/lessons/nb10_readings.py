@@ -21,8 +21,8 @@ OUTLIER_MIN_PCT = 2.0
 
 RATIO_UNUSABLE = (
     "A `profiler_ratio` above 1 (the unprofiled step slower than the profiled one) cannot be the profiler's cost, "
-    "which only adds time: other work slowed the unprofiled rounds, so that row's bound is not scaled (`scaled_us` "
-    "left empty, its verdict not counted)."
+    "which only adds time: something else on the machine slowed the unprofiled rounds, so that row's bound is not "
+    "scaled (`scaled_us` left empty, its verdict not counted)."
 )
 
 

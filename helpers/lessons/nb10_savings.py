@@ -55,7 +55,8 @@ def scaling_note(bound_us: float, ratio: float, saving: Mapping[str, float]) -> 
     if ratio > 1:
         return (
             f"The step's unprofiled/profiled ratio ({ratio:.2f}) is above 1, which the profiler (it only adds time) "
-            "cannot cause: other work slowed the unprofiled rounds, so it is not used to scale the bound."
+            "cannot cause: something else on the machine slowed the unprofiled rounds, so it is not used to scale the "
+            "bound."
         )
     scaled = float(bound_us) * float(ratio)
     raw, scaled_ok = prediction_held(bound_us, saving), prediction_held(scaled, saving)
@@ -206,10 +207,10 @@ def ratio_text(unprofiled: Sequence[float], profiled: Sequence[float]) -> str:
     lo, hi = v.a_range[0] / v.b_range[1], v.a_range[1] / v.b_range[0]
     text = f"the ratio **unprofiled_ratio = {ratio:.2f}** (from the rounds' middle halves, {lo:.2f} to {hi:.2f})."
     if hi > 1:
-        # the profiler never makes a step faster: a range reaching above 1 is other work slowing unprofiled rounds
+        # the profiler never makes a step faster: a range reaching above 1 is something else slowing unprofiled rounds
         text += (
-            " A ratio above 1 would mean the profiler made the step faster, which it never does: there, other work "
-            "on this machine slowed some unprofiled rounds."
+            " A ratio above 1 would mean the profiler made the step faster, which it never does: there, something "
+            "else on this machine (other work, or its clocks) slowed some unprofiled rounds."
         )
     spread = v.b_range[1] / v.b_range[0]
     if spread > 2:

@@ -23,8 +23,9 @@ Measure = Callable[[], float | Mapping[str, float]]
 # The one wording every lesson gives a learner when two timings cannot be told apart; the feedback's status
 # already says why ("too close to call", ...), so the message does not repeat it.
 TOO_CLOSE = "both answers are accepted, and this is why"
-# A settled-by-nobody answer's status: TIE only for the spread rule (:func:`too_close`); BUSY when other work slowed
-# the readings; UNDECIDED when the run holds nothing to decide with (one number, an unlabelled peak, no measurement).
+# A settled-by-nobody answer's status: TIE only for the spread rule (:func:`too_close`); BUSY when something else
+# on the machine slowed the readings; UNDECIDED when the run holds nothing to decide with (one number, an
+# unlabelled peak, no measurement).
 TIE, BUSY, UNDECIDED = "too close to call", "too busy to tell", "cannot tell here"
 
 

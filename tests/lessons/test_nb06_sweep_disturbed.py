@@ -76,6 +76,6 @@ def test_no_wall_time_winner_from_disturbed_readings():
 def test_disturbed_readings_are_marked_on_the_wall_time_figures():
     fig = go.Figure()
     marked = nb06.mark_disturbed(fig, SWEEP, "e2e_nosync_us", relative_to="compile", main=MAIN, main_m=8192)
-    crosses = [t for t in marked.data if t.name == "disturbed (other work)"]
+    crosses = [t for t in marked.data if t.name == "disturbed (other work or clocks)"]
     assert len(crosses) == 1 and len(crosses[0].x) == len(nb06.sweep_disturbed(SWEEP, MAIN, 8192))
     assert len(nb06.mark_disturbed(go.Figure(), SWEEP, "kernel_us").data) == 0

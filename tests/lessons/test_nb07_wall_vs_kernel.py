@@ -23,7 +23,7 @@ BACKEND_KERNEL_US = {"math": 10934.34, "flash": 267.91, "efficient": 463.79, "cu
 def test_backend_rounds_far_above_their_kernels_are_flagged_as_slowed():
     # about 0.45 ms over every kernel, three times the SDPA call's CPU time (146 us a call in a profiled call)
     text = r.backend_times_sentence(BACKEND_ROUNDS, BACKEND_KERNEL_US, {n: 146.3 for n in BACKEND_KERNEL_US})
-    assert text.startswith("**Rounds slowed by other work on this shared GPU:**")
+    assert text.startswith("**Rounds slowed by something else on this GPU (other work, or its clocks):**")
     assert "flash 750 us a call against 268 us in its kernel (2.8x, 482 us more; against 146 us of CPU" in text
     assert "efficient 1,010 us a call against 464 us in its kernel (2.2x" in text
     assert "cudnn 580 us a call against 147 us in its kernel (3.9x" in text
