@@ -334,11 +334,14 @@ def fake_liger_distribution(root: Path, layer_source: str) -> None:
     (info / "RECORD").write_text("\n".join([*lines, "liger_kernel-9.9.9.dist-info/RECORD,,"]) + "\n")
 
 
+def _liger_modules() -> list[str]:
+    return [n for n in sys.modules if n == "liger_kernel" or n.startswith("liger_kernel.")]
+
+
 @pytest.fixture
 def fake_liger(monkeypatch, tmp_path):
-    for name in list(sys.modules):
-        if name == "liger_kernel" or name.startswith("liger_kernel."):
-            monkeypatch.delitem(sys.modules, name)
+    for name in _liger_modules():
+        monkeypatch.delitem(sys.modules, name)
     fake_liger_distribution(tmp_path / "site", LAYER_V1)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     importlib.invalidate_caches()
@@ -347,6 +350,10 @@ def fake_liger(monkeypatch, tmp_path):
     monkeypatch.setattr(
         hk.importlib.metadata, "version", lambda name: "9.9.9" if name == "liger-kernel" else real_version(name)
     )
+    yield
+    # the fake imported during the test must not stay importable for the worker's later tests
+    for name in _liger_modules():
+        del sys.modules[name]
 
 
 def test_package_absent_is_skipped_with_the_install_command(no_hub, liger_absent):
