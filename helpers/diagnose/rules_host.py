@@ -15,6 +15,7 @@ from helpers.trace.ranks import event_ranks
 
 from .critical_path import SYNC_CALLS
 from .findings import Context
+from .host_work import LONG_WAIT_US, NO_OPERATOR, host_work_fix, host_work_in_waits
 
 # Operators that force a synchronisation when their tensors live on a GPU.
 SYNCING_OPS = {"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select"}
@@ -66,7 +67,8 @@ def _recorder_waits(ctx: Context) -> np.ndarray:
 
 
 def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
-    """The GPU sat idle because the CPU had not yet launched the next kernel (launch-bound, tiny kernels, Python)."""
+    """The GPU sat idle because the CPU had not yet launched the next kernel: launch-bound (tiny kernels), or the
+    host busy with other work (one operator, or Python between operators), which the finding names."""
     gaps = _gaps(ctx)
     if gaps is None or gaps.empty:
         return []
@@ -96,12 +98,18 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
         f"{len(cpu):,} GPU gaps where the next launch came late; {small:,} of {len(kernels):,} kernels "
         f"run under 10 us; median kernel {kernels['dur'].median():.1f} us"
     )
+    work = host_work_in_waits(ctx.ev, ctx.t0, cpu["start_us"].to_numpy(), cpu["end_us"].to_numpy())
+    if work.name is not None:
+        held = "no profiled operator ran" if work.name == NO_OPERATOR else f"the host was in {work.name}"
+        detail += (
+            f"; {work.long_share:.0%} of the wait is in gaps of {LONG_WAIT_US:.0f} us or more, and during "
+            f"{work.share:.0%} of it {held}"
+        )
+        rows = np.concatenate([work.rows, rows])  # the host work is the example to look at
+    finding, fix = host_work_fix(work)
     f = ctx.finding(
-        "gpu_idle_cpu_bound",
-        "The GPU waits for the CPU: kernels are launched too slowly to keep it busy (launch-bound)",
-        rows, idle, saving, "high" if idle > 0.2 * ctx.step_us else "medium", "08",
-        "Capture the step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.graphs), fuse "
-        "small kernels with torch.compile, or give each kernel more work (a bigger batch)", detail,
+        "gpu_idle_cpu_bound", finding, rows, idle, saving, "high" if idle > 0.2 * ctx.step_us else "medium", "08",
+        fix, detail,
     )  # fmt: skip
     return [f]
 

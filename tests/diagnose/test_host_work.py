@@ -1,0 +1,80 @@
+"""What the host did while the GPU waited for it: launch overhead, one long host operator, or no operator at all;
+the finding's title and fix follow (graphs and compile remove launches, not host work)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.diagnose import diagnose, rules_host
+from helpers.diagnose.findings import Context
+from helpers.diagnose.host_work import NO_OPERATOR, host_work_in_waits, outermost_host_ops
+from tests.diagnose.synthetic import Kineto
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+
+
+def _step_with_a_host_pause(k: Kineto, n: int, t: float, pause: str | None, wrap: bool = False) -> None:
+    """One step: a GEMM, 4 ms in which the host launches nothing (inside `pause`, or in no operator), a GEMM."""
+    k.step(n, t, 5000)
+    if wrap:  # a user's range around the whole step is a phase, not the work
+        k.x("train_step", "user_annotation", t + 1, 4998)
+    k.cpu("aten::mm", t + 2, 20)
+    k.launch(GEMM, t + 5, 10, t + 20, 400)
+    if pause is not None:
+        k.cpu(pause, t + 450, 4000)
+        k.cpu("aten::normal_", t + 460, 3980)  # nested: the outer operator is the one named
+    k.cpu("aten::mm", t + 4500, 20)
+    k.launch(GEMM, t + 4505, 10, t + 4520, 400)
+
+
+def test_a_long_host_operator_is_named_as_what_the_gpu_waits_for(tmp_path):
+    k = Kineto()
+    for n in range(3):
+        _step_with_a_host_pause(k, n + 1, 5000 * n, "aten::randn", wrap=True)
+    [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
+    assert "spends that time in aten::randn" in f["finding"] and "host work, not launching" in f["finding"]
+    assert "DataLoader" in f["fix"] and "CUDA graphs and compile remove launches, not this work" in f["fix"]
+    assert f["example"] == "aten::randn" and "the host was in aten::randn" in f["evidence"]
+    assert "train_step" not in f["finding"]
+
+
+def test_a_pause_in_no_operator_is_said_to_be_python_or_unprofiled_work(tmp_path):
+    k = Kineto()
+    for n in range(3):
+        _step_with_a_host_pause(k, n + 1, 5000 * n, None)
+    [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
+    assert "runs no profiled operator" in f["finding"] and "with_stack=True" in f["fix"]
+    assert "no profiled operator ran" in f["evidence"]
+
+
+def test_many_short_waits_stay_launch_bound(tmp_path):
+    k = Kineto()
+    k.step(1, 0, 1000)
+    for i in range(10):  # 2 us kernels, one every 100 us: each wait is a launch's, under 100 us
+        k.cpu("aten::add", 100 * i, 90)
+        k.launch("void at::native::vectorized_elementwise_kernel<4, add>(int)", 100 * i + 40, 50, 100 * i + 92, 2)
+    [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
+    assert f["finding"].endswith("(launch-bound)") and "CUDA graph" in f["fix"]
+    assert "gaps of 100 us or more" not in f["evidence"]
+
+
+def test_the_host_pause_ranks_first_in_the_diagnosis(tmp_path):
+    k = Kineto()
+    for n in range(3):
+        _step_with_a_host_pause(k, n + 1, 5000 * n, "aten::randn")
+    top = diagnose(k.write(tmp_path / "t.json")).iloc[0]
+    assert top["rule"] == "gpu_idle_cpu_bound" and "aten::randn" in top["finding"]
+
+
+def test_waits_without_any_trace_activity_name_nothing_and_outermost_ops_skip_nested_ones(tmp_path):
+    k = Kineto()
+    _step_with_a_host_pause(k, 1, 0, "aten::randn", wrap=True)
+    ev = k.load(tmp_path).events
+    names = set(ev["name"].to_numpy()[outermost_host_ops(ev)])
+    assert names == {"aten::mm", "aten::randn"}  # not the nested normal_, not the annotations
+    none = host_work_in_waits(ev, float(ev["ts"].min()), np.array([]), np.array([]))
+    assert none.name is None and none.long_share == 0
+    short = host_work_in_waits(ev, float(ev["ts"].min()), np.array([430.0]), np.array([480.0]))
+    assert short.name is None  # a 50 us wait is a launch's
+    long = host_work_in_waits(ev, float(ev["ts"].min()), np.array([5000.0]), np.array([9000.0]))
+    assert long.name == NO_OPERATOR and long.share == 1.0  # nothing of this trace runs then
