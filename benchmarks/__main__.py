@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "the decode step's attention: SDPA over the masked cache against the course's split-KV kernel",
     ),
     "fp8-gate-up": ("benchmarks.fp8_gate_up", "the FP8 gate+up path against the bf16 fused kernel: rate and error"),
+    "diagnose-planted": (
+        "benchmarks.diagnose_planted",
+        "planted training loops recorded with plain torch.profiler: is each problem in diagnose's top 3?",
+    ),
     "rejudge": ("benchmarks.rejudge", "rewrite the stored tables of recorded results (after the ceilings change)"),
 }
 
