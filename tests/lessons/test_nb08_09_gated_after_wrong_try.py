@@ -36,6 +36,7 @@ def _cell(path, needle: str) -> str:
         ("nb08.live.replay_window_text(", "graph_step"),  # reads the hidden replay table
         ('results.table("configurations").drop(columns="what")', "graph_step"),  # the final table's eager+graph
         ("nb08.fix_bounds(", "recompute_mb"),  # the bounds hold the graphed step and the tensors recompute frees
+        ("before_text = (", "memory_peak"),  # the categories' MB against the peak, the operators alive at it
     ],
 )
 def test_lesson_08_gates_what_answers_an_earlier_guess(needle, key):
