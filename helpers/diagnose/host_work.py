@@ -16,6 +16,8 @@ DOMINANT_SHARE = 0.5
 # the longest waits looked at, enough to name a cause on any trace without a pass per wait over all of it
 MAX_WAITS = 2000
 NO_OPERATOR = "no profiled operator"
+# the allocator's driver calls, counted as one activity: they sit inside operators or in none (empty_cache)
+ALLOCATOR = "the CUDA allocator (cudaMalloc, cudaFree)"
 
 
 @dataclass(frozen=True)
@@ -39,19 +41,24 @@ def outermost_host_ops(ev: pd.DataFrame) -> np.ndarray:
     return np.flatnonzero(is_range & ~nested)
 
 
-def host_work_in_waits(ev: pd.DataFrame, t0: float, starts: np.ndarray, ends: np.ndarray) -> HostWork:
+def host_work_in_waits(
+    ev: pd.DataFrame, t0: float, starts: np.ndarray, ends: np.ndarray, allocator_calls: frozenset[str] = frozenset()
+) -> HostWork:
     """Which host range fills the GPU's waits [starts, ends) (trace-relative us): the long waits' share of the idle
-    time and, when one operator (or no operator) fills at least DOMINANT_SHARE of it, its name and instances."""
+    time and, when one operator, the allocator (runtime calls named in `allocator_calls`) or no operator fills at
+    least DOMINANT_SHARE of it, its name and instances."""
     idle = np.maximum(np.asarray(ends, dtype=float) - np.asarray(starts, dtype=float), 0.0)
     total = float(idle.sum())
     long = np.flatnonzero(idle >= LONG_WAIT_US)
     if total <= 0 or not len(long):
         return HostWork(0.0, None, 0.0, np.empty(0, dtype=np.int64))
     long = long[np.argsort(-idle[long], kind="stable")[:MAX_WAITS]]
-    ranges = outermost_host_ops(ev)
+    ops = outermost_host_ops(ev)
+    calls = np.flatnonzero((~ev["on_device"].to_numpy()) & ev["name"].isin(allocator_calls).to_numpy())
+    ranges = np.concatenate([ops, calls])
     a = ev["ts"].to_numpy(dtype=float)[ranges] - t0
-    b = a + np.maximum(ev["dur"].to_numpy(dtype=float)[ranges], 0.0)
-    names = ev["name"].to_numpy(dtype=object)[ranges]
+    b = a + np.maximum(np.nan_to_num(ev["dur"].to_numpy(dtype=float)[ranges]), 0.0)
+    names = np.concatenate([ev["name"].to_numpy(dtype=object)[ops], np.full(len(calls), ALLOCATOR, dtype=object)])
     held: dict[str, float] = {}
     hit = np.zeros(len(ranges), dtype=bool)
     for g in long:
@@ -59,18 +66,30 @@ def host_work_in_waits(ev: pd.DataFrame, t0: float, starts: np.ndarray, ends: np
         over = np.clip(np.minimum(b, e) - np.maximum(a, s), 0.0, None)
         inside = np.flatnonzero(over > 0)
         hit[inside] = True
-        covered = 0.0
         for name, t in pd.Series(over[inside]).groupby(names[inside]).sum().items():
             held[str(name)] = held.get(str(name), 0.0) + float(t)
-            covered += float(t)
-        # threads can overlap one wait twice; what no range covers is host time outside any operator
-        held[NO_OPERATOR] = held.get(NO_OPERATOR, 0.0) + max(e - s - covered, 0.0)
+        # what no range covers is host time outside any operator (ranges nest and threads overlap: their union)
+        held[NO_OPERATOR] = (
+            held.get(NO_OPERATOR, 0.0) + (e - s) - _union(np.maximum(a[inside], s), np.minimum(b[inside], e))
+        )
     long_share = float(idle[long].sum()) / total
     name, t = max(held.items(), key=lambda kv: kv[1])
     if t < DOMINANT_SHARE * total:
         return HostWork(long_share, None, 0.0, np.empty(0, dtype=np.int64))
     rows = ranges[hit & (names == name)] if name != NO_OPERATOR else np.empty(0, dtype=np.int64)
     return HostWork(long_share, name, min(t / total, 1.0), rows)
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> float:
+    """The length of the union of intervals."""
+    if not len(starts):
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    # an interval adds what it reaches past every earlier one, from no earlier than its own start
+    before = np.concatenate([[s[0]], reach[:-1]])
+    return float(np.clip(e - np.maximum(s, before), 0.0, None).sum())
 
 
 def host_work_fix(work: HostWork) -> tuple[str, str]:
@@ -80,6 +99,13 @@ def host_work_fix(work: HostWork) -> tuple[str, str]:
             "The GPU waits for the CPU: kernels are launched too slowly to keep it busy (launch-bound)",
             "Capture the step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.graphs), fuse "
             "small kernels with torch.compile, or give each kernel more work (a bigger batch)",
+        )
+    if work.name == ALLOCATOR:
+        return (
+            "The GPU waits for the CPU, which spends that time in the CUDA allocator (cudaMalloc, cudaFree)",
+            "Keep the caching allocator's memory between steps: no torch.cuda.empty_cache() in the loop, the same "
+            "shapes every step (pad or bucket them), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against "
+            "fragmentation; see the allocator finding",
         )
     if work.name == NO_OPERATOR:
         return (

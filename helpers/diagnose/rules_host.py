@@ -98,7 +98,9 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
         f"{len(cpu):,} GPU gaps where the next launch came late; {small:,} of {len(kernels):,} kernels "
         f"run under 10 us; median kernel {kernels['dur'].median():.1f} us"
     )
-    work = host_work_in_waits(ctx.ev, ctx.t0, cpu["start_us"].to_numpy(), cpu["end_us"].to_numpy())
+    work = host_work_in_waits(
+        ctx.ev, ctx.t0, cpu["start_us"].to_numpy(), cpu["end_us"].to_numpy(), frozenset(ALLOCATOR_CALLS)
+    )
     if work.name is not None:
         held = "no profiled operator ran" if work.name == NO_OPERATOR else f"the host was in {work.name}"
         detail += (

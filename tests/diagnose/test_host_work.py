@@ -78,3 +78,25 @@ def test_waits_without_any_trace_activity_name_nothing_and_outermost_ops_skip_ne
     assert short.name is None  # a 50 us wait is a launch's
     long = host_work_in_waits(ev, float(ev["ts"].min()), np.array([5000.0]), np.array([9000.0]))
     assert long.name == NO_OPERATOR and long.share == 1.0  # nothing of this trace runs then
+
+
+def test_waits_spent_in_the_allocator_point_at_it(tmp_path):
+    k = Kineto()
+    for n in range(3):
+        t = 5000 * n
+        k.step(n + 1, t, 5000)
+        k.cpu("aten::mm", t + 2, 20)
+        k.launch(GEMM, t + 5, 10, t + 20, 400)
+        for i in range(8):  # torch.cuda.empty_cache(): the driver frees block after block, inside no operator
+            k.runtime("cudaFree", t + 450 + 500 * i, 480)
+        k.cpu("aten::mm", t + 4500, 20)
+        k.launch(GEMM, t + 4505, 10, t + 4520, 400)
+    [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
+    assert "in the CUDA allocator (cudaMalloc, cudaFree)" in f["finding"] and "empty_cache" in f["fix"]
+
+
+def test_nested_and_overlapping_ranges_count_once_in_what_they_cover():
+    from helpers.diagnose.host_work import _union
+
+    assert _union(np.array([0.0, 1.0, 5.0]), np.array([3.0, 2.0, 6.0])) == 4.0  # [1, 2] inside [0, 3]
+    assert _union(np.array([2.0, 0.0]), np.array([8.0, 5.0])) == 8.0 and _union(np.array([]), np.array([])) == 0.0

@@ -45,6 +45,11 @@ def test_the_gpu_waiting_for_a_batch_made_on_the_host_names_the_operator():
     assert idle["example"] == "aten::randn" and "DataLoader" in idle["fix"]
 
 
+def test_the_gpu_waiting_on_the_allocator_says_so():
+    idle = _found("empty_cache").iloc[0]
+    assert idle["rule"] == "gpu_idle_cpu_bound" and "CUDA allocator" in idle["finding"]
+
+
 def test_launch_bound_loops_keep_the_launch_advice():
     for name in ("tiny_batch", "optimizer"):
         idle = _found(name)
