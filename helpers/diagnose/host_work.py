@@ -9,13 +9,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from helpers.trace.categories import STEP_PREFIX
+
 # a wait this long is no launch overhead: the host was busy with something else
 LONG_WAIT_US = 100.0
 # one host operator (or none) filling at least this share of the long waits is named as their cause
 DOMINANT_SHARE = 0.5
 # the longest waits looked at, enough to name a cause on any trace without a pass per wait over all of it
-MAX_WAITS = 2000
+MAX_WAITS = 256
 NO_OPERATOR = "no profiled operator"
+RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
 # the allocator's driver calls, counted as one activity: they sit inside operators or in none (empty_cache)
 ALLOCATOR = "the CUDA allocator (cudaMalloc, cudaFree)"
 
@@ -31,14 +34,19 @@ class HostWork:
 
 
 def outermost_host_ops(ev: pd.DataFrame) -> np.ndarray:
-    """Rows of host operators nested in no other operator. Annotations (a profiler step, a user's range around a
-    whole phase) are not operators: they would name the phase, not the work."""
-    is_range = (~ev["on_device"].to_numpy()) & (ev["cat"].to_numpy(dtype=object) == "cpu_op")
+    """Rows of host operators with no operator among their ancestors. Annotations (a user's range around a whole
+    phase) and profiler steps (``cpu_op`` in older traces) are not operators: they would name the phase, not the
+    work."""
+    names = pd.Series(ev["name"].to_numpy(dtype=object), dtype=object)
+    is_op = (~ev["on_device"].to_numpy()) & (ev["cat"].to_numpy(dtype=object) == "cpu_op")
+    is_op &= ~names.str.startswith(STEP_PREFIX).to_numpy()
     parent = ev["parent"].to_numpy()
-    nested = np.zeros(len(ev), dtype=bool)
-    has = parent >= 0
-    nested[has] = is_range[parent[has]]
-    return np.flatnonzero(is_range & ~nested)
+    below_op, cur = np.zeros(len(ev), dtype=bool), parent.copy()
+    while (cur >= 0).any():  # climb every row one level at a time
+        live = cur >= 0
+        below_op |= live & is_op[np.maximum(cur, 0)]
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    return np.flatnonzero(is_op & ~below_op)
 
 
 def host_work_in_waits(
@@ -46,38 +54,69 @@ def host_work_in_waits(
 ) -> HostWork:
     """Which host range fills the GPU's waits [starts, ends) (trace-relative us): the long waits' share of the idle
     time and, when one operator, the allocator (runtime calls named in `allocator_calls`) or no operator fills at
-    least DOMINANT_SHARE of it, its name and instances."""
-    idle = np.maximum(np.asarray(ends, dtype=float) - np.asarray(starts, dtype=float), 0.0)
+    least DOMINANT_SHARE of it, its name and instances.
+
+    Only the thread that launched the work ending a wait is read (another thread's work did not delay that
+    launch), and an operator that launches device work inside the wait is the launching itself, its own dispatch
+    cost: it is not named (launch-bound), though it still counts as covered time."""
+    starts, ends = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
+    idle = np.where(np.isfinite(starts) & np.isfinite(ends), np.maximum(ends - starts, 0.0), 0.0)
     total = float(idle.sum())
     long = np.flatnonzero(idle >= LONG_WAIT_US)
     if total <= 0 or not len(long):
         return HostWork(0.0, None, 0.0, np.empty(0, dtype=np.int64))
     long = long[np.argsort(-idle[long], kind="stable")[:MAX_WAITS]]
     ops = outermost_host_ops(ev)
-    calls = np.flatnonzero((~ev["on_device"].to_numpy()) & ev["name"].isin(allocator_calls).to_numpy())
-    ranges = np.concatenate([ops, calls])
-    a = ev["ts"].to_numpy(dtype=float)[ranges] - t0
+    host = ~ev["on_device"].to_numpy()
+    calls = np.flatnonzero(host & ev["name"].isin(allocator_calls).to_numpy())
+    # other runtime calls (a synchronize, a launch) cover host time but are other rules' findings, never named here
+    runtime = host & ev["cat"].isin(RUNTIME_CATEGORIES).to_numpy() & ~ev["name"].isin(allocator_calls).to_numpy()
+    other = np.flatnonzero(runtime)
+    ranges = np.concatenate([ops, calls, other])
+    ts = ev["ts"].to_numpy(dtype=float) - t0
+    a = ts[ranges]
     b = a + np.maximum(np.nan_to_num(ev["dur"].to_numpy(dtype=float)[ranges]), 0.0)
-    names = np.concatenate([ev["name"].to_numpy(dtype=object)[ops], np.full(len(calls), ALLOCATOR, dtype=object)])
-    held: dict[str, float] = {}
+    codes, uniques = pd.factorize(pd.Series(ev["name"].to_numpy(dtype=object)[ops], dtype=object))
+    allocator_code = len(uniques)
+    names = [*map(str, uniques), ALLOCATOR]
+    # slots past the names: no operator, then the runtime calls' covered time
+    codes = np.concatenate([codes, np.full(len(calls), allocator_code), np.full(len(other), len(names) + 1)])
+    lanes = ev["lane"].to_numpy(dtype=object)
+    range_lanes = lanes[ranges]
+    # the calls that launched device work, by time: a wait ends at a launch made during it
+    launch = ev["launch"].to_numpy()
+    calls_made = np.unique(launch[launch >= 0])
+    made_ts = ts[calls_made]
+    order = np.argsort(made_ts, kind="stable")
+    calls_made, made_ts = calls_made[order], made_ts[order]
+    made_on = {lane: made_ts[lanes[calls_made] == lane] for lane in pd.unique(lanes[calls_made])}
+    held = np.zeros(len(names) + 1)  # the last slot: no operator
     hit = np.zeros(len(ranges), dtype=bool)
     for g in long:
         s, e = float(starts[g]), float(ends[g])
-        over = np.clip(np.minimum(b, e) - np.maximum(a, s), 0.0, None)
+        lo, hi = np.searchsorted(made_ts, [s, e], side="right")
+        if hi > lo:  # the thread whose launch ended the wait, and its launches
+            lane = lanes[calls_made[hi - 1]]
+            near, made = range_lanes == lane, made_on[lane]
+        else:
+            near, made = np.ones(len(ranges), dtype=bool), made_ts
+        over = np.clip(np.minimum(b, e) - np.maximum(a, s), 0.0, None) * near
         inside = np.flatnonzero(over > 0)
-        hit[inside] = True
-        for name, t in pd.Series(over[inside]).groupby(names[inside]).sum().items():
-            held[str(name)] = held.get(str(name), 0.0) + float(t)
-        # what no range covers is host time outside any operator (ranges nest and threads overlap: their union)
-        held[NO_OPERATOR] = (
-            held.get(NO_OPERATOR, 0.0) + (e - s) - _union(np.maximum(a[inside], s), np.minimum(b[inside], e))
-        )
+        # an operator that launches inside the wait is the launch, not work beside it
+        first, last = np.maximum(a[inside], s), np.minimum(b[inside], e)
+        launching = np.searchsorted(made, last, side="right") > np.searchsorted(made, first, side="left")
+        named = inside[~launching]
+        hit[named] = True
+        held[: len(names)] += np.bincount(codes[named], weights=over[named], minlength=len(names) + 2)[: len(names)]
+        # what no range covers is host time outside any operator (ranges nest: their union)
+        held[-1] += (e - s) - _union(first, last)
     long_share = float(idle[long].sum()) / total
-    name, t = max(held.items(), key=lambda kv: kv[1])
-    if t < DOMINANT_SHARE * total:
+    best = int(np.argmax(held))
+    if held[best] < DOMINANT_SHARE * total:
         return HostWork(long_share, None, 0.0, np.empty(0, dtype=np.int64))
-    rows = ranges[hit & (names == name)] if name != NO_OPERATOR else np.empty(0, dtype=np.int64)
-    return HostWork(long_share, name, min(t / total, 1.0), rows)
+    if best == len(names):
+        return HostWork(long_share, NO_OPERATOR, min(held[best] / total, 1.0), np.empty(0, dtype=np.int64))
+    return HostWork(long_share, names[best], min(held[best] / total, 1.0), ranges[hit & (codes == best)])
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> float:

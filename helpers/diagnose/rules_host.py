@@ -104,10 +104,11 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
     if work.name is not None:
         held = "no profiled operator ran" if work.name == NO_OPERATOR else f"the host was in {work.name}"
         detail += (
-            f"; {work.long_share:.0%} of the wait is in gaps of {LONG_WAIT_US:.0f} us or more, and during "
-            f"{work.share:.0%} of it {held}"
+            f"; {work.long_share:.0%} of the wait is in gaps of {LONG_WAIT_US:.0f} us or more, and for "
+            f"{work.share:.0%} of the whole wait {held}"
         )
-        rows = np.concatenate([work.rows, rows])  # the host work is the example to look at
+        # the finding's example is its longest row: the host work's instances are longer than the kernels
+        rows = np.concatenate([work.rows, rows])
     finding, fix = host_work_fix(work)
     f = ctx.finding(
         "gpu_idle_cpu_bound", finding, rows, idle, saving, "high" if idle > 0.2 * ctx.step_us else "medium", "08",

@@ -163,8 +163,8 @@ def payback(
     )
     if disturbed:
         return (
-            f"{timing}. Other work on the machine slowed the synchronised rounds of {' and '.join(disturbed)} (see "
-            "the reading above), so no pay-back can be computed from them."
+            f"{timing}. Something else on the machine (other work, or its clocks) slowed the synchronised rounds "
+            f"of {' and '.join(disturbed)} (see the reading above), so no pay-back can be computed from them."
         )
     verdict = first_is_faster({"compiled": rounds["compiled"], "eager": rounds["eager"]})
     if isinstance(verdict, Tie):

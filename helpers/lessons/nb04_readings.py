@@ -113,7 +113,8 @@ def end_to_end_why(
         return (
             f"The machine was too busy to tell here whether the CPU or the GPU set the pace of {' and '.join(unclear)}"
             + (f" ({notes})" if notes else "")
-            + ". Other work on the machine slowed these rounds: read them as this run's, not as the workload's."
+            + ". Something else on the machine (other work, or its clocks) slowed these rounds: read them as this "
+            "run's, not as the workload's."
         )
     if isinstance(compiled_faster, Tie):
         # a tie argues no side: what set the pace is said, not which variant it favours

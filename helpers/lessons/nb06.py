@@ -201,7 +201,8 @@ def graphed_sentence(times: pd.DataFrame) -> str:
     shown = ", ".join(f"{v} ({t.loc[v, 'graphed_us']:.0f} us against {t.loc[v, 'e2e_nosync_us']:.0f} us)" for v in slow)
     return (
         f"Replayed from a CUDA graph, {shown} took longer than back to back: a replay removes the host's work, so "
-        "it cannot be slower than the same calls issued from Python. Other work on the GPU slowed those replays: "
+        "it cannot be slower than the same calls issued from Python. Something else on the GPU (other work, or its "
+        "clocks) slowed those replays: "
         "read their graphed times as this run's noise, not as a ranking."
     )
 

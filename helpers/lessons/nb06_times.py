@@ -105,8 +105,9 @@ def hiding_sentence(times: pd.DataFrame) -> str:
         parts.append(
             f"The times of {shown_d} contradict each other: a synchronised call includes issuing it and waits for "
             "nothing but that and its kernels, calls that do not wait cannot be slower than calls that do, and a "
-            "graph replay removes the host's work. Other work on "
-            "a shared GPU or host disturbed them (too busy to tell, as lesson 04 says): they name no host cause and "
+            "graph replay removes the host's work. Something else on "
+            "the GPU or host (other work, or its clocks) disturbed them (too busy to tell, as lesson 04 says): they "
+            "name no host cause and "
             "rank nothing."
         )
     return " ".join(parts)

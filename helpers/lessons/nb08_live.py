@@ -181,8 +181,8 @@ def speedup_text(before_us: Sequence[float], after_us: Sequence[float], toleranc
     if high / low - 1 <= tolerance:  # a range, so a table dividing any one pair of these readings sits inside it
         return f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}x to {high:.1f}x"
     return (
-        f"between {low:.1f}x and {high:.1f}x (the readings of this notebook disagree: the GPU was shared with other "
-        "work, so no single figure)"
+        f"between {low:.1f}x and {high:.1f}x (the readings of this notebook disagree: the GPU did not run alike for "
+        "them, through other work or its clocks, so no single figure)"
     )
 
 

@@ -100,3 +100,44 @@ def test_nested_and_overlapping_ranges_count_once_in_what_they_cover():
 
     assert _union(np.array([0.0, 1.0, 5.0]), np.array([3.0, 2.0, 6.0])) == 4.0  # [1, 2] inside [0, 3]
     assert _union(np.array([2.0, 0.0]), np.array([8.0, 5.0])) == 8.0 and _union(np.array([]), np.array([])) == 0.0
+
+
+def _wait_then(k: Kineto, t: float, tid: int = 1) -> None:
+    """A step whose GPU runs a GEMM, then waits about 4 ms for the next launch (made on thread `tid` at t + 4505)."""
+    k.cpu("aten::mm", t + 2, 20)
+    k.launch(GEMM, t + 5, 10, t + 20, 400)
+    k.launch(GEMM, t + 4505, 10, t + 4520, 400, tid=tid)
+
+
+def test_an_operator_that_launches_the_kernel_ending_the_wait_is_its_own_dispatch_not_host_work(tmp_path):
+    k = Kineto()
+    for n in range(3):
+        t = 5000 * n
+        k.step(n + 1, t, 5000)
+        k.cpu("aten::conv2d", t + 450, 4070)  # its own CPU work (say, picking an algorithm), then its launch
+        _wait_then(k, t)
+    [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
+    assert f["finding"].endswith("(launch-bound)") and "conv2d" not in f["finding"]
+
+
+def test_another_threads_operator_is_not_what_the_launching_thread_waited_for(tmp_path):
+    k = Kineto()
+    for n in range(3):
+        t = 5000 * n
+        k.step(n + 1, t, 5000)
+        k.cpu("aten::pin_memory", t + 450, 4000, tid=2)  # a loader thread, busy beside the main one
+        _wait_then(k, t)
+    [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
+    assert "runs no profiled operator" in f["finding"] and "pin_memory" not in f["finding"]
+
+
+def test_profiler_steps_and_annotations_are_not_operators_even_when_old_traces_call_them_cpu_op(tmp_path):
+    k = Kineto()
+    k.x("ProfilerStep#1", "cpu_op", 0, 5000)  # as older Kineto wrote them
+    k.x("my_phase", "user_annotation", 1, 4990)
+    k.cpu("aten::randn", 450, 4000)
+    k.x("inner", "user_annotation", 460, 3900)
+    k.cpu("aten::normal_", 470, 3800)  # an operator below an annotation below an operator: nested
+    _wait_then(k, 0)
+    ev = k.load(tmp_path).events
+    assert set(ev["name"].to_numpy()[outermost_host_ops(ev)]) == {"aten::mm", "aten::randn"}
