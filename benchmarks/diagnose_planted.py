@@ -82,8 +82,7 @@ def _loops(torch, nn, device: str) -> dict[str, tuple[Callable[[], None], set[st
             "a batch made on the host and copied from pageable memory; .item()",
         )
 
-    def fp32():
-        torch.backends.cuda.matmul.allow_tf32 = False
+    def fp32():  # torch's default: no TF32 for float32 matmuls
         model = mlp(4096, 16384, 2)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
         x = torch.randn(4096, 4096, device=device)
@@ -116,7 +115,7 @@ def _loops(torch, nn, device: str) -> dict[str, tuple[Callable[[], None], set[st
                 loss = model(x).float().square().mean()
             train(loss, opt)
 
-        return step, {"unfused_optimizer"}, "Adam with foreach=False over 144 parameters"
+        return step, {"unfused_optimizer"}, "Adam with foreach=False over 96 parameters"
 
     def pointwise():
         dim, tokens = 4096, 8192
@@ -186,14 +185,21 @@ def record(folder: Path) -> None:
         for _ in range(WARMUP):
             step()
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, profile_memory=True) as prof:  # fmt: skip
-            for _ in range(STEPS):
-                step()
-                prof.step()
-            torch.cuda.synchronize()
         with tempfile.TemporaryDirectory() as tmp:
             raw = Path(tmp) / f"{name}.json"
-            prof.export_chrome_trace(str(raw))
+            # a schedule makes the profiler mark each step (ProfilerStep#N); the trace is written when it ends
+            with profile(
+                activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                schedule=torch.profiler.schedule(wait=0, warmup=0, active=STEPS),
+                on_trace_ready=lambda p: p.export_chrome_trace(str(raw)),
+                record_shapes=True,
+                profile_memory=True,
+            ) as prof:
+                for i in range(STEPS):
+                    step()
+                    if i == STEPS - 1:  # the last step's kernels end inside the window (no sync in the others)
+                        torch.cuda.synchronize()
+                    prof.step()
             with raw.open("rb") as src, gzip.open(folder / f"{name}.json.gz", "wb") as dst:
                 shutil.copyfileobj(src, dst)
         planted[name] = {"rules": sorted(rules), "planted": what}
@@ -206,8 +212,9 @@ def record(folder: Path) -> None:
             "gpu": torch.cuda.get_device_name(),
             "torch": torch.__version__,
             "recorded_on": datetime.date.today().isoformat(),
-            "how": f"torch.profiler.profile(CPU+CUDA, record_shapes, profile_memory), {WARMUP} warm-up steps, "
-            f"{STEPS} profiled steps with prof.step(), export_chrome_trace",
+            "how": f"torch.profiler.profile(CPU+CUDA, record_shapes, profile_memory, schedule active={STEPS}), "
+            f"{WARMUP} warm-up steps before it, export_chrome_trace",
+            "recorded_by": "python -m benchmarks diagnose-planted --record",
             "loops": planted,
         },
     )

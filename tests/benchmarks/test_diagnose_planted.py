@@ -21,8 +21,16 @@ def test_the_stored_verdicts_are_todays():
         assert old["missed"] == new["missed"], old["loop"]
 
 
-def test_recording_needs_a_gpu_and_one_folder_is_required(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        main([])
-    with pytest.raises(SystemExit):
-        main(["--record", str(tmp_path), "--judge", str(tmp_path)])
+def test_one_folder_is_required():
+    for args in ([], ["--record", "a", "--judge", "b"]):
+        with pytest.raises(SystemExit):
+            main(args)
+
+
+def test_recording_without_a_gpu_says_so_and_writes_nothing(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit, match="needs a CUDA GPU"):
+        main(["--record", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()

@@ -36,7 +36,8 @@ def test_a_cheap_planted_sync_is_found_and_ranked_by_its_cost():
     found = _found("pageable_item")
     sync = found[found["rule"] == "host_sync"].iloc[0]
     assert "aten::item" in sync["evidence"] and sync["saving_upper_bound_us"] < 0.05 * found.attrs["step_us"]
-    assert (found["rule"] == "pageable_copies").idxmax() < (found["rule"] == "host_sync").idxmax()
+    rules = list(found["rule"])
+    assert rules.index("pageable_copies") < rules.index("host_sync")
 
 
 def test_the_gpu_waiting_for_a_batch_made_on_the_host_names_the_operator():
@@ -58,5 +59,8 @@ def test_launch_bound_loops_keep_the_launch_advice():
 
 
 def test_the_clean_loop_raises_no_planted_kind_of_problem():
-    top = set(_found("clean")["rule"].head(3))
-    assert not top & (PLANTED_RULES - {"gpu_idle_cpu_bound", "unfused_elementwise"})
+    found = _found("clean")
+    assert not set(found["rule"].head(3)) & (PLANTED_RULES - {"gpu_idle_cpu_bound", "unfused_elementwise"})
+    # what it does raise is real: launch gaps of a profiled step (no host work named), the loss's pointwise chain
+    idle = found[found["rule"] == "gpu_idle_cpu_bound"].iloc[0]
+    assert idle["finding"].endswith("(launch-bound)")
