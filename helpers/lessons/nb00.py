@@ -86,8 +86,8 @@ def profiler_cost_sentence(unprofiled_us: float, profiled_us: float, share: floa
         return f"The profiler adds about {diff:,.1f} us per call ({profiled_us / unprofiled_us:.1f}x)."
     if diff < -noise:
         return (
-            f"Under the profiler it came out faster ({-diff:,.1f} us less): the profiler only adds work, so other "
-            "work on the machine slowed the unprofiled calls. The machine was too busy to measure the profiler's cost "
+            f"Under the profiler it came out faster ({-diff:,.1f} us less): the profiler only adds work, so something "
+            "else on the machine (other work, or its clocks) slowed the unprofiled calls. The machine was too busy to measure the profiler's cost "
             "here."
         )
     return (

@@ -240,9 +240,8 @@ def wall_table_sentence(
     ]
     agree = [what for v, what in close if max(v, median) <= factor * min(v, median)]
     text = against + (f": these rounds agree with {' and with '.join(agree)} within {factor:g}x." if agree else ".")
-    if (
-        earlier_us is not None and earlier_us > factor * median
-    ):  # a disturbance only adds time: the faster set is nearer
+    # a disturbance only adds time: the faster set is nearer the call's own time
+    if earlier_us is not None and earlier_us > factor * median:
         text += (
             f" Section 3's rounds of the same call took {earlier_us / median:.1f}x these"
             + (f" and {earlier_us / kernel_us:.1f}x its kernel" if kernel_us is not None else "")

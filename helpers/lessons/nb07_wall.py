@@ -38,7 +38,7 @@ def wall_rounds_disturbed(
     """Whether a call's synchronised rounds were slowed by something else (other work, or the clocks): their median
     more than `factor` times both the same call timed earlier and its profiled kernel time (those known; False when
     neither is). With `host_us`, the host's CPU time per call, the median must also exceed the kernel by more than
-    `factor` times it: a short kernel's call is mostly the host's dispatch and synchronise, which is no other work."""
+    `factor` times it: a short kernel's call is mostly the host's dispatch and synchronise, which is not a disturbance."""
     values = [float(x) for x in rounds_us]
     if not values or not all(math.isfinite(x) and x > 0 for x in values):
         raise ValueError(f"rounds_us must be positive finite times, got {list(rounds_us)!r}")
@@ -86,8 +86,8 @@ def backend_times_sentence(
     spread: float = 1.25,
 ) -> str:
     """Whether each backend's timed rounds (`rounds_ms`) measured its kernel (`kernel_us`, one profiled call) plus
-    the host's per-call cost (`host_us`: the SDPA call's CPU time, where profiled). A backend is said slowed by other
-    work only on evidence: its rounds spread wider than `spread` (slowest over fastest), or its wall time more than
+    the host's per-call cost (`host_us`: the SDPA call's CPU time, where profiled). A backend is said slowed by something
+    else only on evidence: its rounds spread wider than `spread` (slowest over fastest), or its wall time more than
     `factor` times its kernel with an excess over the kernel more than `factor` times the host's time (without
     host times: more than `factor` times the smallest excess of all backends, the per-call cost they share)."""
     known = {n: float(k) for n, k in kernel_us.items() if _known(k)}

@@ -52,7 +52,7 @@ def _gap(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> tuple[st
 
 def kernels_slowed(profiled_us: float, unprofiled_us: float, cpu_bound: float) -> bool:
     """Whether :func:`profiler_gap_cause` puts the profiled prefill's extra time inside the kernels (other work on
-    the GPU, or the profiler's cost per kernel), or cannot rule that out, and that time is beyond ``PROFILER_SHOWS``
+    the GPU, its clocks, or the profiler's cost per kernel), or cannot rule that out, and that time is beyond ``PROFILER_SHOWS``
     of the unprofiled step: then this profile's kernel times may be inflated. Below it the lesson calls it noise."""
     where, gap = _gap(profiled_us, unprofiled_us, cpu_bound)[:2]
     return where in ("kernels", "either") and gap > PROFILER_SHOWS * _positive("unprofiled_us", unprofiled_us)
@@ -121,7 +121,7 @@ def compile_bound_text(
     gemm_us: float, attention_us: float, profiled_us: float, unprofiled_us: float, cpu_bound: float
 ) -> str:
     """Section 7's bound on ``torch.compile`` for a prefill: its GEMM and attention kernels stay, so it cannot beat
-    their sum. A hard bound only when :func:`kernels_slowed` is false; when section 2's verdict is that other work or
+    their sum. A hard bound only when :func:`kernels_slowed` is false; when section 2's verdict is that something else or
     the profiler slowed the kernels, the figure is labelled as this profile's inflated kernel times."""
     gemm, attention = _number("gemm_us", gemm_us), _number("attention_us", attention_us)
     unprofiled, kept = _positive("unprofiled_us", unprofiled_us), gemm + attention

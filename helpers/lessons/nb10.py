@@ -164,7 +164,7 @@ _settled = False
 
 def quietest_profile(step: Callable[[], object] | Loop, tries: int = 3, steps: int = 5, label: str = "step") -> Trace:
     """Profile one training step `tries` times (``steps`` profiler steps each) and keep the trace whose steps are
-    shortest on average: another process on the machine only ever adds time, and a bound is a mean over the steps.
+    shortest on average: a disturbance (other work, a slower clock) only ever adds time, and a bound is a mean over the steps.
     The process's first call profiles once more and drops that trace (see ``_settled``)."""
     global _settled
     fn = step.step if isinstance(step, Loop) else step

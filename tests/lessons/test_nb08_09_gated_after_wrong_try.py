@@ -45,6 +45,36 @@ def test_lesson_08_gates_what_answers_an_earlier_guess(needle, key):
     assert gated, f"{needle!r} is not shown through evidence({key!r})"
 
 
+def _shown_outside_evidence(source: str, names: set[str]) -> set[str]:
+    """Which of `names` a cell shows other than through ``nb08.evidence(...)``: inside a display() call or as a
+    bare expression (the cell's last one is displayed)."""
+    shown: set[str] = set()
+
+    def visit(node: ast.AST, displayed: bool) -> None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "evidence":
+            return  # what evidence shows is gated
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "display":
+            displayed = True
+        if displayed and isinstance(node, ast.Name) and node.id in names:
+            shown.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, displayed)
+
+    for stmt in ast.parse(source).body:
+        visit(stmt, isinstance(stmt, ast.Expr))
+    return shown
+
+
+def test_lesson_08_shows_the_memory_sentence_and_the_operators_at_the_peak_only_through_evidence():
+    source = _cell(LESSON_08, "before_text = (")
+    assert not _shown_outside_evidence(source, {"before_text", "by_op"})
+    # the check itself: a display of either outside evidence is found
+    assert _shown_outside_evidence(source + "\ndisplay(Markdown(before_text))\nby_op", {"before_text", "by_op"}) == {
+        "before_text",
+        "by_op",
+    }
+
+
 def test_lesson_08_asks_for_the_floor_share_the_right_way_round():
     prompt = _cell(LESSON_08, "An exercise in reading that table")
     assert "floor to be 60 % of the best" in " ".join(prompt.split()) and "step at 60 % of the floor" not in prompt
