@@ -245,15 +245,18 @@ class Context:
         fix: str,
         detail: str = "",
         saving_bytes: float = 0.0,
+        example_rows: np.ndarray | None = None,
     ) -> dict:
-        """One finding; times per step, the saving capped at the step (`saving_bytes`: a memory finding's)."""
+        """One finding; times per step, the saving capped at the step (`saving_bytes`: a memory finding's). Its
+        example is the longest of `example_rows` (default: of `rows`, the events it counts)."""
         assert confidence in CONFIDENCE
         rows = np.asarray(rows, dtype=np.int64)
         step = self.step_us if self.step_us > 0 else float("nan")
         example, example_ts = "", float("nan")
-        if len(rows):
-            durs = self.ev["dur"].to_numpy()[rows]
-            r = int(rows[int(np.argmax(durs))])
+        pick = rows if example_rows is None or not len(example_rows) else np.asarray(example_rows, dtype=np.int64)
+        if len(pick):
+            durs = self.ev["dur"].to_numpy()[pick]
+            r = int(pick[int(np.argmax(durs))])
             example, example_ts = str(self.ev["name"].iat[r]), float(self.ev["ts"].iat[r] - self.t0)
         saving = float(min(max(saving_us, 0.0), self.step_us))
         pct = 100.0 * time_us / step

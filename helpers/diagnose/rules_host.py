@@ -107,12 +107,10 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
             f"; {work.long_share:.0%} of the wait is in gaps of {LONG_WAIT_US:.0f} us or more, and for "
             f"{work.share:.0%} of the whole wait {held}"
         )
-        # the finding's example is its longest row: the host work's instances are longer than the kernels
-        rows = np.concatenate([work.rows, rows])
     finding, fix = host_work_fix(work)
     f = ctx.finding(
         "gpu_idle_cpu_bound", finding, rows, idle, saving, "high" if idle > 0.2 * ctx.step_us else "medium", "08",
-        fix, detail,
+        fix, detail, example_rows=work.rows,  # the host work, when named, is what to look at
     )  # fmt: skip
     return [f]
 
