@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from helpers.trace.categories import STEP_PREFIX
+from helpers.trace.categories import LAUNCH_CATEGORIES, STEP_PREFIX
 
 # a wait this long is no launch overhead: the host was busy with something else
 LONG_WAIT_US = 100.0
@@ -18,19 +18,20 @@ DOMINANT_SHARE = 0.5
 # the longest waits looked at, enough to name a cause on any trace without a pass per wait over all of it
 MAX_WAITS = 256
 NO_OPERATOR = "no profiled operator"
-RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
+GRAPH_LAUNCHES = "CUDA graph launches (cudaGraphLaunch)"
 # the allocator's driver calls, counted as one activity: they sit inside operators or in none (empty_cache)
 ALLOCATOR = "the CUDA allocator (cudaMalloc, cudaFree)"
 
 
 @dataclass(frozen=True)
 class HostWork:
-    """The long waits' share of the GPU's idle time and what filled most of them."""
+    """The long waits' share of the GPU's idle time and what filled most of the ones read."""
 
     long_share: float  # of the idle time, in waits of at least LONG_WAIT_US
-    name: str | None  # the host operator (or NO_OPERATOR) that filled most of the long waits, if one did
-    share: float  # of the idle time, held by `name`
+    name: str | None  # what filled most of the long waits read, if one thing did
+    share: float  # of the long waits read, held by `name`
     rows: np.ndarray  # the instances of `name` that overlap the long waits
+    fillers: tuple[str, ...] = ()  # the two largest fillers, when none holds DOMINANT_SHARE
 
 
 def outermost_host_ops(ev: pd.DataFrame) -> np.ndarray:
@@ -50,73 +51,76 @@ def outermost_host_ops(ev: pd.DataFrame) -> np.ndarray:
 
 
 def host_work_in_waits(
-    ev: pd.DataFrame, t0: float, starts: np.ndarray, ends: np.ndarray, allocator_calls: frozenset[str] = frozenset()
+    ev: pd.DataFrame,
+    t0: float,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    launch_rows: np.ndarray,
+    allocator_calls: frozenset[str] = frozenset(),
 ) -> HostWork:
-    """Which host range fills the GPU's waits [starts, ends) (trace-relative us): the long waits' share of the idle
-    time and, when one operator, the allocator (runtime calls named in `allocator_calls`) or no operator fills at
-    least DOMINANT_SHARE of it, its name and instances.
+    """Which host range fills the GPU's waits [starts, ends) (trace-relative us), each ended by the work its launch
+    call (`launch_rows`, -1 when unknown) issued: the long waits' share of the idle time and, when one operator,
+    the allocator (runtime calls named in `allocator_calls`), graph launches or no operator fills at least
+    DOMINANT_SHARE of the long waits read, its name and instances.
 
-    Only the thread that launched the work ending a wait is read (another thread's work did not delay that
-    launch), and an operator that launches device work inside the wait is the launching itself, its own dispatch
-    cost: it is not named (launch-bound), though it still counts as covered time."""
+    A wait is read on the thread of its launch call only (another thread's work did not delay that launch). The
+    operator around that call is its own dispatch: it counts as covered time but is never named (launch-bound)."""
     starts, ends = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
+    launch_rows = np.asarray(launch_rows, dtype=np.int64)
     idle = np.where(np.isfinite(starts) & np.isfinite(ends), np.maximum(ends - starts, 0.0), 0.0)
     total = float(idle.sum())
     long = np.flatnonzero(idle >= LONG_WAIT_US)
+    none = np.empty(0, dtype=np.int64)
     if total <= 0 or not len(long):
-        return HostWork(0.0, None, 0.0, np.empty(0, dtype=np.int64))
+        return HostWork(0.0, None, 0.0, none)
+    long_share = float(idle[long].sum()) / total
+    long = long[launch_rows[long] >= 0]  # a wait whose launch is unknown cannot say what delayed it
     long = long[np.argsort(-idle[long], kind="stable")[:MAX_WAITS]]
-    ops = outermost_host_ops(ev)
+    if not len(long):
+        return HostWork(long_share, None, 0.0, none)
     host = ~ev["on_device"].to_numpy()
+    names_all = ev["name"].to_numpy(dtype=object)
+    ops = outermost_host_ops(ev)
     calls = np.flatnonzero(host & ev["name"].isin(allocator_calls).to_numpy())
+    is_graph = host & pd.Series(names_all, dtype=object).str.contains("GraphLaunch", regex=False).to_numpy()
+    graphs = np.flatnonzero(is_graph)
     # other runtime calls (a synchronize, a launch) cover host time but are other rules' findings, never named here
-    runtime = host & ev["cat"].isin(RUNTIME_CATEGORIES).to_numpy() & ~ev["name"].isin(allocator_calls).to_numpy()
-    other = np.flatnonzero(runtime)
-    ranges = np.concatenate([ops, calls, other])
+    runtime = host & ev["cat"].isin(LAUNCH_CATEGORIES).to_numpy() & ~ev["name"].isin(allocator_calls).to_numpy()
+    other = np.flatnonzero(runtime & ~is_graph)
+    ranges = np.concatenate([ops, calls, graphs, other])
     ts = ev["ts"].to_numpy(dtype=float) - t0
     a = ts[ranges]
     b = a + np.maximum(np.nan_to_num(ev["dur"].to_numpy(dtype=float)[ranges]), 0.0)
-    codes, uniques = pd.factorize(pd.Series(ev["name"].to_numpy(dtype=object)[ops], dtype=object))
-    allocator_code = len(uniques)
-    names = [*map(str, uniques), ALLOCATOR]
-    # slots past the names: no operator, then the runtime calls' covered time
-    codes = np.concatenate([codes, np.full(len(calls), allocator_code), np.full(len(other), len(names) + 1)])
+    codes, uniques = pd.factorize(pd.Series(names_all[ops], dtype=object))
+    names = [*map(str, uniques), ALLOCATOR, GRAPH_LAUNCHES, NO_OPERATOR]
+    k = len(uniques)
+    # the slot past the names: the runtime calls' covered time
+    codes = np.concatenate([codes, np.full(len(calls), k), np.full(len(graphs), k + 1), np.full(len(other), k + 3)])
     lanes = ev["lane"].to_numpy(dtype=object)
     range_lanes = lanes[ranges]
-    # the calls that launched device work, by time: a wait ends at a launch made during it
-    launch = ev["launch"].to_numpy()
-    calls_made = np.unique(launch[launch >= 0])
-    made_ts = ts[calls_made]
-    order = np.argsort(made_ts, kind="stable")
-    calls_made, made_ts = calls_made[order], made_ts[order]
-    made_on = {lane: made_ts[lanes[calls_made] == lane] for lane in pd.unique(lanes[calls_made])}
-    held = np.zeros(len(names) + 1)  # the last slot: no operator
+    held = np.zeros(len(names))
     hit = np.zeros(len(ranges), dtype=bool)
     for g in long:
         s, e = float(starts[g]), float(ends[g])
-        lo, hi = np.searchsorted(made_ts, [s, e], side="right")
-        if hi > lo:  # the thread whose launch ended the wait, and its launches
-            lane = lanes[calls_made[hi - 1]]
-            near, made = range_lanes == lane, made_on[lane]
-        else:
-            near, made = np.ones(len(ranges), dtype=bool), made_ts
-        over = np.clip(np.minimum(b, e) - np.maximum(a, s), 0.0, None) * near
+        call = int(launch_rows[g])
+        over = np.clip(np.minimum(b, e) - np.maximum(a, s), 0.0, None) * (range_lanes == lanes[call])
         inside = np.flatnonzero(over > 0)
-        # an operator that launches inside the wait is the launch, not work beside it
         first, last = np.maximum(a[inside], s), np.minimum(b[inside], e)
-        launching = np.searchsorted(made, last, side="right") > np.searchsorted(made, first, side="left")
+        # the operator around the wait's own launch call is that launch's dispatch, not work beside it
+        launching = (a[inside] <= ts[call]) & (b[inside] >= ts[call]) & (codes[inside] < k)
         named = inside[~launching]
         hit[named] = True
-        held[: len(names)] += np.bincount(codes[named], weights=over[named], minlength=len(names) + 2)[: len(names)]
+        held += np.bincount(codes[named], weights=over[named], minlength=len(names) + 1)[: len(names)]
         # what no range covers is host time outside any operator (ranges nest: their union)
         held[-1] += (e - s) - _union(first, last)
-    long_share = float(idle[long].sum()) / total
-    best = int(np.argmax(held))
-    if held[best] < DOMINANT_SHARE * total:
-        return HostWork(long_share, None, 0.0, np.empty(0, dtype=np.int64))
-    if best == len(names):
-        return HostWork(long_share, NO_OPERATOR, min(held[best] / total, 1.0), np.empty(0, dtype=np.int64))
-    return HostWork(long_share, names[best], min(held[best] / total, 1.0), ranges[hit & (codes == best)])
+    read = float(idle[long].sum())
+    order = np.argsort(-held, kind="stable")
+    best = int(order[0])
+    if held[best] < DOMINANT_SHARE * read:
+        top = tuple(names[i] for i in order[:2] if held[i] > 0.1 * read)
+        return HostWork(long_share, None, 0.0, none, top)
+    rows = ranges[hit & (codes == best)] if best != len(names) - 1 else none
+    return HostWork(long_share, names[best], min(held[best] / read, 1.0), rows)
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -133,11 +137,26 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> float:
 
 def host_work_fix(work: HostWork) -> tuple[str, str]:
     """The finding's title and fix for the GPU's waits, by what filled them."""
-    if work.name is None:
+    if work.long_share < DOMINANT_SHARE or (work.name is None and not work.fillers):
         return (
             "The GPU waits for the CPU: kernels are launched too slowly to keep it busy (launch-bound)",
             "Capture the step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.graphs), fuse "
             "small kernels with torch.compile, or give each kernel more work (a bigger batch)",
+        )
+    if work.name is None:
+        return (
+            f"The GPU waits for the CPU in long gaps that no single host activity fills (mostly "
+            f"{' and '.join(work.fillers)})",
+            "Read the host's side of the longest gaps in the timeline and move that work out of the step (inputs "
+            "prepared ahead by a DataLoader with num_workers > 0, logging less often); CUDA graphs and compile "
+            "remove launches, not this work",
+        )
+    if work.name == GRAPH_LAUNCHES:
+        return (
+            "The GPU waits for the CPU between CUDA graph replays: the graph launches themselves fill the waits",
+            "The step already runs as a CUDA graph: keep the queue full across replays (launch the next replay "
+            "before reading a result: no synchronize or .item() between them), capture more of the step in fewer "
+            "graphs, and upload a graph once before timing (graph.upload(), or a warm-up replay)",
         )
     if work.name == ALLOCATOR:
         return (

@@ -15,7 +15,7 @@ from helpers.trace.ranks import event_ranks
 
 from .critical_path import SYNC_CALLS
 from .findings import Context
-from .host_work import LONG_WAIT_US, NO_OPERATOR, host_work_fix, host_work_in_waits
+from .host_work import DOMINANT_SHARE, LONG_WAIT_US, NO_OPERATOR, host_work_fix, host_work_in_waits
 
 # Operators that force a synchronisation when their tensors live on a GPU.
 SYNCING_OPS = {"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select"}
@@ -99,14 +99,17 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
         f"run under 10 us; median kernel {kernels['dur'].median():.1f} us"
     )
     work = host_work_in_waits(
-        ctx.ev, ctx.t0, cpu["start_us"].to_numpy(), cpu["end_us"].to_numpy(), frozenset(ALLOCATOR_CALLS)
-    )
-    if work.name is not None:
-        held = "no profiled operator ran" if work.name == NO_OPERATOR else f"the host was in {work.name}"
-        detail += (
-            f"; {work.long_share:.0%} of the wait is in gaps of {LONG_WAIT_US:.0f} us or more, and for "
-            f"{work.share:.0%} of the whole wait {held}"
-        )
+        ctx.ev, ctx.t0, cpu["start_us"].to_numpy(), cpu["end_us"].to_numpy(), cpu["launch_row"].to_numpy(),
+        frozenset(ALLOCATOR_CALLS),
+    )  # fmt: skip
+    if work.long_share >= DOMINANT_SHARE and (work.name is not None or work.fillers):
+        if work.name is None:
+            held = f"mostly in {' and '.join(work.fillers)}, none for half of them"
+        elif work.name == NO_OPERATOR:
+            held = f"in no profiled operator for {work.share:.0%} of them"
+        else:
+            held = f"in {work.name} for {work.share:.0%} of them"
+        detail += f"; {work.long_share:.0%} of the wait is in gaps of {LONG_WAIT_US:.0f} us or more, the host {held}"
     finding, fix = host_work_fix(work)
     f = ctx.finding(
         "gpu_idle_cpu_bound", finding, rows, idle, saving, "high" if idle > 0.2 * ctx.step_us else "medium", "08",

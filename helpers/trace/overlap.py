@@ -61,7 +61,7 @@ def _gpu_of(lanes: np.ndarray) -> np.ndarray:
 
 def device_work(trace: Trace) -> pd.DataFrame:
     """Device work, one row each: rank, gpu, step, start/end (us), class (compute, communication or memory),
-    and the launch call's times."""
+    and the launch call's times and row in the events table (-1 when unknown)."""
     check_trace(trace)
     ev = trace.events
     kinds = work_kinds(ev)
@@ -89,6 +89,7 @@ def device_work(trace: Trace) -> pd.DataFrame:
             "end_us": ts[rows] + np.maximum(dur[rows], 0.0) - t0,
             "launch_start": np.where(has, ts[np.maximum(launch, 0)] - t0, np.nan),
             "launch_end": np.where(has, ts[np.maximum(launch, 0)] + dur[np.maximum(launch, 0)] - t0, np.nan),
+            "launch_row": np.where(has, launch, -1),
         }
     )
     return table.sort_values(["rank", "gpu", "start_us"], kind="stable").reset_index(drop=True)
@@ -96,7 +97,8 @@ def device_work(trace: Trace) -> pd.DataFrame:
 
 def idle_gaps(trace: Trace, min_us: float = 0.0) -> pd.DataFrame:
     """Every stretch a GPU had nothing running between its first and last work of at least `min_us`, with its
-    cause and ``launch_lead_us`` (how long before the gap the next work's launch call had ended)."""
+    cause, ``launch_lead_us`` (how long before the gap the next work's launch call had ended) and ``launch_row``
+    (that call's row in the events table, -1 when unknown)."""
     work = device_work(trace)
     out = []
     for (rank, gpu), g in work.groupby(["rank", "gpu"], sort=True):
@@ -121,10 +123,22 @@ def idle_gaps(trace: Trace, min_us: float = 0.0) -> pd.DataFrame:
                     "cause": cause,
                     "next_kernel": g["name"].to_numpy()[starts_group],
                     "launch_lead_us": gap_start - launch_end,
+                    "launch_row": g["launch_row"].to_numpy()[starts_group],
                 }
             )
         )
-    cols = ["rank", "gpu", "step", "start_us", "end_us", "idle_us", "cause", "next_kernel", "launch_lead_us"]
+    cols = [
+        "rank",
+        "gpu",
+        "step",
+        "start_us",
+        "end_us",
+        "idle_us",
+        "cause",
+        "next_kernel",
+        "launch_lead_us",
+        "launch_row",
+    ]
     if not out:
         return pd.DataFrame(columns=cols)
     gaps = pd.concat(out, ignore_index=True)
