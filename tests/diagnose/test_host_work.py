@@ -90,12 +90,9 @@ def test_waits_spent_in_the_allocator_point_at_it(tmp_path):
     for n in range(3):
         t = 5000 * n
         k.step(n + 1, t, 5000)
-        k.cpu("aten::mm", t + 2, 20)
-        k.launch(GEMM, t + 5, 10, t + 20, 400)
         for i in range(8):  # torch.cuda.empty_cache(): the driver frees block after block, inside no operator
             k.runtime("cudaFree", t + 450 + 500 * i, 480)
-        k.cpu("aten::mm", t + 4500, 20)
-        k.launch(GEMM, t + 4505, 10, t + 4520, 400)
+        _wait_then(k, t)
     [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
     assert "in the CUDA allocator (cudaMalloc, cudaFree)" in f["finding"] and "empty_cache" in f["fix"]
 
