@@ -64,3 +64,10 @@ def test_the_clean_loop_raises_no_planted_kind_of_problem():
     # what it does raise is real: launch gaps of a profiled step (no host work named), the loss's pointwise chain
     idle = found[found["rule"] == "gpu_idle_cpu_bound"].iloc[0]
     assert idle["finding"].endswith("(launch-bound)")
+
+
+def test_a_third_party_trace_with_a_single_process_data_loader_names_it():
+    """TensorBoard plugin's ResNet-50 sample (num_workers=0): the GPU waits while the main process loads a batch."""
+    found = diagnose(DATA / "kineto__plugin_samples_resnet50_num_workers_0_worker0.pt.trace.json.gz")
+    idle = found[found["rule"] == "gpu_idle_cpu_bound"].iloc[0]
+    assert "enumerate(DataLoader)" in idle["finding"] and "num_workers > 0" in idle["fix"]
