@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import time
 from pathlib import Path
 
 import pytest
@@ -181,18 +180,29 @@ def test_families_cover_95_percent_of_the_training_set(reference_times, capsys) 
     assert reference[0] >= 0.95 and reference[1] >= 0.95
 
 
-def test_one_thousand_distinct_30k_names_decode_in_seconds() -> None:
+def test_one_thousand_distinct_30k_names_are_read_only_up_to_the_cap_and_then_cached(monkeypatch) -> None:
+    """The work per name is bounded by what the parsers are given (READ_CHARS), not by the name's length; the
+    second pass is served from the cache. Structural, so a slow machine cannot fail it."""
+    import helpers.trace.kernel_names as kn
+
     names = [f"void lib{i}::kernel_{i}<" + ", ".join(f"Shape<{i}, {j}, 64>" for j in range(2500)) for i in range(1000)]
     names = [n[:30_000] + ">(Params)" for n in names]
     assert all(30_000 < len(n) < MAX_NAME_CHARS for n in names)
-    start = time.perf_counter()
+    seen: list[int] = []
+
+    def spy(parser):
+        def read(text):
+            seen.append(len(text))
+            return parser(text)
+
+        return read
+
+    monkeypatch.setattr(kn, "_PARSERS", [spy(p) for p in kn._PARSERS])
     table = decode_kernels(names)
-    first = time.perf_counter() - start
-    start = time.perf_counter()
+    assert len(table) == 1000 and seen and max(seen) <= READ_CHARS
+    hits = kn._decode_cached.cache_info().hits
     decode_kernels(names)
-    again = time.perf_counter() - start
-    assert len(table) == 1000 and first < 5.0, first
-    assert again < first  # the second pass reads the cache
+    assert kn._decode_cached.cache_info().hits - hits == 1000  # the second pass reads the cache
     assert f"first {READ_CHARS:,} of its" in decode_kernel(names[0])["summary"]
 
 
