@@ -39,7 +39,8 @@ def _loops(torch, nn, device: str) -> dict[str, tuple[Callable[[], None], set[st
     fused = device == "cuda"
 
     def mlp(dim: int, hidden: int, n: int, dtype=torch.float32) -> nn.Module:
-        return nn.Sequential(*[m for _ in range(n) for m in (nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))]).to(device, dtype)  # fmt: skip
+        blocks = [(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim)) for _ in range(n)]
+        return nn.Sequential(*[m for block in blocks for m in block]).to(device, dtype)
 
     def train(loss, opt) -> None:
         loss.backward()
@@ -49,7 +50,9 @@ def _loops(torch, nn, device: str) -> dict[str, tuple[Callable[[], None], set[st
     def moe():
         dim, experts, tokens = 1024, 8, 4096
         router = nn.Linear(dim, experts).to(device)
-        ffn = nn.ModuleList(nn.Sequential(nn.Linear(dim, 4 * dim), nn.SiLU(), nn.Linear(4 * dim, dim)) for _ in range(experts)).to(device)  # fmt: skip
+        ffn = nn.ModuleList(
+            nn.Sequential(nn.Linear(dim, 4 * dim), nn.SiLU(), nn.Linear(4 * dim, dim)) for _ in range(experts)
+        ).to(device)
         opt = torch.optim.AdamW([*router.parameters(), *ffn.parameters()], lr=1e-4, fused=fused)
         x = torch.randn(tokens, dim, device=device)
 
@@ -130,7 +133,10 @@ def _loops(torch, nn, device: str) -> dict[str, tuple[Callable[[], None], set[st
         def gelu(h):
             return 0.5 * h * (1 + torch.tanh(0.7978845608 * (h + 0.044715 * h * h * h)))
 
-        return lambda: train(w2(rms(gelu(w1(rms(x))))).float().square().mean(), opt), {"unfused_elementwise"}, "RMSNorm and tanh-GELU by hand"  # fmt: skip
+        def step():
+            train(w2(rms(gelu(w1(rms(x))))).float().square().mean(), opt)
+
+        return step, {"unfused_elementwise"}, "RMSNorm and tanh-GELU by hand"
 
     def tiny_batch():
         model = mlp(256, 1024, 12)

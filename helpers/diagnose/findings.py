@@ -11,6 +11,7 @@ import pandas as pd
 
 from helpers.trace.categories import STEP_PREFIX, work_kinds
 from helpers.trace.kernel_names import decode_kernel, decode_kernels
+from helpers.trace.links import marked_ancestor
 from helpers.trace.model import Trace
 from helpers.trace.overlap import union
 
@@ -100,9 +101,15 @@ class Context:
         return len(self.steps)
 
     @cached_property
+    def path_rank(self) -> int | None:
+        """The rank whose critical path is walked: the lowest of a run (None for one process's trace)."""
+        ranks = self.ev["rank"][self.ev["rank"] >= 0] if "rank" in self.ev.columns else []
+        return int(ranks.min()) if len(ranks) else None
+
+    @cached_property
     def path(self) -> pd.DataFrame:
         """The critical path over the analysed steps (pieces; ``event`` = row of the events table)."""
-        rank = int(self.ev["rank"][self.ev["rank"] >= 0].min()) if "rank" in self.ev.columns else None
+        rank = self.path_rank
         steps = self.steps
         if len(self.ev) > PATH_EVENT_LIMIT and len(steps) > 3:
             # a long walk in Python on a huge trace: the last steps tell the same story
@@ -290,31 +297,18 @@ class Context:
 
     def under(self, rows: np.ndarray | list) -> np.ndarray:
         """Per event: it is one of `rows` or nested inside one of them (on the host)."""
-        ev = self.ev
-        mark = np.zeros(len(ev), dtype=bool)
+        mark = np.zeros(len(self.ev), dtype=bool)
         mark[np.asarray(rows, dtype=np.int64)] = True
         if not mark.any():
             return mark
-        parent = ev["parent"].to_numpy()
-        hit, cur = mark.copy(), parent.copy()
-        while (cur >= 0).any():  # climb all rows one level at a time
-            live = cur >= 0
-            hit |= live & mark[np.maximum(cur, 0)]
-            cur = np.where(live, parent[np.maximum(cur, 0)], -1)
-        return hit
+        return marked_ancestor(self.ev["parent"].to_numpy(), mark) >= 0
 
     def nearest_mark(self, mark: np.ndarray) -> np.ndarray:
         """Per event: the `mark` (>= 0) of itself or its nearest marked host ancestor, else -1. One pass over the
         events for all the marked rows together, where :meth:`under` is one pass per set."""
-        parent = self.ev["parent"].to_numpy()
-        out = np.asarray(mark).copy()
-        cur = np.where(out < 0, parent, -1)
-        while (cur >= 0).any():  # climb the unresolved rows one level at a time
-            live = cur >= 0
-            found = live & (mark[np.maximum(cur, 0)] >= 0)
-            out[found] = mark[cur[found]]
-            cur = np.where(live & ~found, parent[np.maximum(cur, 0)], -1)
-        return out
+        mark = np.asarray(mark)
+        nearest = marked_ancestor(self.ev["parent"].to_numpy(), mark >= 0)
+        return np.where(nearest >= 0, mark[np.maximum(nearest, 0)], -1)
 
     def operators_under(self, rows: np.ndarray) -> int:
         """How many host operators (``cpu_op``) the given rows are or hold (nested ones included)."""

@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 
 from helpers.trace.categories import LAUNCH_CATEGORIES, STEP_PREFIX
+from helpers.trace.links import marked_ancestor
 
 # a wait this long is no launch overhead: the host was busy with something else
 LONG_WAIT_US = 100.0
 # one host operator (or none) filling at least this share of the long waits is named as their cause
 DOMINANT_SHARE = 0.5
-# the longest waits looked at, enough to name a cause on any trace without a pass per wait over all of it
+# the longest waits read: each is one pass over the host's ranges, so this bounds the cost on a huge trace
 MAX_WAITS = 256
 NO_OPERATOR = "no profiled operator"
 GRAPH_LAUNCHES = "CUDA graph launches (cudaGraphLaunch)"
@@ -41,13 +42,8 @@ def outermost_host_ops(ev: pd.DataFrame) -> np.ndarray:
     names = pd.Series(ev["name"].to_numpy(dtype=object), dtype=object)
     is_op = (~ev["on_device"].to_numpy()) & (ev["cat"].to_numpy(dtype=object) == "cpu_op")
     is_op &= ~names.str.startswith(STEP_PREFIX).to_numpy()
-    parent = ev["parent"].to_numpy()
-    below_op, cur = np.zeros(len(ev), dtype=bool), parent.copy()
-    while (cur >= 0).any():  # climb every row one level at a time
-        live = cur >= 0
-        below_op |= live & is_op[np.maximum(cur, 0)]
-        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
-    return np.flatnonzero(is_op & ~below_op)
+    outer = marked_ancestor(ev["parent"].to_numpy(), is_op, outermost=True)
+    return np.flatnonzero(is_op & (outer == np.arange(len(ev))))
 
 
 def host_work_in_waits(

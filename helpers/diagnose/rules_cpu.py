@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.trace.aten_ops import aten_family
+from helpers.trace.links import marked_ancestor
 
 from .findings import Context, typical_by_key
 
@@ -32,13 +33,7 @@ def _units(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     comp &= family != "unknown"  # autograd nodes, wrappers, views: not work of their own
     node = host & pd.Series(names, dtype=object).str.startswith(AUTOGRAD_NODE).to_numpy()
     unit_mark = comp | node
-    root = np.where(unit_mark, np.arange(len(ev)), -1)
-    cur = parent.copy()
-    while (cur >= 0).any():  # climb one level at a time, all rows together; the outermost wins
-        live = cur >= 0
-        hit = live & unit_mark[np.maximum(cur, 0)]
-        root = np.where(hit, cur, root)
-        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    root = marked_ancestor(parent, unit_mark, outermost=True)
     units = np.flatnonzero(unit_mark & (root == np.arange(len(ev))) & ctx.in_steps)
     # a unit is elementwise when it runs an elementwise operator and nothing heavier than a copy
     # (a Python scalar in ``x * 0.5`` becomes a tensor through a small copy first)

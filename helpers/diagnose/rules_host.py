@@ -85,17 +85,29 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
             cpu["idle_us"] -= cut
             cpu["start_us"] += cut
         cpu = cpu[cpu["idle_us"] > 0]
+    # the critical path is one rank's: its GPUs' gaps are where the path can spend host time
+    on_path = cpu if ctx.path_rank is None else cpu[cpu["rank"] == ctx.path_rank]
+    per_gpu = cpu.groupby(["rank", "gpu"], sort=True)["idle_us"].sum()
+    where = ""
+    if len(per_gpu) > 1:
+        # each GPU waits on its own: the most idle one is the finding, not their sum
+        rank, gpu = per_gpu.idxmax()
+        cpu = cpu[(cpu["rank"] == rank) & (cpu["gpu"] == gpu)]
+        where = f" (rank {rank}, GPU {gpu}: the most idle of {len(per_gpu)} GPUs)"
     idle = float(cpu["idle_us"].sum()) / ctx.per_step
     if idle <= 0.05 * ctx.step_us:
         return []
     kernels = ctx.work[ctx.work["kind"] == "kernel"]
     small = int((kernels["dur"] < 10).sum())
     # what the path spends on the host while the GPU waits for it
-    saving = ctx.path_time_in(cpu["start_us"].to_numpy(), cpu["end_us"].to_numpy(), ("cpu", "cpu gap", "launch delay"))
+    on_path = on_path if len(on_path) else cpu
+    saving = ctx.path_time_in(
+        on_path["start_us"].to_numpy(), on_path["end_us"].to_numpy(), ("cpu", "cpu gap", "launch delay")
+    )
     w = ctx.work
     rows = w.loc[np.isin(np.round(w["start"] - ctx.t0, 3), np.round(cpu["end_us"].to_numpy(), 3)), "row"].to_numpy()
     detail = (
-        f"{len(cpu):,} GPU gaps where the next launch came late; {small:,} of {len(kernels):,} kernels "
+        f"{len(cpu):,} GPU gaps where the next launch came late{where}; {small:,} of {len(kernels):,} kernels "
         f"run under 10 us; median kernel {kernels['dur'].median():.1f} us"
     )
     work = host_work_in_waits(

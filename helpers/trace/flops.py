@@ -25,6 +25,7 @@ from .flop_counts import (
     count,
     parse_shapes,
 )
+from .links import marked_ancestor
 from .model import Trace, check_trace
 
 __all__ = ["achieved_flops", "parse_shapes"]  # parse_shapes: read here by helpers.diagnose
@@ -66,18 +67,10 @@ def _concrete_inputs(trace: Trace, rows: np.ndarray) -> dict[int, list]:
 def _anchors(ev: pd.DataFrame, counted: np.ndarray) -> np.ndarray:
     """For each device work row: the innermost `counted` op at or above the op that launched it (-1 if none)."""
     kernels = np.flatnonzero(device_work_mask(ev))
-    current = ev["launched_by"].to_numpy()[kernels].copy()
-    parent = ev["parent"].to_numpy()
+    launcher = ev["launched_by"].to_numpy()[kernels]
+    nearest = marked_ancestor(ev["parent"].to_numpy(), counted)
     anchor = np.full(len(ev), -1, dtype=np.int64)
-    found = np.full(len(kernels), -1, dtype=np.int64)
-    for _ in range(64):  # nesting depth; real traces stay far below
-        alive = (current >= 0) & (found < 0)
-        if not alive.any():
-            break
-        hit = alive & counted[np.maximum(current, 0)]
-        found[hit] = current[hit]
-        move = alive & ~hit
-        current[move] = parent[current[move]]
+    found = np.where(launcher >= 0, nearest[np.maximum(launcher, 0)], -1)
     anchor[kernels] = found
     return anchor
 

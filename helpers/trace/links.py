@@ -177,6 +177,24 @@ def _inherit(parent: np.ndarray, depth: np.ndarray, rows: np.ndarray, is_self: n
     return out
 
 
+def marked_ancestor(parent: np.ndarray, mark: np.ndarray, outermost: bool = False) -> np.ndarray:
+    """For each row: itself when marked, else its nearest marked ancestor (``parent`` chain), or -1 when none.
+    With ``outermost``: the outermost marked row among itself and its ancestors instead."""
+    parent = np.asarray(parent, dtype=np.int64)
+    mark = np.asarray(mark, dtype=bool)
+    if parent.shape != mark.shape:
+        raise ValueError(f"parent and mark must have one entry per event: got {parent.shape} and {mark.shape}")
+    out = np.where(mark, np.arange(len(parent)), -1)
+    cur = parent.copy() if outermost else np.where(mark, -1, parent)
+    while (cur >= 0).any():  # climb one level at a time, all rows together
+        live = cur >= 0
+        safe = np.maximum(cur, 0)
+        hit = live & mark[safe]
+        out[hit] = cur[hit]
+        cur = np.where(live & (outermost | ~hit), parent[safe], -1)
+    return out
+
+
 def _step_numbers(codes: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     """'ProfilerStep#12' -> 12 for each name (-1 for other names), computed once per distinct name."""
     nums = np.full(len(uniques), -1, dtype=np.int64)

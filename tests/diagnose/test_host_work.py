@@ -4,10 +4,13 @@ the finding's title and fix follow (graphs and compile remove launches, not host
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+import helpers
 from helpers.diagnose import diagnose, rules_host
 from helpers.diagnose.findings import Context
 from helpers.diagnose.host_work import NO_OPERATOR, host_work_in_waits, outermost_host_ops
+from helpers.trace.ranks import load_traces
 from tests.diagnose.synthetic import Kineto
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
@@ -167,3 +170,19 @@ def test_long_waits_shared_by_two_operators_name_both_and_not_launch_overhead(tm
     [f] = rules_host.gpu_idle_cpu_bound(Context(k.load(tmp_path)))
     assert "no single host activity fills" in f["finding"] and "aten::randn and aten::stack" in f["finding"]
     assert "CUDA graphs and compile remove launches, not this work" in f["fix"]
+
+
+def test_a_run_reads_its_most_idle_gpu_instead_of_adding_every_ranks_waits(tmp_path):
+    files = []
+    for rank, pause in ((0, "aten::randn"), (1, None)):  # rank 1's GPU waits as long, in no operator
+        k = Kineto()
+        for n in range(3):
+            _step_with_a_host_pause(k, n + 1, 5000 * n, pause)
+        doc = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+        files.append(k.write(tmp_path / f"rank{rank}.json", **doc))
+    one = rules_host.gpu_idle_cpu_bound(Context(helpers.load_trace(files[0])))[0]
+    [f] = rules_host.gpu_idle_cpu_bound(Context(load_traces(files)))
+    # the same per-step idle time as one rank's trace, not twice it; the saving is read on the path's rank
+    assert f["time_us"] == pytest.approx(one["time_us"], rel=0.02)
+    assert f["saving_upper_bound_us"] == pytest.approx(one["saving_upper_bound_us"], rel=0.02)
+    assert "the most idle of 2 GPUs" in f["evidence"]
