@@ -52,7 +52,7 @@ class Feedback:
 class Exercise:
     """One question: title, why the answer is what it is (``{name}`` fields filled from a check's ``details``),
     a hint, and whether the expected value is measured, computed or a reference. A ``guess`` is asked before the
-    evidence and graded against this run's measurement, which a busy machine can change: a full lesson's
+    evidence and graded against this run's measurement, which an unsteady machine (other work, or its clocks) can change: a full lesson's
     :meth:`Exercises.assert_all_correct` needs it answered, not right."""
 
     title: str

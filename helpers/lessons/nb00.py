@@ -70,13 +70,13 @@ def slowest_call_sentence(op: str, calls: int, median_us: float, max_us: float, 
         )
     return head + (
         f"No call stands out: none took more than {STANDS_OUT_RATIO:.0f} times the median this time, so total, average "
-        "and median tell the same story. On a busy machine they do not; the median does not move."
+        "and median tell the same story. On a machine that does not run steadily (other work, or its clocks) they do not; the median does not move."
     )
 
 
 def profiler_cost_sentence(unprofiled_us: float, profiled_us: float, share: float = NOISE_SHARE) -> str:
     """What one call's host time with and without the profiler says: the profiler's cost when the profiled call is
-    longer beyond ``share`` of the larger, level within it, and a machine too busy to tell when it is shorter."""
+    longer beyond ``share`` of the larger, level within it, and a machine too unsteady to tell when it is shorter."""
     if not (unprofiled_us > 0 and profiled_us > 0):
         raise ValueError(f"need two positive times, got {unprofiled_us!r} and {profiled_us!r}")
     if not 0 <= share < 1:
@@ -87,8 +87,8 @@ def profiler_cost_sentence(unprofiled_us: float, profiled_us: float, share: floa
     if diff < -noise:
         return (
             f"Under the profiler it came out faster ({-diff:,.1f} us less): the profiler only adds work, so something "
-            "else on the machine (other work, or its clocks) slowed the unprofiled calls. The machine was too busy to measure the profiler's cost "
-            "here."
+            "else on the machine (other work, or its clocks) slowed the unprofiled calls. The machine ran too "
+            "unsteadily to measure the profiler's cost here."
         )
     return (
         f"The two are within {share:.0%} of each other: the profiler's cost per call is inside this run's noise here."

@@ -111,7 +111,7 @@ def end_to_end_why(
     if unclear:
         notes = "; ".join(f"{k}: {'; '.join(readings[k].notes)}" for k in unclear if isinstance(readings[k], Reading))
         return (
-            f"The machine was too busy to tell here whether the CPU or the GPU set the pace of {' and '.join(unclear)}"
+            f"The machine was too unsteady to tell here whether the CPU or the GPU set the pace of {' and '.join(unclear)}"
             + (f" ({notes})" if notes else "")
             + ". Something else on the machine (other work, or its clocks) slowed these rounds: read them as this "
             "run's, not as the workload's."

@@ -106,7 +106,7 @@ def hiding_sentence(times: pd.DataFrame) -> str:
             f"The times of {shown_d} contradict each other: a synchronised call includes issuing it and waits for "
             "nothing but that and its kernels, calls that do not wait cannot be slower than calls that do, and a "
             "graph replay removes the host's work. Something else on "
-            "the GPU or host (other work, or its clocks) disturbed them (too busy to tell, as lesson 04 says): they "
+            "the GPU or host (other work, or its clocks) disturbed them (too unsteady to tell, as lesson 04 says): they "
             "name no host cause and "
             "rank nothing."
         )

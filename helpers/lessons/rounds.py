@@ -26,7 +26,7 @@ TOO_CLOSE = "both answers are accepted, and this is why"
 # A settled-by-nobody answer's status: TIE only for the spread rule (:func:`too_close`); BUSY when something else
 # on the machine slowed the readings; UNDECIDED when the run holds nothing to decide with (one number, an
 # unlabelled peak, no measurement).
-TIE, BUSY, UNDECIDED = "too close to call", "too busy to tell", "cannot tell here"
+TIE, BUSY, UNDECIDED = "too close to call", "too unsteady to tell", "cannot tell here"
 
 
 @dataclass(frozen=True)

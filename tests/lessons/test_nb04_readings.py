@@ -47,7 +47,7 @@ def test_pass_a_back_to_back_above_synchronised_is_noise_not_a_verdict():
     assert any("median (313 us) is 34% above" in n for n in r["compiled"].notes)
     assert r["eager"].bound == "unclear"  # fastest 263 us at the kernels, median 285 us 12% above
     why = nb04.end_to_end_why(r)
-    assert "too busy to tell" in why and "busy all the time" not in why and "waited for the CPU" not in why
+    assert "too unsteady to tell" in why and "busy all the time" not in why and "waited for the CPU" not in why
     sentence = nb04.synchronised_sentence({"compiled": 313.0, "eager": 285.0}, {"compiled": 304.0, "eager": 289.0})
     assert "on top" not in sentence and "compiled took longer than that (313 us)" in sentence
 
@@ -60,7 +60,7 @@ def test_pass_b_profiled_cpu_below_unprofiled_gives_no_verdict_and_no_negative_c
         assert any("kernels one after the other" in n for n in r[k].notes)
     text = nb04.profiler_sentence(r["compiled"], 233.3, 251.6, 375.0)
     assert "no profiler cost" in text and "-" not in text.split(":")[1]
-    # the rounds are apart, yet they measure the machine: accepted either way, as too busy to tell (not a spread tie)
+    # the rounds are apart, yet they measure the machine: accepted either way, as too unsteady to tell (not a spread tie)
     apart = nb04.first_is_faster({"compiled": B["compiled"]["b2b"], "eager": B["eager"]["b2b"]})
     assert apart is True
     expected = nb04.end_to_end_expected(apart, r)
@@ -68,7 +68,7 @@ def test_pass_b_profiled_cpu_below_unprofiled_gives_no_verdict_and_no_negative_c
     for answer in (True, False):
         assert (
             nb04.check("compiled_faster_end_to_end", answer, expected, details={"why": "x"}).status
-            == "too busy to tell"
+            == "too unsteady to tell"
         )
     # no pay-back from synchronised rounds that other work slowed
     from helpers.measure.compile_costs import FirstCall

@@ -1,5 +1,5 @@
 """Lesson 04 fed the numbers of the H100 run J (four lessons sharing one GPU): rounds told apart by the spread
-rule yet slowed by other work read "too busy to tell", never "too close to call"; compile times print as measured."""
+rule yet slowed by other work read "too unsteady to tell", never "too close to call"; compile times print as measured."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_rounds_apart_but_slowed_read_too_busy_to_tell_not_too_close_to_call():
     nb04.reset()
     for answer in (True, False):
         fb = nb04.check("compiled_faster_end_to_end", answer, expected, details={"why": why})
-        assert fb.status == "too busy to tell" and fb.ok
+        assert fb.status == "too unsteady to tell" and fb.ok
         assert "too close to call" not in fb.message and "too close to call" not in repr(fb)
     assert nb04.answered("compiled_faster_end_to_end")  # accepted: the rounds then show
     table = pd.DataFrame({"x": [1]})
