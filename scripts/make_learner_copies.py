@@ -6,7 +6,9 @@
 
 A cell tagged ``solution`` is replaced by its ``learner_source`` metadata when it has one, otherwise
 every top-level assignment ``name = ...`` in it becomes ``name = None  # your answer``, so the
-checker shows "not answered yet". Outputs are stripped from the copies.
+checker shows "not answered yet". A markdown cell tagged ``summary`` (the lesson's summary, which states
+the answers) becomes ``nbNN.EXERCISES.lesson_summary()``, which shows it once the exercises are done. Outputs are
+stripped from the copies.
 
 A copy that exists is the learner's: it is kept as it is, even when the lesson changed since (the
 script says so and how to get the new version). ``--force NAME`` regenerates one copy after saving
@@ -42,6 +44,7 @@ import nbformat
 # The repository this script belongs to, before any installed copy of helpers.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from helpers.lessons.lesson_summary import SUMMARY_TAG  # noqa: E402
 from helpers.paths import NOTEBOOKS_DIR  # noqa: E402
 
 SOLUTION_TAG = "solution"
@@ -95,9 +98,22 @@ def learner_notebook(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookN
             replaced += 1
     if replaced == 0:
         raise ValueError(f"{name} has no cell tagged {SOLUTION_TAG!r}: nothing to turn into an exercise")
+    copy.cells = [_hide_summary(cell, name) for cell in copy.cells]
     copy.cells.insert(0, nbformat.v4.new_markdown_cell(BANNER.format(name=name, stem=Path(name).stem)))
     copy.metadata["course"] = {"learner_copy": True, "solutions_replaced": replaced, "lesson_hash": lesson_hash(nb)}
     return copy
+
+
+def _hide_summary(cell: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """A cell tagged ``summary`` states the exercises' answers: in the copy it becomes a call that shows the full
+    lesson's summary once they are done."""
+    if SUMMARY_TAG not in cell.get("metadata", {}).get("tags", []):
+        return cell
+    if cell.cell_type != "markdown":
+        raise ValueError(f"{name}: a cell tagged {SUMMARY_TAG!r} must be markdown")
+    return nbformat.v4.new_code_cell(
+        f"nb{name[:2]}.EXERCISES.lesson_summary()  # the lesson's summary: shown once every exercise above is done"
+    )
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from numbers import Number
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..paths import NOTEBOOKS_DIR
+from .answers import compare, is_missing, show_value
+from .lesson_summary import NotYet, Summary, summary_text
 from .rounds import BUSY, TIE, TOO_CLOSE, UNDECIDED, Tie, Verdict, compare_rounds, too_close  # noqa: F401  (lessons import them from here too)
 from .wording import sentence_start as _sentence
 
@@ -52,8 +54,8 @@ class Feedback:
 class Exercise:
     """One question: title, why the answer is what it is (``{name}`` fields filled from a check's ``details``),
     a hint, and whether the expected value is measured, computed or a reference. A ``guess`` is asked before the
-    evidence and graded against this run's measurement, which an unsteady machine (other work, or its clocks) can change: a full lesson's
-    :meth:`Exercises.assert_all_correct` needs it answered, not right."""
+    evidence and graded against this run's measurement, which an unsteady machine (other work, or its clocks) can
+    change: a full lesson's :meth:`Exercises.assert_all_correct` needs it answered, not right."""
 
     title: str
     explain: str = ""
@@ -61,7 +63,7 @@ class Exercise:
     rel_tol: float = 0.0
     source: str = "measured"
     guess: bool = False
-    # how a right answer's expected value is written (e.g. bytes as MB); None: :func:`_show`
+    # how a right answer's expected value is written (e.g. bytes as MB); None: :func:`show_value`
     show: Callable[[Any], str] | None = None
 
     def __post_init__(self) -> None:
@@ -77,100 +79,6 @@ SOURCES = {
     "computed": ("the computation agrees", "the computed value"),
     "reference": ("the reference agrees", "the reference"),
 }
-
-
-def _is_missing(answer: Any) -> bool:
-    return answer is None or answer is Ellipsis
-
-
-def _normal_text(value: str) -> str:
-    return " ".join(value.strip().lower().replace("_", " ").replace("-", " ").split())
-
-
-def _number(value: Any) -> float | None:
-    """A plain float from an int, float or 0-d tensor/array; None for anything else (and for bools)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, Number):
-        return float(value)
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "ndim", None) == 0:
-        try:
-            out = item()
-        except Exception:  # noqa: BLE001  (any failure means: not a number)
-            return None
-        return None if isinstance(out, bool) else float(out) if isinstance(out, Number) else None
-    return None
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
-def _show(value: Any) -> str:
-    """A value as a learner reads it (no numpy or torch reprs)."""
-    number = _number(value)
-    if number is not None:
-        # thousands separators: a byte count of nine digits is unreadable without them
-        return f"{number:.4g}" if not float(number).is_integer() else f"{int(number):,}"
-    if isinstance(value, (set, frozenset)):
-        return "{" + ", ".join(sorted(map(str, value))) + "}"
-    return repr(value)
-
-
-def _same(answer: Any, expected: Any, rel_tol: float) -> tuple[bool, str]:
-    """Compare an answer with the expected value; returns (equal, reason when not)."""
-    if isinstance(expected, bool):
-        if not isinstance(answer, bool):
-            return False, f"expected True or False, got {type(answer).__name__}"
-        return answer == expected, ""
-    if _number(expected) is not None:
-        got = _number(answer)
-        if got is None:
-            return False, f"expected a number, got {type(answer).__name__}"
-        if not math.isfinite(got):
-            return False, "expected a finite number"
-        want = float(_number(expected))  # type: ignore[arg-type]
-        if rel_tol == 0:
-            return got == want, ""
-        return math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-12), ""
-    if isinstance(expected, (set, frozenset)):
-        if isinstance(answer, str) or not isinstance(answer, (set, frozenset, list, tuple)):
-            return False, f"expected a collection such as a set, got {type(answer).__name__}"
-        if not all(isinstance(a, str) for a in answer) and all(isinstance(e, str) for e in expected):
-            return False, "expected text items"
-        norm = _normal_text if all(isinstance(e, str) for e in expected) else (lambda x: x)
-        try:
-            got, want = {norm(a) for a in answer}, {norm(e) for e in expected}
-        except TypeError:  # an item that cannot be in a set (a list, an array): not an answer of this kind
-            bad = next((a for a in answer if not _hashable(a)), None)
-            return False, f"expected items such as text or numbers, got a {type(bad).__name__} among them"
-        if got == want:
-            return True, ""
-        # counted, not named: naming which items are wrong would tell which are right, half the answer
-        parts = []
-        if got - want:
-            parts.append(f"{len(got - want)} of your items {'is' if len(got - want) == 1 else 'are'} not in the answer")
-        if want - got:
-            parts.append(f"{len(want - got)} missing")
-        return False, "; ".join(parts)
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(answer, (tuple, list)) or len(answer) != len(expected):
-            return False, f"expected a sequence of {len(expected)} items"
-        pairs = [_same(a, e, rel_tol) for a, e in zip(answer, expected)]
-        return all(ok for ok, _ in pairs), next((why for ok, why in pairs if not ok and why), "")
-    if isinstance(expected, str):
-        if not isinstance(answer, str):
-            return False, f"expected text, got {type(answer).__name__}"
-        return _normal_text(answer) == _normal_text(expected), ""
-    try:
-        return bool(answer == expected), ""
-    except Exception:  # noqa: BLE001  (an answer whose == raises, e.g. a tensor in a tuple)
-        return False, f"could not compare a {type(answer).__name__} with the expected {type(expected).__name__}"
 
 
 @dataclass(frozen=True)
@@ -231,7 +139,7 @@ class Exercises:
             explain = ex.explain.format(**(details or {}))
         except (KeyError, IndexError, ValueError) as err:
             raise ValueError(f"exercise {key!r}: its explanation needs details {err}") from err
-        if _is_missing(answer):
+        if is_missing(answer):
             fb = Feedback(
                 ex.title,
                 MISSING,
@@ -246,9 +154,9 @@ class Exercises:
             else:
                 fb = Feedback(ex.title, WRONG, f"expected a {expected.kind.__name__}, got {type(answer).__name__}")
         else:
-            equal, reason = (bool(accept(answer)), "") if accept is not None else _same(answer, expected, tol)
+            equal, reason = (bool(accept(answer)), "") if accept is not None else compare(answer, expected, tol)
             if equal:
-                shown = (ex.show or _show)(expected)
+                shown = (ex.show or show_value)(expected)
                 fb = Feedback(ex.title, RIGHT, f"{SOURCES[ex.source][0]}: {shown}. {_sentence(explain)}".strip())
             else:
                 within = f" (within {tol:.0%})" if tol else ""
@@ -256,10 +164,10 @@ class Exercises:
                 hint = f" Hint: {ex.hint}" if ex.hint else ""
                 target = SOURCES[ex.source][1]
                 if reason.startswith("expected"):  # the wrong kind of value: say so, not that the idea is wrong
-                    message = f"you said {_show(answer)}: {reason}. Write the answer as that kind of value.{hint}"
+                    message = f"you said {show_value(answer)}: {reason}. Write the answer as that kind of value.{hint}"
                 else:
                     message = (
-                        f"you said {_show(answer)}{why}; that does not match {target}{within}. Think again and "
+                        f"you said {show_value(answer)}{why}; that does not match {target}{within}. Think again and "
                         f"re-run this cell, or run `nb{self.lesson}.reveal({key!r})` to see the answer.{hint}"
                     )
                 fb = Feedback(ex.title, WRONG, message)
@@ -294,7 +202,7 @@ class Exercises:
         if fb is None or fb.status == MISSING:
             return Feedback(ex.title, MISSING, "write your answer and run its check first; then ask for the answer")
         self.revealed.add(key)
-        return Feedback(ex.title, fb.status, f"the answer: {_show(fb.expected)}.", fb.answer, fb.expected)
+        return Feedback(ex.title, fb.status, f"the answer: {show_value(fb.expected)}.", fb.answer, fb.expected)
 
     def answered(self, key: str) -> bool:
         """Whether the answer of `key` may be shown: the learner's last check was right (or accepted as a tie), or
@@ -347,6 +255,17 @@ class Exercises:
             raise AssertionError("exercises not right:\n" + bad.to_string(index=False))
         return table
 
+    def _guessed(self, key: str) -> bool:
+        """A guess checked with any answer: its evidence was meant to follow, right or wrong."""
+        fb = self.results.get(key)
+        return self.book[key].guess and fb is not None and fb.status != MISSING
+
+    def lesson_summary(self, folder: Path = NOTEBOOKS_DIR) -> Summary | NotYet:
+        """The full lesson's summary once every exercise is right, revealed or (a guess) checked; until then what
+        is still open. Learner copies call it where the lesson's summary stood: it states the answers."""
+        open_keys = tuple(k for k in self.book if not (self.answered(k) or self._guessed(k)))
+        return NotYet(self.lesson, open_keys) if open_keys else Summary(summary_text(self.lesson, folder))
+
     def reset(self) -> None:
         """Forget the checks run so far (a lesson's first cell calls it), and give plotly figures a PNG beside
         their interactive view when asked (``COURSE_STATIC_FIGURES=1``: an executed copy read without JavaScript)."""
@@ -376,13 +295,13 @@ def check(
     agrees = "the profile agrees" if source == "measured" else SOURCES[source][0]
     if not isinstance(rel_tol, (int, float)) or rel_tol < 0:
         raise ValueError(f"rel_tol must be a number >= 0, got {rel_tol!r}")
-    if _is_missing(answer):
+    if is_missing(answer):
         msg = "write your answer in the cell above, run it, then run this cell again." + (
             f" Hint: {hint}" if hint else ""
         )
         fb = Feedback(name, MISSING, msg, answer, expected)
     else:
-        equal, reason = _same(answer, expected, rel_tol)
+        equal, reason = compare(answer, expected, rel_tol)
         if equal:
             fb = Feedback(name, RIGHT, f"{agrees}: {expected!r}. {_sentence(explain)}".strip(), answer, expected)
         elif subject:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from make_learner_copies import SOLUTION_TAG, learner_notebook, make_learner_copies
+from make_learner_copies import SOLUTION_TAG, SUMMARY_TAG, learner_notebook, make_learner_copies
 
 import helpers
 import helpers.lessons.exercises
@@ -107,6 +107,51 @@ def test_learner_copy_replaces_every_solution(path):
         assert before.source != after
         custom = before.metadata.get("learner_source")
         assert after == custom if custom is not None else after.endswith("= None  # your answer")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_lessons_summary_is_not_in_its_learner_copy(path):
+    """The summary states the exercises' answers: the copy holds a call that shows it once they are done."""
+    nb = _read(path)
+    summary = [c for c in nb.cells if SUMMARY_TAG in c.get("metadata", {}).get("tags", [])]
+    headings = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## Summary")]
+    if headings:
+        assert summary, f"{path.name}: tag its summary's markdown cell {SUMMARY_TAG!r}"
+        assert nb.cells[headings[0]].source.strip() == "## Summary", "the heading stays in the copy: a cell of its own"
+    copy = learner_notebook(nb, path.name)
+    text = "\n".join(c.source for c in copy.cells)
+    for cell in summary:
+        bullets = [line for line in cell.source.splitlines() if line.startswith("- ")]
+        assert bullets and not any(b in text for b in bullets), f"{path.name}: a summary line is in the copy"
+    calls = [c for c in copy.cells if f"nb{path.name[:2]}.EXERCISES.lesson_summary()" in c.source]
+    assert len(calls) == len(summary) and all(c.cell_type == "code" for c in calls)
+
+
+def test_the_summary_shows_once_every_exercise_is_done(tmp_path):
+    from helpers.lessons.exercises import Exercise, Exercises
+    from helpers.lessons.lesson_summary import NotYet, Summary
+
+    lesson = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_markdown_cell("- the answer is 7")
+    cell.metadata["tags"] = [SUMMARY_TAG]
+    lesson.cells = [nbformat.v4.new_markdown_cell("## Summary"), cell]
+    nbformat.write(lesson, tmp_path / "42_topic.ipynb")
+    book = Exercises("42", count=Exercise("how many"), first=Exercise("a guess", guess=True), other=Exercise("x"))
+    shown = book.lesson_summary(tmp_path)
+    assert isinstance(shown, NotYet) and shown.open_keys == ("count", "first", "other")
+    book.check("count", 6, 7)  # wrong: still open
+    book.check("first", 1, 2)  # a guess is done once checked, right or wrong
+    book.check("other", 0, 1)
+    book.reveal("other")  # asked for after a wrong try
+    assert book.lesson_summary(tmp_path).open_keys == ("count",)
+    assert "nb42.reveal('count')" in book.lesson_summary(tmp_path)._repr_markdown_()
+    book.check("count", 7, 7)
+    shown = book.lesson_summary(tmp_path)
+    assert isinstance(shown, Summary) and shown.text == "- the answer is 7"
+    other_lesson = Exercises("43", one=Exercise("x"))
+    other_lesson.check("one", 1, 1)
+    with pytest.raises(ValueError, match="no lesson 43"):
+        other_lesson.lesson_summary(tmp_path)
 
 
 def test_learner_copies_are_written(tmp_path):

@@ -126,9 +126,10 @@ def test_right_answers_show_bytes_as_mb_and_ratios_with_two_decimals():
 
 
 def test_large_integers_read_with_thousands_separators_and_show_must_be_callable():
-    from helpers.lessons.exercises import Exercise, Exercises, _show
+    from helpers.lessons.answers import show_value
+    from helpers.lessons.exercises import Exercise, Exercises
 
-    assert _show(213909504) == "213,909,504" and _show(12) == "12" and _show(1.2331) == "1.233"
+    assert show_value(213909504) == "213,909,504" and show_value(12) == "12" and show_value(1.2331) == "1.233"
     book = Exercises("99", n=Exercise("a count"))
     assert book.check("n", 1024, expected=1024).message == "the measurement agrees: 1,024."
     with pytest.raises(TypeError, match="show"):
