@@ -100,8 +100,9 @@ EXERCISES = Exercises(
     ),
     kernel=Exercise(
         "your flash-attention kernel",
-        hint="Write the body of my_online_softmax_update: the new maximum, p, alpha, then l_i and acc. Both l_i and "
-        "acc are multiplied by alpha = exp2(m_old - m_new) before the new tile is added; p = exp2(qk * qk_scale - m_new).",
+        hint="Write the body of my_online_softmax_update in order: the new running maximum, then p (this tile's "
+        "exponentials, shifted by that maximum), then alpha (how much the old running values shrink when the maximum "
+        "grows), then l_i and acc. Are l_i and acc both rescaled before this tile's share is added?",
     ),
     shape_bytes=Exercise(
         "score-matrix bytes at your shape",

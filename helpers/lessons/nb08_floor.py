@@ -172,11 +172,25 @@ def kernels_text(causes: pd.DataFrame, new: str = KERNELS, old: str = KERNELS_FR
         + (f"; {_names(still)} by less" if still else "")
         + "."
     )
+    # why: the GEMV reads the same weights (it can only close its gap to the floor); what it folds in leaves the
+    # small kernels' group, and with those kernels go their launches and the gaps between them
+    why = {
+        "small kernels": "the small kernels fell because the GEMV now does the RMSNorm, GeGLU and residual adds "
+        "that ran as kernels of their own",
+        "idle": "the idle time fell with them: fewer kernels, fewer gaps between them in the replayed graph",
+        "gemv": "the GEMV time moved because its kernel differs, while it still reads every weight once",
+        "attention": "the attention time moved with the split-KV kernel, which reads only the filled part of the cache",
+    }
+    reasons = [why[g] for g in ("small kernels", "idle", "gemv", "attention") if g in moved and b[g] < a[g]]
+    if "gemv" in still:
+        reasons.append("the GEMV's row stayed close: it reads the same weights as before, and only its time "
+                       "above the floor can shrink")  # fmt: skip
     return (
         f"From {old} to {new} the step went from {step_a:,.0f} to {step_b:,.0f} us, and the floor from "
         f"{a['floor'] / step_a:.0%} to {b['floor'] / step_b:.0%} of it. By cause: {parts}; {rest}. "
         + verdict[0].upper()
         + verdict[1:]
+        + (" Read against what the kernels do: " + "; ".join(reasons) + "." if reasons else "")
     )
 
 

@@ -14,9 +14,9 @@ import numpy as np
 from .exercises import ACCEPTED, MISSING, RIGHT, UNDECIDED, WRONG, Exercises, Feedback, Tie
 
 VARIANT_FIX = "last logits"
-# the status lines of a pair graded wrong for one half only: each says which half is right
+# the status lines of a pair graded wrong: the right fix with a wrong speedup, and a wrong fix (its speedup ungraded)
 RIGHT_FIX_WRONG_SPEEDUP = "variant X: the right fix, with a wrong speedup"
-WRONG_FIX_RIGHT_SPEEDUP = "variant X: a speedup in the measured range, for a wrong fix"
+SPEEDUP_WAITS_FOR_FIX = "variant X: the speedup, graded once the fix is right"
 
 
 def accepted_ends(low: float, high: float) -> tuple[float, float]:
@@ -82,7 +82,7 @@ def check_variant(
             speedup_fb, message=f"{speedup_fb.message} (accepted here: {shown_low:.2f} to {shown_high:.2f}{held})"
         )
     fix_ok, speedup_ok = fix_fb.status == RIGHT, speedup_fb.status in ACCEPTED
-    if MISSING in (fix_fb.status, speedup_fb.status) or fix_ok == speedup_ok:
+    if MISSING in (fix_fb.status, speedup_fb.status) or (fix_ok and speedup_ok):
         return [part_fb, fix_fb, book.record("variant_speedup", speedup_fb)]
     if fix_ok:  # the right fix with a wrong speedup: the pair is wrong, and the speedup is the half to redo
         half = "the speedup half is wrong: the fix is the right one, the speedup you predicted for it is not."
@@ -94,13 +94,12 @@ def check_variant(
             message=f"Your fix and its speedup are one answer, and {half}",
         )
         speedup_fb = replace(speedup_fb, message=f"{speedup_fb.message} ({half})")
-    else:  # a speedup in the measured range, for a fix that is not the one measured
-        half = "the fix half is wrong: a speedup is right only with the fix it belongs to, and yours is not that fix."
-        speedup_fb = replace(
-            speedup_fb,
-            name=WRONG_FIX_RIGHT_SPEEDUP,
-            status=WRONG,
-            message=f"Your fix and its speedup are one answer, and {half} Hint: {book.book['variant_fix'].hint}",
+    else:  # a wrong fix: its speedup is not graded, and reads the same whatever its value (else it would tell)
+        speedup_fb = Feedback(
+            SPEEDUP_WAITS_FOR_FIX,
+            WRONG,
+            "Your fix and its speedup are one answer, and the fix is not the one measured: the speedup is graded "
+            "with its fix, once the fix is right.",
         )
     book.record("variant_fix", replace(fix_fb, answer=fix, expected=VARIANT_FIX))
     return [part_fb, fix_fb, book.record("variant_speedup", replace(speedup_fb, answer=speedup, expected=expected))]

@@ -33,4 +33,4 @@ def test_naive_and_tempting_formulas_are_wrong():
 
 def test_a_model_value_with_the_wrong_fix_is_still_the_wrong_pair():
     fix, speedup = grade(1 / (1 - SHARE), fix="compile")[1:]
-    assert (fix.status, speedup.status) == (WRONG, WRONG) and "the fix half is wrong" in speedup.message
+    assert (fix.status, speedup.status) == (WRONG, WRONG) and "graded with its fix" in speedup.message

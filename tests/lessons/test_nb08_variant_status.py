@@ -1,6 +1,7 @@
 """Lesson 08's transfer exercise, from a learner probe: with the right fix and a wrong speedup the status line read
 "variant X: the fix: wrong" above a message saying the fix is right; and the accepted range printed "1.32 to 1.61"
-while 1.61 itself (above 1.1 x 1.46 = 1.606) was graded wrong."""
+while 1.61 itself (above 1.1 x 1.46 = 1.606) was graded wrong; a wrong fix's status line told whether its
+speedup was in the measured range."""
 
 from __future__ import annotations
 
@@ -34,9 +35,11 @@ def test_right_fix_wrong_speedup_status_line_says_the_fix_is_right():
     assert row["status"] == WRONG
 
 
-def test_wrong_fix_right_speedup_status_line_says_the_fix_is_wrong():
-    speedup = grade(1.45, fix="compile")[2]
-    assert speedup.status == WRONG and "wrong fix" in status_line(speedup)
+def test_with_a_wrong_fix_the_speedup_waits_for_it_whatever_its_value():
+    # a status line saying "a speedup in the measured range" told the learner their number (learner probe)
+    right, wrong = grade(1.45, fix="compile")[2], grade(3.0, fix="compile")[2]
+    assert right.status == wrong.status == WRONG and "graded once the fix is right" in status_line(right)
+    assert (status_line(right), right.message) == (status_line(wrong), wrong.message)
 
 
 def test_both_printed_ends_of_the_accepted_range_are_accepted():

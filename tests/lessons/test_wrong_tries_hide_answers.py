@@ -101,9 +101,12 @@ def test_08_fix_and_speedup_are_one_answer(h200):
     assert statuses("last logits", naive) == [WRONG, WRONG] and statuses("last logits", tempting) == [WRONG, WRONG]
     fix_fb, speedup_fb = nb08.check_variant(h200["variant"], "lm_head", "last logits", tempting, measured)[1:]
     assert "the speedup half is wrong" in fix_fb.message and "the speedup half is wrong" in speedup_fb.message
-    # a right speedup for a wrong fix (the tempting fix: compile) is wrong, and says the fix is the half to redo
+    # a right speedup for a wrong fix (the tempting fix: compile) is wrong, and reads as a wrong one would: the
+    # speedup is graded with its fix, so it cannot tell the learner that their number is right
     fix_fb, speedup_fb = nb08.check_variant(h200["variant"], "lm_head", "compile", taught, measured)[1:]
-    assert (fix_fb.status, speedup_fb.status) == (WRONG, WRONG) and "the fix half is wrong" in speedup_fb.message
+    assert (fix_fb.status, speedup_fb.status) == (WRONG, WRONG) and "graded with its fix" in speedup_fb.message
+    wrong_both = nb08.check_variant(h200["variant"], "lm_head", "compile", naive, measured)[2]
+    assert (wrong_both.name, wrong_both.status, wrong_both.message) == (speedup_fb.name, WRONG, speedup_fb.message)
     for fb in (fix_fb, speedup_fb):  # neither the fix nor the measured speedup is named
         assert (
             "last logits" not in fb.message
