@@ -102,7 +102,8 @@ class Context:
 
     @cached_property
     def path_rank(self) -> int | None:
-        """The rank whose critical path is walked: the lowest of a run (None for one process's trace)."""
+        """The rank whose critical path is walked: the lowest of a run; None when the events carry no rank (one
+        process's trace, or several processes merged into one file without their ranks)."""
         ranks = self.ev["rank"][self.ev["rank"] >= 0] if "rank" in self.ev.columns else []
         return int(ranks.min()) if len(ranks) else None
 

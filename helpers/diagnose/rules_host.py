@@ -88,22 +88,24 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
     # the critical path is one rank's: its GPUs' gaps are where the path can spend host time
     on_path = cpu if ctx.path_rank is None else cpu[cpu["rank"] == ctx.path_rank]
     per_gpu = cpu.groupby(["rank", "gpu"], sort=True)["idle_us"].sum()
-    where = ""
-    if len(per_gpu) > 1:
-        # each GPU waits on its own: the most idle one is the finding, not their sum
-        rank, gpu = per_gpu.idxmax()
-        cpu = cpu[(cpu["rank"] == rank) & (cpu["gpu"] == gpu)]
-        where = f" (rank {rank}, GPU {gpu}: the most idle of {len(per_gpu)} GPUs)"
+    # each GPU waits on its own: the most idle one is the finding, not their sum
+    rank, gpu = per_gpu.idxmax() if len(per_gpu) else (None, None)
+    cpu = cpu[(cpu["rank"] == rank) & (cpu["gpu"] == gpu)] if len(per_gpu) > 1 else cpu
+    said = [f"the most idle of {len(per_gpu)} GPUs"] if len(per_gpu) > 1 else []
+    if ctx.path_rank is not None and rank is not None and rank != ctx.path_rank:
+        said.append(f"the saving is read on rank {ctx.path_rank}, whose critical path this is")
+    where = f" (rank {rank}, GPU {gpu}: {'; '.join(said)})" if said else ""
     idle = float(cpu["idle_us"].sum()) / ctx.per_step
     if idle <= 0.05 * ctx.step_us:
         return []
     kernels = ctx.work[ctx.work["kind"] == "kernel"]
     small = int((kernels["dur"] < 10).sum())
-    # what the path spends on the host while the GPU waits for it
-    on_path = on_path if len(on_path) else cpu
+    # what the path spends on the host while its GPUs wait for it (none: no such wait on the path's rank), at most
+    # what the most idle GPU waits
     saving = ctx.path_time_in(
         on_path["start_us"].to_numpy(), on_path["end_us"].to_numpy(), ("cpu", "cpu gap", "launch delay")
     )
+    saving = min(saving, idle)
     w = ctx.work
     rows = w.loc[np.isin(np.round(w["start"] - ctx.t0, 3), np.round(cpu["end_us"].to_numpy(), 3)), "row"].to_numpy()
     detail = (

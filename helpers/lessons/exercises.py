@@ -1,4 +1,4 @@
-"""Used by notebooks 00-09: self-checking exercises. Explanations and hints live in each lesson's
+"""Used by notebooks 00-10: self-checking exercises. Explanations and hints live in each lesson's
 :class:`Exercises` book, not in the notebook; a check never raises on a wrong answer, it returns feedback."""
 
 from __future__ import annotations

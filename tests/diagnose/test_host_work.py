@@ -186,3 +186,22 @@ def test_a_run_reads_its_most_idle_gpu_instead_of_adding_every_ranks_waits(tmp_p
     assert f["time_us"] == pytest.approx(one["time_us"], rel=0.02)
     assert f["saving_upper_bound_us"] == pytest.approx(one["saving_upper_bound_us"], rel=0.02)
     assert "the most idle of 2 GPUs" in f["evidence"]
+
+
+def test_a_gpu_waiting_off_the_critical_paths_rank_names_where_its_saving_is_read(tmp_path):
+    files = []
+    for rank in (0, 1):  # only rank 1's GPU waits for its host; the critical path is rank 0's
+        k = Kineto()
+        for n in range(3):
+            t = 5000 * n
+            if rank == 0:
+                k.step(n + 1, t, 5000)
+                k.cpu("aten::mm", t + 2, 20)
+                k.launch(GEMM, t + 5, 10, t + 20, 5000)  # back to back: the next one starts as it ends
+            else:
+                _step_with_a_host_pause(k, n + 1, t, "aten::randn")
+        doc = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+        files.append(k.write(tmp_path / f"rank{rank}.json", **doc))
+    [f] = rules_host.gpu_idle_cpu_bound(Context(load_traces(files)))
+    assert "rank 1, GPU" in f["evidence"] and "the saving is read on rank 0" in f["evidence"]
+    assert f["saving_upper_bound_us"] == 0  # rank 0's path holds no host time while its GPU waits
