@@ -263,8 +263,8 @@ class Exercises:
     def lesson_summary(self, folder: Path = NOTEBOOKS_DIR) -> Summary | NotYet:
         """The full lesson's summary once every exercise is right, revealed or (a guess) checked; until then what
         is still open. Learner copies call it where the lesson's summary stood: it states the answers."""
-        open_keys = tuple(k for k in self.book if not (self.answered(k) or self._guessed(k)))
-        return NotYet(self.lesson, open_keys) if open_keys else Summary(summary_text(self.lesson, folder))
+        still = tuple((k, ex.title) for k, ex in self.book.items() if not (self.answered(k) or self._guessed(k)))
+        return NotYet(self.lesson, still) if still else Summary(summary_text(self.lesson, folder))
 
     def reset(self) -> None:
         """Forget the checks run so far (a lesson's first cell calls it), and give plotly figures a PNG beside

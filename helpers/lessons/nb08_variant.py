@@ -82,6 +82,9 @@ def check_variant(
             speedup_fb, message=f"{speedup_fb.message} (accepted here: {shown_low:.2f} to {shown_high:.2f}{held})"
         )
     fix_ok, speedup_ok = fix_fb.status == RIGHT, speedup_fb.status in ACCEPTED
+    if fix_fb.status == MISSING and speedup_fb.status != MISSING:  # a speedup alone would be graded on its own
+        speedup_fb = Feedback(SPEEDUP_WAITS_FOR_FIX, MISSING, "Your fix and its speedup are one answer: write the "
+                              "fix too; the speedup is graded with it.")  # fmt: skip
     if MISSING in (fix_fb.status, speedup_fb.status) or (fix_ok and speedup_ok):
         return [part_fb, fix_fb, book.record("variant_speedup", speedup_fb)]
     if fix_ok:  # the right fix with a wrong speedup: the pair is wrong, and the speedup is the half to redo

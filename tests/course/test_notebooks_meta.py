@@ -138,20 +138,23 @@ def test_the_summary_shows_once_every_exercise_is_done(tmp_path):
     nbformat.write(lesson, tmp_path / "42_topic.ipynb")
     book = Exercises("42", count=Exercise("how many"), first=Exercise("a guess", guess=True), other=Exercise("x"))
     shown = book.lesson_summary(tmp_path)
-    assert isinstance(shown, NotYet) and shown.open_keys == ("count", "first", "other")
+    assert isinstance(shown, NotYet) and [k for k, _ in shown.open_exercises] == ["count", "first", "other"]
     book.check("count", 6, 7)  # wrong: still open
     book.check("first", 1, 2)  # a guess is done once checked, right or wrong
     book.check("other", 0, 1)
     book.reveal("other")  # asked for after a wrong try
-    assert book.lesson_summary(tmp_path).open_keys == ("count",)
-    assert "nb42.reveal('count')" in book.lesson_summary(tmp_path)._repr_markdown_()
+    assert book.lesson_summary(tmp_path).open_exercises == (("count", "how many"),)
+    text = book.lesson_summary(tmp_path)._repr_markdown_()
+    assert "how many" in text and "nb42.reveal('count')" in text and "run this cell again" in text
     book.check("count", 7, 7)
     shown = book.lesson_summary(tmp_path)
     assert isinstance(shown, Summary) and shown.text == "- the answer is 7"
     other_lesson = Exercises("43", one=Exercise("x"))
     other_lesson.check("one", 1, 1)
-    with pytest.raises(ValueError, match="no lesson 43"):
+    with pytest.raises(ValueError, match="need one lesson 43"):
         other_lesson.lesson_summary(tmp_path)
+    nbformat.write(lesson, tmp_path / "42_topic-Copy1.ipynb")  # a copy beside the lesson is not read
+    assert book.lesson_summary(tmp_path).text == "- the answer is 7"
 
 
 def test_learner_copies_are_written(tmp_path):

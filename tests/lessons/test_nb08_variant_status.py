@@ -1,14 +1,12 @@
-"""Lesson 08's transfer exercise, from a learner probe: with the right fix and a wrong speedup the status line read
-"variant X: the fix: wrong" above a message saying the fix is right; and the accepted range printed "1.32 to 1.61"
-while 1.61 itself (above 1.1 x 1.46 = 1.606) was graded wrong; a wrong fix's status line told whether its
-speedup was in the measured range."""
+"""Lesson 08's transfer exercise: its status lines say which half of the pair (fix, speedup) is wrong without telling
+a speedup's verdict before its fix is right, and both printed ends of the accepted range are accepted."""
 
 from __future__ import annotations
 
 import re
 
 from helpers.lessons import nb08_variant as variant
-from helpers.lessons.exercises import RIGHT, WRONG
+from helpers.lessons.exercises import MISSING, RIGHT, WRONG
 from helpers.lessons.nb08 import EXERCISES
 
 ROUNDS = [1.46, 1.40, 1.44, 1.42, 1.45]  # max 1.46: 1.1 x 1.46 = 1.606
@@ -36,10 +34,15 @@ def test_right_fix_wrong_speedup_status_line_says_the_fix_is_right():
 
 
 def test_with_a_wrong_fix_the_speedup_waits_for_it_whatever_its_value():
-    # a status line saying "a speedup in the measured range" told the learner their number (learner probe)
+    # a verdict on the speedup alone would tell the learner whether their number is right
     right, wrong = grade(1.45, fix="compile")[2], grade(3.0, fix="compile")[2]
     assert right.status == wrong.status == WRONG and "graded once the fix is right" in status_line(right)
     assert (status_line(right), right.message) == (status_line(wrong), wrong.message)
+
+
+def test_a_speedup_without_a_fix_waits_for_the_fix():
+    speedup = grade(1.45, fix=None)[2]
+    assert speedup.status == MISSING and "write the fix too" in speedup.message and "accepted" not in speedup.message
 
 
 def test_both_printed_ends_of_the_accepted_range_are_accepted():
