@@ -318,6 +318,19 @@ class Context:
         return int((self.under(rows) & (self.ev["cat"] == "cpu_op").to_numpy()).sum())
 
     @property
-    def per_step(self) -> float:
-        """Divide totals over the analysed steps by this to get a per-step figure."""
+    def steps_per_rank(self) -> float:
+        """Divide one rank's (or one GPU's) totals over the analysed steps by this to get a per-step figure."""
         return float(max(self.n_steps, 1))
+
+    @cached_property
+    def n_ranks(self) -> int:
+        """How many ranks the events come from (1 for one process's trace)."""
+        if "rank" not in self.ev.columns:
+            return 1
+        return max(int(pd.unique(self.ev["rank"][self.ev["rank"] >= 0]).size), 1)
+
+    @property
+    def per_step(self) -> float:
+        """Divide totals over every rank's events by this to get a figure per step of one rank (their mean): a
+        run's ranks each run the step, and their sum would count it once per rank."""
+        return self.steps_per_rank * self.n_ranks

@@ -95,7 +95,7 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
     if ctx.path_rank is not None and rank is not None and rank != ctx.path_rank:
         said.append(f"the saving is read on rank {ctx.path_rank}, whose critical path this is")
     where = f" (rank {rank}, GPU {gpu}: {'; '.join(said)})" if said else ""
-    idle = float(cpu["idle_us"].sum()) / ctx.per_step
+    idle = float(cpu["idle_us"].sum()) / ctx.steps_per_rank  # one GPU's waits
     if idle <= 0.05 * ctx.step_us:
         return []
     kernels = ctx.work[ctx.work["kind"] == "kernel"]
@@ -218,7 +218,7 @@ def _moved_wait_bound(ctx: Context, calls: np.ndarray) -> float:
             )
         host, wait = nxt - ends, dur[rows]
         saving = np.clip(wait + np.maximum(host, idle + gpu) - np.maximum(host, wait + gpu), 0, None)
-        best = max(best, float(saving.sum()) / ctx.per_step)
+        best = max(best, float(saving.sum()) / ctx.steps_per_rank)  # this rank's calls
     return best
 
 

@@ -24,7 +24,7 @@ def exposed_communication(ctx: Context) -> list[dict]:
     if not len(comm):
         return []
     o = overlap(ctx.trace)
-    exposed = float(o["exposed_communication_us"].sum()) / max(len(o), 1) / ctx.per_step
+    exposed = float(o["exposed_communication_us"].sum()) / max(len(o), 1) / ctx.steps_per_rank  # mean of the GPUs
     if exposed < 0.02 * ctx.step_us:
         return []
     pct = 100.0 * float(o["overlap_us"].sum()) / max(float(o["communication_us"].sum()), 1e-9)

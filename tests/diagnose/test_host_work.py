@@ -205,3 +205,23 @@ def test_a_gpu_waiting_off_the_critical_paths_rank_names_where_its_saving_is_rea
     [f] = rules_host.gpu_idle_cpu_bound(Context(load_traces(files)))
     assert "rank 1, GPU" in f["evidence"] and "the saving is read on rank 0" in f["evidence"]
     assert f["saving_upper_bound_us"] == 0  # rank 0's path holds no host time while its GPU waits
+
+
+def test_every_finding_of_a_run_of_identical_ranks_reads_as_one_ranks(tmp_path):
+    """A run's ranks each run the step: per-step times are one rank's, not the sum over ranks."""
+    files = []
+    for rank in (0, 1):
+        k = Kineto()
+        for n in range(3):
+            _step_with_a_host_pause(k, n + 1, 5000 * n, "aten::randn")
+            k.runtime("cudaDeviceSynchronize", 5000 * n + 4900, 50)
+        doc = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+        files.append(k.write(tmp_path / f"rank{rank}.json", **doc))
+    one = diagnose(files[0]).set_index("rule")
+    run = diagnose(tmp_path).set_index("rule")
+    assert set(one.index) == set(run.index) and len(one) >= 2
+    for rule in one.index:
+        assert run.loc[rule, "time_us"] == pytest.approx(one.loc[rule, "time_us"], rel=0.02), rule
+        assert run.loc[rule, "saving_upper_bound_us"] == pytest.approx(
+            one.loc[rule, "saving_upper_bound_us"], rel=0.02
+        ), rule
