@@ -94,7 +94,8 @@ def gpu_idle_cpu_bound(ctx: Context) -> list[dict]:
     said = [f"the most idle of {len(per_gpu)} GPUs"] if len(per_gpu) > 1 else []
     if ctx.path_rank is not None and rank is not None and rank != ctx.path_rank:
         said.append(f"the saving is read on rank {ctx.path_rank}, whose critical path this is")
-    where = f" (rank {rank}, GPU {gpu}: {'; '.join(said)})" if said else ""
+    label = str(gpu) if str(gpu).startswith("rank") else f"rank {rank}, {gpu}"  # a run's lanes name their rank
+    where = f" ({label}: {'; '.join(said)})" if said else ""
     idle = float(cpu["idle_us"].sum()) / ctx.steps_per_rank  # one GPU's waits
     if idle <= 0.05 * ctx.step_us:
         return []

@@ -203,7 +203,7 @@ def test_a_gpu_waiting_off_the_critical_paths_rank_names_where_its_saving_is_rea
         doc = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
         files.append(k.write(tmp_path / f"rank{rank}.json", **doc))
     [f] = rules_host.gpu_idle_cpu_bound(Context(load_traces(files)))
-    assert "rank 1, GPU" in f["evidence"] and "the saving is read on rank 0" in f["evidence"]
+    assert "(rank 1 · GPU 0: the saving is read on rank 0" in f["evidence"]
     assert f["saving_upper_bound_us"] == 0  # rank 0's path holds no host time while its GPU waits
 
 
